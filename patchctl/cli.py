@@ -1,0 +1,91 @@
+"""The command line: parse, call, render, exit. Nothing else lives here.
+
+Subcommands live in ``patchctl/commands/<name>.py`` and are imported only when
+run, so ``patchctl --help`` never pays for git, jinja2 or requests. Errors are
+turned into one line and an exit code in exactly one place: ``main``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import click
+
+from patchctl import __version__
+from patchctl.errors import EXIT_INTERRUPTED, EXIT_USAGE, PatchctlError
+
+# name -> (module:attribute, one-line help). Order is the order of `--help`.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("patchctl.commands.init:init", "Create an empty stack pinned to an upstream commit."),
+    "series": ("patchctl.commands.series:series", "List the stack: concern, status, size."),
+    "verify": ("patchctl.commands.verify:verify",
+               "Prove at the pin that every patch applies and reverses at fuzz 0."),
+    "lock": ("patchctl.commands.lock:lock", "Rewrite stack/stack.lock from the stack."),
+    "fingerprint": ("patchctl.commands.lock:fingerprint_cmd",
+                    "Print the stack fingerprint (text, --json or --cmake)."),
+    "apply": ("patchctl.commands.apply:apply", "Materialize pin + stack into a directory."),
+    "rebase-pin": ("patchctl.commands.rebase:rebase_pin",
+                   "Move the stack to a new upstream commit; say what broke and where."),
+    "import": ("patchctl.commands.authoring:import_cmd",
+               "Import patches from format-patch files, an mbox, a quilt series or commits."),
+    "new": ("patchctl.commands.authoring:new", "Start a new empty patch at the end of the series."),
+    "edit": ("patchctl.commands.authoring:edit",
+             "Open a worktree at the pin with patches up to NAME applied as commits."),
+    "refresh": ("patchctl.commands.authoring:refresh",
+                "Regenerate a patch from its edit worktree, keeping header and trailers."),
+    "export": ("patchctl.commands.authoring:export",
+               "Write the stack as an mbox, format-patch files or a quilt series."),
+    "reproduce": ("patchctl.commands.reproduce:reproduce",
+                  "Build each patch's reproducer: it must fail before and pass after."),
+    "record": ("patchctl.commands.record:record",
+               "Run a command and keep its evidence record under evidence/."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        module, _, attr = entry[0].partition(":")
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_) for name, (_, help_) in COMMANDS.items()])
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="patchctl")
+@click.option("-C", "--project", "project", type=click.Path(file_okay=False, path_type=str),
+              default=".", show_default=True, help="Project directory holding stack/.")
+@click.pass_context
+def cli(ctx: click.Context, project: str) -> None:
+    """patchctl keeps a narrow, provable patch stack against a pinned upstream commit.
+
+    Exit codes: 0 clean, 1 the stack has findings, 2 usage or bad input,
+    3 environment or tool failure, 130 interrupted.
+    """
+    ctx.obj = {"project": project}
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        code = cli.main(args=argv, prog_name="patchctl", standalone_mode=False)
+    except PatchctlError as e:
+        click.echo(f"patchctl: error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("patchctl: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(EXIT_USAGE if e.exit_code == 2 else e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("patchctl: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+    sys.exit(code if isinstance(code, int) else 0)

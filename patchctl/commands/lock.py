@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import click
+
+from patchctl.commands._common import emit_json, stack_of
+
+
+@click.command()
+@click.option("--check", is_flag=True, help="Only report whether the lock is current (exit 1 if not).")
+@click.pass_context
+def lock(ctx: click.Context, check: bool) -> int:
+    """Rewrite stack/stack.lock from the pin and the patches' diffs."""
+    from patchctl.fingerprint import make_lock, short
+    from patchctl.stack import render_lock, write_lock
+
+    stack = stack_of(ctx)
+    new = make_lock(stack.pin(), stack.patches())
+    old = stack.lock()
+    if old is not None and render_lock(old) == render_lock(new):
+        click.echo(f"{stack.lock_path}: current ({short(new.fingerprint)})")
+        return 0
+    if check:
+        click.echo(f"{stack.lock_path}: stale (would be {short(new.fingerprint)})")
+        return 1
+    write_lock(stack, new)
+    click.echo(f"{stack.lock_path}: written ({short(new.fingerprint)})")
+    return 0
+
+
+@click.command("fingerprint")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.option("--cmake", is_flag=True, help="Print a CMake snippet (set() calls).")
+@click.pass_context
+def fingerprint_cmd(ctx: click.Context, as_json: bool, cmake: bool) -> None:
+    """Print the stack fingerprint computed from the stack (not read from the lock)."""
+    from patchctl.fingerprint import make_lock, short
+
+    stack = stack_of(ctx)
+    lk = make_lock(stack.pin(), stack.patches())
+    if as_json:
+        emit_json({
+            "algorithm": lk.algorithm, "name": lk.name, "pin": lk.pin,
+            "fingerprint": lk.fingerprint, "short": short(lk.fingerprint),
+            "patches": [{"file": p.file, "strip": p.strip, "digest": p.digest}
+                        for p in lk.patches],
+        })
+    elif cmake:
+        files = ";".join(p.file for p in lk.patches)
+        click.echo(f'set(PATCHCTL_ALGORITHM "{lk.algorithm}")\n'
+                   f'set(PATCHCTL_UPSTREAM_NAME "{lk.name}")\n'
+                   f'set(PATCHCTL_PIN "{lk.pin}")\n'
+                   f'set(PATCHCTL_FINGERPRINT "{lk.fingerprint}")\n'
+                   f'set(PATCHCTL_FINGERPRINT_SHORT "{short(lk.fingerprint)}")\n'
+                   f'set(PATCHCTL_PATCHES "{files}")')
+    else:
+        click.echo(lk.fingerprint)

@@ -1,0 +1,31 @@
+from __future__ import annotations
+
+import click
+
+from patchctl.commands._common import emit_json, json_option, stack_of
+
+
+@click.command()
+@json_option
+@click.pass_context
+def series(ctx: click.Context, as_json: bool) -> None:
+    """List the stack in apply order with each patch's concern, status and size."""
+    stack = stack_of(ctx)
+    pin = stack.pin()
+    rows = []
+    for i, p in enumerate(stack.patches(), start=1):
+        rows.append({
+            "index": i, "file": p.name, "strip": p.strip, "subject": p.subject,
+            "concern": p.concern, "upstream_status": p.upstream_status,
+            "reproducer": p.reproducer, "files": len(p.files), "added": p.added,
+            "removed": p.removed,
+        })
+    if as_json:
+        emit_json({"schema": "patchctl.series/1", "name": pin.name, "pin": pin.commit,
+                   "patches": rows})
+        return
+    click.echo(f"{pin.name} @ {pin.commit[:12]}: {len(rows)} patches")
+    for r in rows:
+        click.echo(f"{r['index']:>3}  {r['file']}  [{r['concern'] or '-'}]  "
+                   f"{r['upstream_status'] or '-'}  {r['files']} files +{r['added']} "
+                   f"-{r['removed']}")

@@ -1,0 +1,50 @@
+"""One error hierarchy; the CLI turns each into a one-line message and an exit code.
+
+Expected outcomes (a patch that does not apply, a lint finding) are results,
+never exceptions: these classes are for input and environment problems.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_FINDINGS = 1
+EXIT_USAGE = 2
+EXIT_ENVIRONMENT = 3
+EXIT_INTERRUPTED = 130
+
+
+class PatchctlError(Exception):
+    """Base class. ``str(err)`` is the whole user-facing message."""
+
+    exit_code = EXIT_USAGE
+
+
+class InputError(PatchctlError):
+    """The user's files or arguments are wrong (a bad series, patch or pin)."""
+
+    exit_code = EXIT_USAGE
+
+
+class StackError(InputError):
+    """The stack on disk is malformed."""
+
+
+class EnvironmentFailure(PatchctlError):
+    """A tool or resource outside patchctl failed: git missing, upstream unreachable."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+
+class GitError(EnvironmentFailure):
+    """A git command failed unexpectedly; carries the command and its stderr."""
+
+    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
+        self.argv = argv
+        self.returncode = returncode
+        self.stderr = stderr
+        last = next((ln for ln in reversed(stderr.strip().splitlines()) if ln.strip()), "")
+        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {last or 'no output'}")
+
+
+class BusyError(EnvironmentFailure):
+    """Another patchctl process holds the stack's lock."""

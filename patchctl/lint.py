@@ -1,0 +1,170 @@
+"""Per-patch lint: metadata, scope, and the shape of the diff.
+
+Checks that need the upstream tree (writing through a symlink there) take the
+set of symlinked paths as an argument, so this module stays free of git.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from patchctl.patchfile import Patch
+
+ERROR = "error"
+WARNING = "warning"
+
+# Yocto's own check (meta/classes-global/insane.bbclass, check_upstream_status):
+# the strict form is valid; any other line that mentions upstream and status is
+# a near-miss and reported as malformed.
+UPSTREAM_STATUS_STRICT = re.compile(
+    r"^Upstream-Status: (Pending|Submitted|Denied|Inappropriate|Backport|Inactive-Upstream)( .+)?$",
+    re.MULTILINE,
+)
+UPSTREAM_STATUS_KINDA = re.compile(r"^.*upstream.*status.*$", re.IGNORECASE | re.MULTILINE)
+# The guidelines ask these statuses to say where / which / why in brackets.
+_NEEDS_BRACKET = {
+    "Submitted": "where it was submitted",
+    "Backport": "the upstream commit or release",
+    "Inappropriate": "why",
+}
+
+REQUIRED_KEYS = ("Concern", "Upstream-Status", "Scope")
+
+
+@dataclass(frozen=True)
+class Finding:
+    severity: str
+    code: str
+    message: str
+    line: int | None = None  # 1-based line in the patch file
+
+
+def lint_patch(patch: Patch, *, upstream_symlinks: frozenset[str] = frozenset()) -> list[Finding]:
+    findings: list[Finding] = [Finding(ERROR, "parse", p) for p in patch.problems]
+    header_end = patch.diff_line - 1
+    findings += _lint_metadata(patch, header_end)
+    findings += _lint_paths(patch, upstream_symlinks)
+    if patch.crlf_damaged:
+        findings.append(
+            Finding(ERROR, "crlf", "CRLF line endings in the diff (the file was converted "
+                    "to DOS line endings); convert it back with `dos2unix`", patch.diff_line)
+        )
+    return findings
+
+
+def _lint_metadata(patch: Patch, header_end: int) -> list[Finding]:
+    out: list[Finding] = []
+    header_text = "\n".join(patch.text.split("\n")[:header_end])
+    for key in REQUIRED_KEYS:
+        if key == "Upstream-Status":
+            continue  # checked against the raw text below, as Yocto does
+        if not patch.metadata.get(key):
+            out.append(Finding(ERROR, "missing-trailer", f"missing `{key}:` trailer"))
+    if not patch.reproducer:
+        out.append(Finding(WARNING, "no-reproducer",
+                           "no `Reproducer:` trailer naming a project under reproducers/"))
+    elif not _under_reproducers(patch.reproducer):
+        out.append(Finding(ERROR, "reproducer-path",
+                           f"`Reproducer: {patch.reproducer}` must be a path under reproducers/"))
+
+    strict = UPSTREAM_STATUS_STRICT.search(header_text)
+    if strict:
+        status, rest = strict.group(1), (strict.group(2) or "").strip()
+        if status in _NEEDS_BRACKET and not (rest.startswith("[") and rest.endswith("]")):
+            out.append(Finding(WARNING, "upstream-status",
+                               f"`Upstream-Status: {status}` should say {_NEEDS_BRACKET[status]} "
+                               f"in brackets: `{status} [...]`", _line_of(patch, strict.start())))
+    else:
+        near = UPSTREAM_STATUS_KINDA.search(header_text)
+        if near:
+            out.append(Finding(ERROR, "upstream-status",
+                               f"malformed Upstream-Status {near.group(0).strip()!r}; use exactly "
+                               "`Upstream-Status: Pending|Submitted [where]|Backport [ref]|Denied|"
+                               "Inappropriate [why]|Inactive-Upstream [...]`",
+                               _line_of(patch, near.start())))
+        else:
+            out.append(Finding(ERROR, "missing-trailer", "missing `Upstream-Status:` trailer"))
+    return out
+
+
+def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding]:
+    out: list[Finding] = []
+    scope = patch.scope
+    binary_ok = [g for v in patch.metadata.get("Binary", []) for g in v.split()]
+    for f in patch.files:
+        for path in f.paths:
+            pure = PurePosixPath(path)
+            if path.startswith("/") or ".." in pure.parts:
+                out.append(Finding(ERROR, "unsafe-path",
+                                   f"{path}: absolute or `..` path escapes the tree", f.line))
+                continue
+            if scope and not any(glob_match(path, g) for g in scope):
+                out.append(Finding(ERROR, "scope",
+                                   f"{path} is outside the patch's Scope ({' '.join(scope)})",
+                                   f.line))
+            through = [str(p) for p in reversed(pure.parents) if str(p) in upstream_symlinks]
+            if through or path in upstream_symlinks and f.source is not None:
+                link = through[0] if through else path
+                out.append(Finding(ERROR, "symlink",
+                                   f"{path}: writes through the symbolic link {link}", f.line))
+        if f.new_mode == "120000":
+            out.append(Finding(ERROR, "symlink", f"{f.path}: creates a symbolic link", f.line))
+        if f.binary and not any(glob_match(f.path, g) for g in binary_ok):
+            out.append(Finding(ERROR, "binary",
+                               f"{f.path}: binary change; declare it with a `Binary: <glob>` "
+                               "trailer or leave binaries out of the stack", f.line))
+    return out
+
+
+def _under_reproducers(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return len(parts) >= 2 and parts[0] == "reproducers" and ".." not in parts
+
+
+def glob_match(path: str, pattern: str) -> bool:
+    """fnmatch where `*` stays within one directory and `**` spans any number."""
+    return _glob_regex(pattern).match(path) is not None
+
+
+_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    rx = _GLOB_CACHE.get(pattern)
+    if rx is None:
+        parts, i = [], 0
+        while i < len(pattern):
+            c = pattern[i]
+            if pattern.startswith("**/", i):
+                parts.append("(?:.*/)?")
+                i += 3
+                continue
+            if pattern.startswith("**", i):
+                parts.append(".*")
+                i += 2
+                continue
+            if c == "*":
+                parts.append("[^/]*")
+            elif c == "?":
+                parts.append("[^/]")
+            elif c == "[":
+                j = pattern.find("]", i + 1)
+                if j == -1:
+                    parts.append(re.escape(c))
+                else:
+                    parts.append(pattern[i : j + 1])
+                    i = j + 1
+                    continue
+            else:
+                parts.append(re.escape(c))
+            i += 1
+        rx = _GLOB_CACHE[pattern] = re.compile("".join(parts) + r"\Z")
+    return rx
+
+
+def _line_of(patch: Patch, offset: int) -> int:
+    header = "\n".join(patch.text.split("\n")[: patch.diff_line - 1])
+    return header.count("\n", 0, offset) + 1
+

@@ -1,0 +1,236 @@
+"""``patchctl apply --into DIR``: pin + stack as plain files (or a git repo), atomically.
+
+The tree is built beside DIR and renamed into place, so an interrupted run
+leaves DIR as it was. The stamp (docs/FORMATS.md) is written last, inside the
+new tree, so a tree without a stamp was never finished.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import tempfile
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from patchctl import fsutil, gitrepo
+from patchctl.errors import InputError, StackError
+from patchctl.fingerprint import ALGORITHM, fingerprint
+from patchctl.lint import glob_match
+from patchctl.stack import Stack
+
+STAMP = ".patchctl-stamp"
+
+
+@dataclass(frozen=True)
+class Stamp:
+    name: str
+    pin: str
+    fingerprint: str
+    tree: str
+    manifest: str
+    patches: tuple[str, ...]
+    exclude: tuple[str, ...] = ()
+    algorithm: str = ALGORITHM
+
+    def render(self) -> str:
+        def q(v: str) -> str:
+            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        lines = [
+            "# patchctl apply stamp: this directory = pin + stack; do not edit by hand.",
+            "format = 1",
+            f"algorithm = {q(self.algorithm)}",
+            f"name = {q(self.name)}",
+            f"pin = {q(self.pin)}",
+            f"fingerprint = {q(self.fingerprint)}",
+            f"tree = {q(self.tree)}",
+            f"manifest = {q(self.manifest)}",
+            f"patches = [{', '.join(q(p) for p in self.patches)}]",
+        ]
+        if self.exclude:
+            lines.append(f"exclude = [{', '.join(q(p) for p in self.exclude)}]")
+        return "\n".join(lines) + "\n"
+
+
+def read_stamp(directory: Path) -> Stamp | None:
+    import tomllib
+
+    path = directory / STAMP
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        return Stamp(name=data["name"], pin=data["pin"], fingerprint=data["fingerprint"],
+                     tree=data["tree"], manifest=data["manifest"],
+                     patches=tuple(data["patches"]), exclude=tuple(data.get("exclude", ())),
+                     algorithm=data.get("algorithm", ALGORITHM))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
+        raise InputError(f"{path}: unreadable stamp ({e}); re-run with --force") from e
+
+
+def manifest(directory: Path) -> str:
+    """sha256 over `<sha256>  <path>` lines of every file, sorted by path (docs/FORMATS.md)."""
+    entries: list[tuple[bytes, str]] = []
+    root = str(directory)
+    for dirpath, dirnames, filenames in os.walk(root):
+        rel_dir = os.path.relpath(dirpath, root)
+        if rel_dir == ".":
+            dirnames[:] = [d for d in dirnames if d != ".git"]
+        # os.walk does not descend into symlinked directories; they count as links.
+        names = filenames + [d for d in dirnames if os.path.islink(os.path.join(dirpath, d))]
+        for name in names:
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if rel == STAMP:
+                continue
+            full = os.path.join(dirpath, name)
+            if os.path.islink(full):
+                digest = hashlib.sha256(os.readlink(full).encode()).hexdigest()
+            else:
+                with open(full, "rb") as f:
+                    digest = hashlib.file_digest(f, "sha256").hexdigest()
+            entries.append((rel.encode("utf-8", "surrogateescape"), digest))
+    entries.sort()
+    text = "".join(f"{d}  {p.decode('utf-8', 'surrogateescape')}\n" for p, d in entries)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+@dataclass
+class ApplyResult:
+    into: Path
+    stamp: Stamp
+    unchanged: bool
+
+    def to_dict(self) -> dict:
+        return {"schema": "patchctl.apply/1", "into": str(self.into),
+                "unchanged": self.unchanged, "stamp": asdict(self.stamp)}
+
+
+def materialize(
+    stack: Stack,
+    upstream: Path,
+    into: Path,
+    *,
+    commits: bool = False,
+    exclude: list[str] | None = None,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> ApplyResult:
+    into = into.absolute()
+    pin = stack.pin()
+    patches = stack.patches()
+    fp = fingerprint(pin.commit, patches)
+    exclude = list(exclude or [])
+    lock_path = into.parent / f".{into.name}.patchctl-lock"
+    with fsutil.exclusive_lock(lock_path, f"apply --into {into}"):
+        _recover(into)
+        existing = read_stamp(into) if into.is_dir() else None
+        if existing is not None:
+            edited = manifest(into) != existing.manifest
+            if edited and not force:
+                raise InputError(f"{into} was edited after `patchctl apply` stamped it; "
+                                 "re-run with --force to replace it (the edits are lost)")
+            if not edited and existing.fingerprint == fp and list(existing.exclude) == exclude \
+                    and _is_repo(into) == commits:
+                return ApplyResult(into, existing, unchanged=True)
+        elif into.exists() and any(into.iterdir()) and not force:
+            raise InputError(f"{into} exists and was not made by `patchctl apply`; "
+                             "choose an empty or new directory, or pass --force")
+
+        if not gitrepo.resolve_commit(upstream, pin.commit):
+            raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
+        into.parent.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=f".{into.name}.patchctl-new-", dir=into.parent))
+        try:
+            stamp = _build(stack, upstream, staging, patches, fp, commits, exclude, progress)
+            _swap(staging, into)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+        return ApplyResult(into, stamp, unchanged=False)
+
+
+def _build(stack, upstream, staging, patches, fp, commits, exclude, progress) -> Stamp:
+    pin = stack.pin()
+    with gitrepo.temp_index(upstream) as index:
+        index.read_tree(pin.commit)
+        if patches:
+            if progress:
+                progress(f"applying {len(patches)} patches")
+            for group in _strip_groups(patches):
+                run = index.apply([p.path for p in group], strip=group[0].strip)
+                if not run.ok:
+                    raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
+                                     f"{_last_error(run.stderr)}; run `patchctl verify`")
+        tree = index.write_tree()
+        if exclude:
+            _drop(index, exclude)
+        if progress:
+            progress(f"writing files into {staging.name}")
+        index.checkout_to(staging)
+    if commits:
+        _make_history(staging, pin, patches)
+    stamp = Stamp(name=pin.name, pin=pin.commit, fingerprint=fp, tree=tree,
+                  manifest=manifest(staging), patches=tuple(p.name for p in patches),
+                  exclude=tuple(exclude))
+    fsutil.atomic_write(staging / STAMP, stamp.render())
+    return stamp
+
+
+def _strip_groups(patches):
+    group: list = []
+    for p in patches:
+        if group and group[0].strip != p.strip:
+            yield group
+            group = []
+        group.append(p)
+    if group:
+        yield group
+
+
+def _drop(index: gitrepo.TempIndex, exclude: list[str]) -> None:
+    listed = gitrepo.run_git(["ls-files", "-z"], repo=index.repo, env=index.env).stdout
+    doomed = [p for p in listed.split("\0") if p and any(glob_match(p, g) for g in exclude)]
+    if doomed:
+        gitrepo.run_git(["update-index", "--force-remove", "-z", "--stdin"], repo=index.repo,
+                        env=index.env, input="\0".join(doomed) + "\0")
+
+
+def _make_history(work: Path, pin, patches) -> None:
+    """A repo whose first commit is the pin's tree and then one commit per patch."""
+    repo = gitrepo.init_history(work, f"{pin.name} {pin.commit}\n\nUpstream pin, as fetched.\n")
+    for p in patches:
+        gitrepo.commit_patch(repo, p.path, strip=p.strip, subject=p.subject or p.name,
+                             body=p.body, author=p.author)
+
+
+def _is_repo(path: Path) -> bool:
+    return (path / ".git").is_dir()
+
+
+def _swap(staging: Path, into: Path) -> None:
+    """Replace ``into`` by ``staging``; a crash in between is undone by ``_recover``."""
+    old = into.parent / f".{into.name}.patchctl-old"
+    if into.exists():
+        shutil.rmtree(old, ignore_errors=True)
+        os.rename(into, old)
+    os.rename(staging, into)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def _recover(into: Path) -> None:
+    old = into.parent / f".{into.name}.patchctl-old"
+    if old.exists() and not into.exists():
+        os.rename(old, into)  # an interrupted swap: put the old tree back
+    elif old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+    for leftover in into.parent.glob(f".{into.name}.patchctl-new-*"):
+        with contextlib.suppress(OSError):
+            shutil.rmtree(leftover)
+
+
+def _last_error(stderr: str) -> str:
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+    return (lines[-1] if lines else stderr.strip().splitlines()[-1]).removeprefix("error: ")

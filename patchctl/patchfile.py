@@ -1,0 +1,366 @@
+"""Reading one patch file: mail or DEP-3 headers, trailers, and the diff.
+
+Parsing never touches git. A patch that cannot be parsed at all (empty, not a
+diff, truncated) raises ``StackError``; everything else that is wrong with a
+patch is a lint finding (see ``lint.py``), so one bad trailer does not hide
+the rest of the report.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from email.header import decode_header, make_header
+from pathlib import Path
+
+from patchctl.errors import StackError
+
+# Trailer / DEP-3 keys patchctl understands; matching is case-insensitive.
+KNOWN_KEYS = (
+    "Concern",
+    "Upstream-Status",
+    "Scope",
+    "Reproducer",
+    "Forwarded",
+    "Bug",
+    "Origin",
+    "Applied-Upstream",
+    "Binary",
+    "Description",
+    "Author",
+    "Last-Update",
+)
+_CANONICAL = {k.lower(): k for k in KNOWN_KEYS}
+
+_KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
+_SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
+_DIFF_START = re.compile(r"^(diff --git |Index: |--- )")
+_FILE_HEADER = re.compile(r"^diff --git ")
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+@dataclass(frozen=True)
+class Hunk:
+    source_start: int
+    source_length: int
+    target_start: int
+    target_length: int
+    line: int  # 1-based line of the `@@` header in the patch file
+    lines: tuple[str, ...]  # body lines, prefix included, no newline
+
+
+@dataclass(frozen=True)
+class FileDiff:
+    source: str | None  # path after stripping; None for /dev/null
+    target: str | None
+    raw_source: str
+    raw_target: str
+    line: int  # 1-based line where this file's diff starts in the patch file
+    hunks: tuple[Hunk, ...]
+    binary: bool = False
+    new_mode: str | None = None
+
+    @property
+    def path(self) -> str:
+        return self.target or self.source or self.raw_target
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(p for p in (self.source, self.target) if p))
+
+
+@dataclass
+class Patch:
+    """One parsed patch file. ``metadata`` maps canonical keys to their values."""
+
+    name: str
+    path: Path
+    strip: int
+    subject: str
+    author: str
+    date: str
+    body: str
+    metadata: dict[str, list[str]]
+    files: tuple[FileDiff, ...]
+    diff_line: int  # 1-based line where the diff starts
+    text: str
+    crlf_damaged: bool = False
+    mail_form: bool = False
+    problems: list[str] = field(default_factory=list)  # structural, found while parsing
+
+    def meta(self, key: str) -> str | None:
+        values = self.metadata.get(key)
+        return values[0] if values else None
+
+    @property
+    def concern(self) -> str | None:
+        return self.meta("Concern")
+
+    @property
+    def upstream_status(self) -> str | None:
+        return self.meta("Upstream-Status")
+
+    @property
+    def reproducer(self) -> str | None:
+        return self.meta("Reproducer")
+
+    @property
+    def scope(self) -> list[str]:
+        globs: list[str] = []
+        for value in self.metadata.get("Scope", []):
+            globs.extend(g for g in re.split(r"[\s,]+", value) if g)
+        return globs
+
+    @property
+    def added(self) -> int:
+        return sum(1 for f in self.files for h in f.hunks for ln in h.lines if ln[:1] == "+")
+
+    @property
+    def removed(self) -> int:
+        return sum(1 for f in self.files for h in f.hunks for ln in h.lines if ln[:1] == "-")
+
+    def normalized_diff(self) -> str:
+        """The diff as the fingerprint sees it (docs/FORMATS.md, algorithm pcfp1)."""
+        out: list[str] = []
+        for f in self.files:
+            out.append(f"--- {f.raw_source}")
+            out.append(f"+++ {f.raw_target}")
+            for h in f.hunks:
+                out.append(
+                    f"@@ -{h.source_start},{h.source_length} +{h.target_start},{h.target_length} @@"
+                )
+                out.extend(h.lines)
+        return "".join(line + "\n" for line in out)
+
+    @property
+    def digest(self) -> str:
+        return hashlib.sha256(self.normalized_diff().encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def read_patch(path: Path, *, name: str | None = None, strip: int = 1) -> Patch:
+    try:
+        data = path.read_bytes()
+    except OSError as e:
+        raise StackError(f"{path}: cannot read patch: {e.strerror}") from e
+    return parse_patch(data, path=path, name=name or path.name, strip=strip)
+
+
+def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:
+    if not data.strip():
+        raise StackError(f"{name}: the patch is empty")
+    text = data.decode("utf-8", "surrogateescape")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    crlf = any(ln.endswith("\r") for ln in lines if _DIFF_START.match(ln) or ln.startswith("@@"))
+    if crlf:
+        # Undo the damage for parsing so the rest of the report is still useful.
+        lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+
+    diff_at = _find_diff_start(lines)
+    if diff_at is None:
+        raise StackError(f"{name}: not a diff (no `diff --git` or `---/+++` file header found)")
+    header = lines[:diff_at]
+    mail_form = bool(header) and (header[0].startswith("From ") or _is_mail_header(header))
+    if mail_form:
+        subject, author, date, body, metadata = _parse_mail(header)
+    else:
+        subject, author, date, body, metadata = _parse_dep3(header)
+    files, problems = _parse_diff(lines, diff_at, strip=strip, name=name)
+    if not files:
+        raise StackError(f"{name}: not a diff (no file changes found)")
+    return Patch(
+        name=name,
+        path=path,
+        strip=strip,
+        subject=subject,
+        author=author,
+        date=date,
+        body=body,
+        metadata=metadata,
+        files=tuple(files),
+        diff_line=diff_at + 1,
+        text=text,
+        crlf_damaged=crlf,
+        mail_form=mail_form,
+        problems=problems,
+    )
+
+
+def _find_diff_start(lines: list[str]) -> int | None:
+    for i, line in enumerate(lines):
+        if line.startswith("diff --git "):
+            return i
+        if line.startswith("Index: ") and i + 1 < len(lines) and lines[i + 1].startswith("===="):
+            return i
+        if (
+            line.startswith("--- ")
+            and i + 1 < len(lines)
+            and lines[i + 1].startswith("+++ ")
+            and i + 2 < len(lines)
+            and lines[i + 2].startswith("@@")
+        ):
+            return i
+    return None
+
+
+def _is_mail_header(header: list[str]) -> bool:
+    keys = {m.group(1).lower() for ln in header[:8] if (m := _KEY_LINE.match(ln))}
+    return "subject" in keys and "from" in keys
+
+
+def _unfold(header: list[str]) -> list[tuple[str, str]]:
+    """RFC 822 / DEP-3 headers: a line starting with whitespace continues the last one."""
+    pairs: list[tuple[str, str]] = []
+    for line in header:
+        if line[:1] in (" ", "\t") and pairs:
+            key, value = pairs[-1]
+            pairs[-1] = (key, f"{value} {line.strip()}".strip())
+        elif m := _KEY_LINE.match(line):
+            pairs.append((m.group(1), m.group(2).strip()))
+    return pairs
+
+
+def _decode(value: str) -> str:
+    try:
+        return str(make_header(decode_header(value)))
+    except (ValueError, LookupError):
+        return value
+
+
+def _add_meta(metadata: dict[str, list[str]], key: str, value: str) -> None:
+    canonical = _CANONICAL.get(key.lower())
+    if canonical:
+        metadata.setdefault(canonical, []).append(value)
+
+
+def _parse_mail(header: list[str]):
+    start = 1 if header and header[0].startswith("From ") else 0
+    try:
+        blank = header.index("", start)
+    except ValueError:
+        blank = len(header)
+    fields = {k.lower(): v for k, v in _unfold(header[start:blank])}
+    subject = _SUBJECT_PREFIX.sub("", _decode(fields.get("subject", ""))).strip()
+    author = _decode(fields.get("from", ""))
+    date = fields.get("date", "")
+    body_lines = header[blank + 1 :]
+    # The body ends at the `---` line that opens the diffstat.
+    if "---" in body_lines:
+        body_lines = body_lines[: len(body_lines) - 1 - body_lines[::-1].index("---")]
+    while body_lines and not body_lines[-1].strip():
+        body_lines.pop()
+    metadata: dict[str, list[str]] = {}
+    # Trailers are the last paragraph of the body.
+    cut = len(body_lines)
+    while cut > 0 and body_lines[cut - 1].strip():
+        cut -= 1
+    trailer_block = body_lines[cut:]
+    if trailer_block and all(_KEY_LINE.match(ln) or ln[:1] in " \t" for ln in trailer_block):
+        for key, value in _unfold(trailer_block):
+            _add_meta(metadata, key, value)
+        body_lines = body_lines[:cut]
+    while body_lines and not body_lines[-1].strip():
+        body_lines.pop()
+    return subject, author, date, "\n".join(body_lines), metadata
+
+
+def _parse_dep3(header: list[str]):
+    metadata: dict[str, list[str]] = {}
+    prose: list[str] = []
+    pairs = _unfold(header)
+    for key, value in pairs:
+        _add_meta(metadata, key, value)
+    for line in header:
+        if not _KEY_LINE.match(line) and line[:1] not in (" ", "\t"):
+            prose.append(line)
+    fields = {k.lower(): v for k, v in pairs}
+    description = fields.get("description") or fields.get("subject") or ""
+    subject, _, rest = description.partition(". ")
+    body = "\n".join(x for x in [rest, *prose] if x).strip()
+    return subject.strip(), fields.get("author", ""), fields.get("last-update", ""), body, metadata
+
+
+def _strip(raw: str, strip: int) -> str | None:
+    raw = raw.split("\t", 1)[0].strip()
+    if raw.startswith('"') and raw.endswith('"'):
+        raw = raw[1:-1].encode("latin-1", "backslashreplace").decode("unicode_escape")
+    if raw == "/dev/null":
+        return None
+    parts = raw.split("/")
+    if strip and len(parts) <= strip:
+        return raw  # cannot strip; lint reports the odd path
+    return "/".join(parts[strip:])
+
+
+def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
+    """A small, strict unified-diff reader: counts hunk lines, so truncation is caught."""
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
+    files: list[FileDiff] = []
+    problems: list[str] = []
+    # unidiff checks the hunk arithmetic; patchctl keeps its own positions for reports.
+    try:
+        patchset = PatchSet("\n".join(_without_signature(lines[start:])) + "\n")
+    except UnidiffParseError as e:
+        raise StackError(f"{name}: malformed or truncated diff: {e}") from e
+
+    file_lines = [i for i in range(start, len(lines)) if _FILE_HEADER.match(lines[i])]
+    for index, pf in enumerate(patchset):
+        line_no = (file_lines[index] + 1) if index < len(file_lines) else start + 1
+        hunks = tuple(
+            Hunk(
+                source_start=h.source_start,
+                source_length=h.source_length,
+                target_start=h.target_start,
+                target_length=h.target_length,
+                line=(h[0].diff_line_no - 1 + start) if len(h) else start + 1,
+                lines=tuple(_hunk_lines(h)),
+            )
+            for h in pf
+        )
+        raw_source, raw_target = pf.source_file, pf.target_file
+        new_mode = _new_mode(pf.patch_info)
+        files.append(
+            FileDiff(
+                source=_strip(raw_source, strip),
+                target=_strip(raw_target, strip),
+                raw_source=raw_source,
+                raw_target=raw_target,
+                line=line_no,
+                hunks=hunks,
+                binary=bool(pf.is_binary_file),
+                new_mode=new_mode,
+            )
+        )
+    return files, problems
+
+
+def _hunk_lines(hunk) -> list[str]:
+    out = []
+    for ln in hunk:
+        value = ln.value[:-1] if ln.value.endswith("\n") else ln.value
+        out.append(f"{ln.line_type}{value}")
+    return out
+
+
+def _new_mode(info) -> str | None:
+    for line in info or ():
+        text = str(line).strip()
+        for prefix in ("new file mode ", "new mode "):
+            if text.startswith(prefix):
+                return text[len(prefix) :]
+    return None
+
+
+def _without_signature(lines: list[str]) -> list[str]:
+    """Drop git format-patch's `-- ` / version signature after the last hunk."""
+    for i in range(len(lines) - 1, -1, -1):
+        if lines[i] == "-- ":
+            tail = lines[i + 1 :]
+            if len(tail) <= 3 and all(not t.startswith(("+", "-", " ", "@@")) for t in tail):
+                return lines[:i]
+            break
+    return lines

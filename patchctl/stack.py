@@ -1,0 +1,238 @@
+"""The stack on disk: ``series``, ``patches/``, the pin file and the lock.
+
+No git here. Formats are documented in docs/FORMATS.md.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl import fsutil
+from patchctl.errors import StackError
+from patchctl.patchfile import Patch, read_patch
+
+SERIES = "series"
+PATCHES = "patches"
+PIN_FILE = "upstream.toml"
+LOCK_FILE = "stack.lock"
+
+_HEX40 = re.compile(r"^[0-9a-f]{40}$")
+_STRIP = re.compile(r"^-p(\d+)$")
+
+
+@dataclass(frozen=True)
+class SeriesEntry:
+    name: str
+    strip: int
+    line: int
+
+
+@dataclass(frozen=True)
+class Pin:
+    name: str
+    url: str
+    commit: str
+    tag: str | None = None
+
+    def to_toml(self) -> str:
+        lines = [
+            "# The upstream this stack applies to. `commit` is the pin; a tag is informative only.",
+            f"name = {_quote(self.name)}",
+            f"url = {_quote(self.url)}",
+            f"commit = {_quote(self.commit)}",
+        ]
+        if self.tag:
+            lines.append(f"tag = {_quote(self.tag)}")
+        return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class LockedPatch:
+    file: str
+    strip: int
+    digest: str
+
+
+@dataclass(frozen=True)
+class Lock:
+    algorithm: str
+    name: str
+    pin: str
+    fingerprint: str
+    patches: tuple[LockedPatch, ...]
+
+
+@dataclass
+class Stack:
+    """A stack directory. Patches are parsed lazily and in series order."""
+
+    root: Path
+
+    @property
+    def series_path(self) -> Path:
+        return self.root / SERIES
+
+    @property
+    def patches_dir(self) -> Path:
+        return self.root / PATCHES
+
+    @property
+    def pin_path(self) -> Path:
+        return self.root / PIN_FILE
+
+    @property
+    def lock_path(self) -> Path:
+        return self.root / LOCK_FILE
+
+    def series(self) -> list[SeriesEntry]:
+        return parse_series(_read_text(self.series_path), source=self.series_path)
+
+    def pin(self) -> Pin:
+        return parse_pin(_read_text(self.pin_path), source=self.pin_path)
+
+    def lock(self) -> Lock | None:
+        if not self.lock_path.exists():
+            return None
+        return parse_lock(_read_text(self.lock_path), source=self.lock_path)
+
+    def patches(self) -> list[Patch]:
+        entries = self.series()
+        patches = []
+        for entry in entries:
+            path = self.patches_dir / entry.name
+            if not path.is_file():
+                raise StackError(
+                    f"{self.series_path}:{entry.line}: series names {entry.name!r}, "
+                    f"but {path} does not exist"
+                )
+            patches.append(read_patch(path, name=entry.name, strip=entry.strip))
+        return patches
+
+
+def find_stack(start: Path) -> Stack:
+    """The stack for a project: ``start/stack`` or ``start`` itself if it holds a series."""
+    for candidate in (start / "stack", start):
+        if (candidate / SERIES).is_file() or (candidate / PIN_FILE).is_file():
+            return Stack(candidate)
+    raise StackError(
+        f"no stack found in {start} (expected {start / 'stack' / SERIES}); "
+        "create one with `patchctl init --upstream URL --pin COMMIT`"
+    )
+
+
+def parse_series(text: str, *, source: Path | str = SERIES) -> list[SeriesEntry]:
+    entries: list[SeriesEntry] = []
+    seen: dict[str, int] = {}
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+        if not line:
+            continue
+        name, *options = line.split()
+        strip = 1
+        for option in options:
+            m = _STRIP.match(option)
+            if not m:
+                raise StackError(
+                    f"{source}:{number}: unknown option {option!r} for {name} "
+                    "(only -pN is allowed)"
+                )
+            strip = int(m.group(1))
+        if name.startswith("/") or ".." in name.replace("\\", "/").split("/"):
+            raise StackError(f"{source}:{number}: patch name {name!r} leaves patches/")
+        if name in seen:
+            raise StackError(
+                f"{source}:{number}: {name} is listed twice (first on line {seen[name]})"
+            )
+        seen[name] = number
+        entries.append(SeriesEntry(name=name, strip=strip, line=number))
+    return entries
+
+
+def render_series(entries: list[SeriesEntry], header: str = "") -> str:
+    lines = [header.rstrip("\n")] if header else []
+    for e in entries:
+        lines.append(e.name if e.strip == 1 else f"{e.name} -p{e.strip}")
+    return "\n".join(lines) + "\n"
+
+
+def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:
+    data = _toml(text, source)
+    missing = [k for k in ("name", "url", "commit") if not isinstance(data.get(k), str)]
+    if missing:
+        raise StackError(f"{source}: missing {', '.join(missing)} (see docs/FORMATS.md)")
+    commit = data["commit"].strip().lower()
+    check_commit_id(commit, what=f"{source}: commit")
+    tag = data.get("tag")
+    return Pin(name=data["name"], url=data["url"], commit=commit, tag=tag or None)
+
+
+def check_commit_id(value: str, *, what: str = "pin") -> str:
+    if not _HEX40.match(value):
+        raise StackError(
+            f"{what} {value!r} is not a full 40-hex commit id "
+            "(a tag or short id is never a pin; resolve it with `git rev-parse`)"
+        )
+    return value
+
+
+def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
+    data = _toml(text, source)
+    try:
+        patches = tuple(
+            LockedPatch(file=p["file"], strip=int(p["strip"]), digest=p["digest"])
+            for p in data.get("patch", [])
+        )
+        return Lock(
+            algorithm=data["algorithm"],
+            name=data["name"],
+            pin=data["pin"],
+            fingerprint=data["fingerprint"],
+            patches=patches,
+        )
+    except (KeyError, TypeError, ValueError) as e:
+        raise StackError(f"{source}: malformed lock ({e}); rewrite it with `patchctl lock`") from e
+
+
+def render_lock(lock: Lock) -> str:
+    lines = [
+        "# patchctl stack lock: written by `patchctl lock`; do not edit by hand.",
+        "format = 1",
+        f"algorithm = {_quote(lock.algorithm)}",
+        f"name = {_quote(lock.name)}",
+        f"pin = {_quote(lock.pin)}",
+        f"fingerprint = {_quote(lock.fingerprint)}",
+    ]
+    for p in lock.patches:
+        lines += ["", "[[patch]]", f"file = {_quote(p.file)}", f"strip = {p.strip}"]
+        lines.append(f"digest = {_quote(p.digest)}")
+    return "\n".join(lines) + "\n"
+
+
+def write_lock(stack: Stack, lock: Lock) -> None:
+    fsutil.atomic_write(stack.lock_path, render_lock(lock))
+
+
+def _quote(value: str) -> str:
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
+    return f'"{escaped}"'
+
+
+def _toml(text: str, source: Path | str) -> dict:
+    import tomllib
+
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise StackError(f"{source}: not valid TOML: {e}") from e
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError as e:
+        raise StackError(f"{path} does not exist") from e
+    except (OSError, UnicodeDecodeError) as e:
+        reason = getattr(e, "strerror", None) or str(e)
+        raise StackError(f"{path}: cannot read: {reason}") from e

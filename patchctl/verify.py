@@ -1,0 +1,390 @@
+"""Index-only verification: every patch applies and reverses at fuzz 0 on the pin.
+
+The pin's tree is read into a temporary index; patches are applied with
+``git apply --cached`` and reversed in reverse order, and the final tree id
+must equal the pin's. No work tree is checked out, so a partial clone works
+and the whole proof costs a handful of git processes. When the stack is clean,
+one ``git apply`` call carries all patches each way (the floor); only a
+failure falls back to one call per patch, to say which patch and hunk broke.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+
+from patchctl import gitrepo
+from patchctl.errors import InputError, StackError
+from patchctl.fingerprint import fingerprint
+from patchctl.lint import ERROR, WARNING, Finding, lint_patch
+from patchctl.patchfile import Patch, read_patch
+from patchctl.stack import Pin, SeriesEntry, Stack
+
+SCHEMA = "patchctl.verify/1"
+
+EXACT, OFFSET, FAILED, IRREVERSIBLE, SKIPPED, INVALID = (
+    "exact", "offset", "failed", "irreversible", "skipped", "invalid"
+)
+BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
+
+_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
+_HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
+_WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:]+?)\.$")
+_FAILED_AT = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
+_ERROR = re.compile(r"^error: (.*)$")
+
+
+@dataclass(frozen=True)
+class HunkOffset:
+    file: str
+    hunk: int  # 1-based within its file diff
+    offset: int  # lines
+    line: int  # where it applied in the upstream file
+
+
+@dataclass(frozen=True)
+class Failure:
+    reason: str
+    file: str | None = None
+    hunk: int | None = None
+    line: int | None = None  # line of the hunk header in the patch file
+    upstream_line: int | None = None
+
+
+@dataclass
+class PatchReport:
+    index: int
+    name: str
+    path: str
+    concern: str | None = None
+    upstream_status: str | None = None
+    files: int = 0
+    added: int = 0
+    removed: int = 0
+    digest: str | None = None
+    grade: str = SKIPPED
+    offsets: list[HunkOffset] = field(default_factory=list)
+    failure: Failure | None = None
+    findings: list[Finding] = field(default_factory=list)
+
+    def ok(self, strict: bool) -> bool:
+        if self.grade in BAD_GRADES or any(f.severity == ERROR for f in self.findings):
+            return False
+        return not strict or (
+            self.grade == EXACT and not any(f.severity == WARNING for f in self.findings)
+        )
+
+
+@dataclass
+class VerifyReport:
+    stack: str
+    upstream: str
+    pin: Pin
+    pin_tree: str
+    patched_tree: str | None
+    reversed_tree: str | None
+    fingerprint: str | None
+    lock: str  # current | stale | missing | unknown
+    patches: list[PatchReport]
+    findings: list[Finding]  # stack-level
+    strict: bool
+    mode: str  # batched | per-patch
+    git_calls: int
+    git_version: str
+    seconds: float
+
+    @property
+    def ok(self) -> bool:
+        return all(p.ok(self.strict) for p in self.patches) and not any(
+            f.severity == ERROR or self.strict for f in self.findings
+        )
+
+    def to_dict(self) -> dict:
+        data = asdict(self)
+        data = {"schema": SCHEMA, "ok": self.ok, **data}
+        for p, d in zip(self.patches, data["patches"], strict=True):
+            d["ok"] = p.ok(self.strict)
+        return data
+
+
+Progress = Callable[[str], None]
+
+
+def verify(
+    stack: Stack,
+    upstream: Path,
+    *,
+    strict: bool = False,
+    progress: Progress | None = None,
+) -> VerifyReport:
+    started = time.perf_counter()
+    pin = stack.pin()
+    entries = stack.series()
+    reports, patches = _load(stack, entries)
+    repo = gitrepo.git_dir(upstream)
+    if not gitrepo.resolve_commit(repo, pin.commit):
+        raise InputError(f"pin {pin.commit} is not in upstream {upstream}; "
+                         "fetch it there or fix stack/upstream.toml")
+    pin_tree = gitrepo.tree_of(repo, pin.commit)
+    calls = 2
+
+    links = frozenset(gitrepo.symlinks_among(repo, pin.commit, _ancestors(patches.values())))
+    calls += 1
+    for report in reports:
+        patch = patches.get(report.index)
+        if patch is not None:
+            report.findings += lint_patch(patch, upstream_symlinks=links)
+
+    run = _Run(repo, reports, patches, progress)
+    with gitrepo.temp_index(repo) as index:
+        run.index = index
+        index.read_tree(pin_tree)
+        mode = "batched"
+        done = len(patches) == len(reports) and run.batched(pin_tree)
+        if not done:
+            mode = "per-patch"
+            index.read_tree(pin_tree)
+            run.per_patch(pin_tree)
+        calls += run.calls + 1 + (mode == "per-patch")
+
+    stack_findings: list[Finding] = []
+    if run.reversed_tree is not None and run.reversed_tree != pin_tree:
+        stack_findings.append(Finding(ERROR, "reverse",
+                                      f"reversing the stack gives tree {run.reversed_tree}, "
+                                      f"not the pin's tree {pin_tree}"))
+    fp, lock_state = None, "unknown"
+    if len(patches) == len(reports):
+        fp = fingerprint(pin.commit, [patches[r.index] for r in reports])
+        lock_state, finding = _check_lock(stack, fp, pin, [patches[r.index] for r in reports])
+        if finding:
+            stack_findings.append(finding)
+    return VerifyReport(
+        stack=str(stack.root),
+        upstream=str(upstream),
+        pin=pin,
+        pin_tree=pin_tree,
+        patched_tree=run.patched_tree,
+        reversed_tree=run.reversed_tree,
+        fingerprint=fp,
+        lock=lock_state,
+        patches=reports,
+        findings=stack_findings,
+        strict=strict,
+        mode=mode,
+        git_calls=calls,
+        git_version=gitrepo.version(),
+        seconds=round(time.perf_counter() - started, 4),
+    )
+
+
+def _load(stack: Stack, entries: Sequence[SeriesEntry]):
+    reports: list[PatchReport] = []
+    patches: dict[int, Patch] = {}
+    for i, entry in enumerate(entries, start=1):
+        path = stack.patches_dir / entry.name
+        if not path.is_file():
+            raise StackError(f"{stack.series_path}:{entry.line}: series names {entry.name!r}, "
+                             f"but {path} does not exist")
+        report = PatchReport(index=i, name=entry.name, path=str(path))
+        try:
+            patch = read_patch(path, name=entry.name, strip=entry.strip)
+        except StackError as e:
+            report.grade = INVALID
+            report.failure = Failure(reason=str(e).removeprefix(f"{entry.name}: "))
+        else:
+            patches[i] = patch
+            report.concern, report.upstream_status = patch.concern, patch.upstream_status
+            report.files, report.added, report.removed = (
+                len(patch.files), patch.added, patch.removed)
+            report.digest = patch.digest
+        reports.append(report)
+    return reports, patches
+
+
+def _ancestors(patches) -> list[str]:
+    seen: dict[str, None] = {}
+    for patch in patches:
+        for f in patch.files:
+            for path in f.paths:
+                for parent in PurePosixPath(path).parents:
+                    if str(parent) != ".":
+                        seen[str(parent)] = None
+                seen[path] = None
+    return list(seen)
+
+
+class _Run:
+    """The apply/reverse passes over one temporary index."""
+
+    def __init__(self, repo, reports, patches, progress) -> None:
+        self.repo = repo
+        self.reports: list[PatchReport] = reports
+        self.patches: dict[int, Patch] = patches
+        self.progress = progress
+        self.index: gitrepo.TempIndex
+        self.calls = 0
+        self.patched_tree: str | None = None
+        self.reversed_tree: str | None = None
+
+    def _groups(self, reports: Sequence[PatchReport]):
+        """Runs of consecutive patches with the same strip level (one git call each)."""
+        group: list[PatchReport] = []
+        for r in reports:
+            if group and self.patches[group[0].index].strip != self.patches[r.index].strip:
+                yield group
+                group = []
+            group.append(r)
+        if group:
+            yield group
+
+    def _apply(self, reports: Sequence[PatchReport], *, reverse: bool = False):
+        self.calls += 1
+        strip = self.patches[reports[0].index].strip
+        files = [self.patches[r.index].path for r in reports]
+        return self.index.apply(files, strip=strip, reverse=reverse)
+
+    def batched(self, pin_tree: str) -> bool:
+        if self.progress:
+            self.progress(f"applying {len(self.reports)} patches in one pass")
+        outputs = []
+        for group in self._groups(self.reports):
+            run = self._apply(group)
+            if not run.ok:
+                return False
+            outputs.append((group, run))
+        patched = self.index.write_tree()
+        for group in reversed(list(self._groups(self.reports))):
+            if not self._apply(list(reversed(group)), reverse=True).ok:
+                return False
+        reversed_tree = self.index.write_tree()
+        self.calls += 2
+        if reversed_tree != pin_tree:
+            return False
+        for group, run in outputs:
+            self._read_verbose(group, run.stderr + run.stdout)
+        for r in self.reports:
+            r.grade = OFFSET if r.offsets else EXACT
+        self.patched_tree, self.reversed_tree = patched, reversed_tree
+        return True
+
+    def per_patch(self, pin_tree: str) -> None:
+        applied: list[PatchReport] = []
+        broken = False
+        for r in self.reports:
+            if r.grade == INVALID:
+                broken = True
+                continue
+            if broken:
+                r.grade = SKIPPED
+                r.failure = Failure(reason="not checked: an earlier patch failed")
+                continue
+            if self.progress:
+                self.progress(f"[{r.index}/{len(self.reports)}] {r.name}")
+            run = self._apply([r])
+            if run.ok:
+                self._read_verbose([r], run.stderr + run.stdout)
+                r.grade = OFFSET if r.offsets else EXACT
+                applied.append(r)
+            else:
+                r.grade = FAILED
+                r.failure = self._explain(r, run.stderr)
+                broken = True
+        if broken:
+            return
+        self.patched_tree = self.index.write_tree()
+        self.calls += 1
+        for r in reversed(applied):
+            run = self._apply([r], reverse=True)
+            if not run.ok:
+                r.grade = IRREVERSIBLE
+                failure = self._explain(r, run.stderr)
+                r.failure = Failure(reason=f"does not reverse cleanly: {failure.reason}",
+                                    file=failure.file, hunk=failure.hunk, line=failure.line,
+                                    upstream_line=failure.upstream_line)
+                return
+        self.reversed_tree = self.index.write_tree()
+        self.calls += 1
+        if self.reversed_tree != pin_tree and applied:
+            # Every patch reversed, yet the tree differs: one of them reversed at a
+            # different place than it applied. Find it by reversing each on its own.
+            self._blame_reversal(applied, pin_tree)
+
+    def _blame_reversal(self, applied: list[PatchReport], pin_tree: str) -> None:
+        self.index.read_tree(pin_tree)
+        before = pin_tree
+        for r in applied:
+            self._apply([r])
+            after = self.index.write_tree()
+            self._apply([r], reverse=True)
+            if self.index.write_tree() != before:
+                r.grade = IRREVERSIBLE
+                r.failure = Failure(reason="applies, but reversing it does not restore the tree "
+                                    "(a hunk matched elsewhere; widen its context)")
+                return
+            self.index.read_tree(after)
+            before = after
+            self.calls += 4
+
+    def _read_verbose(self, reports: Sequence[PatchReport], output: str) -> None:
+        """Map `git apply -v` output back to patches: it reports file diffs in input order."""
+        by_path = {str(self.patches[r.index].path): r for r in reports}
+        targets = [(r, f) for r in reports for f in self.patches[r.index].files]
+        cursor = -1
+        for line in output.splitlines():
+            if _CHECKING.match(line):
+                cursor += 1
+            elif (m := _HUNK_OK.match(line)) and 0 <= cursor < len(targets) and m.group(3):
+                report, fdiff = targets[cursor]
+                report.offsets.append(HunkOffset(file=fdiff.path, hunk=int(m.group(1)),
+                                                 offset=int(m.group(3)), line=int(m.group(2))))
+            elif (m := _WS.match(line)) and m.group("file") in by_path:
+                report = by_path[m.group("file")]
+                report.findings.append(Finding(WARNING, "whitespace",
+                                               f"adds whitespace error: {m.group('what')}",
+                                               int(m.group("line"))))
+
+    def _explain(self, report: PatchReport, stderr: str) -> Failure:
+        patch = self.patches[report.index]
+        errors = [m.group(1) for ln in stderr.splitlines() if (m := _ERROR.match(ln))]
+        for line in stderr.splitlines():
+            m = _FAILED_AT.match(line)
+            if not m:
+                continue
+            path, at = m.group("file"), int(m.group("line"))
+            for fdiff in patch.files:
+                if path not in fdiff.paths:
+                    continue
+                for n, hunk in enumerate(fdiff.hunks, start=1):
+                    if at in (hunk.source_start, hunk.target_start):
+                        return Failure(reason=f"hunk #{n} of {path} does not apply at fuzz 0: "
+                                       "its context or removed lines differ upstream",
+                                       file=path, hunk=n, line=hunk.line, upstream_line=at)
+                return Failure(reason=f"{path}: a hunk does not apply at line {at}", file=path,
+                               line=fdiff.line, upstream_line=at)
+        reason = next((e for e in errors if not e.startswith("while searching")), None)
+        reason = reason or (stderr.strip().splitlines() or ["git apply failed"])[-1]
+        file = next((f.path for f in patch.files if f.path in reason), None)
+        line = next((f.line for f in patch.files if f.path == file), None)
+        return Failure(reason=reason, file=file, line=line)
+
+
+def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):
+    lock = stack.lock()
+    if lock is None:
+        return "missing", Finding(ERROR, "lock", f"{stack.lock_path} is missing; "
+                                  "write it with `patchctl lock`")
+    if lock.fingerprint == fp:
+        return "current", None
+    changed = [p.name for p, lp in zip(patches, lock.patches, strict=False)
+               if (lp.file, lp.digest) != (p.name, p.digest)]
+    if lock.pin != pin.commit:
+        why = "the pin changed"
+    elif len(lock.patches) != len(patches):
+        why = f"the series has {len(patches)} patches, the lock {len(lock.patches)}"
+    else:
+        why = "changed: " + ", ".join(changed) if changed else "the patch order changed"
+    return "stale", Finding(ERROR, "lock", f"{stack.lock_path.name} is stale ({why}); "
+                            "run `patchctl lock` after reviewing the change")

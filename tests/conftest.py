@@ -1,0 +1,98 @@
+"""Hermetic tests: git config, HOME and caches live in temp dirs; cwd must not move."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.builders import Upstream, make_project, make_upstream, standard_patches
+
+
+@pytest.fixture(autouse=True)
+def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    home = tmp_path_factory.mktemp("home")
+    gitconfig = home / ".gitconfig"
+    gitconfig.write_text(
+        "[user]\n\tname = Test\n\temail = test@example.invalid\n"
+        "[init]\n\tdefaultBranch = master\n"
+        "[uploadpack]\n\tallowFilter = true\n\tallowAnySHA1InWant = true\n"
+        "[protocol \"file\"]\n\tallow = always\n"
+    )
+    for key in list(os.environ):
+        if key.startswith("GIT_") or key.startswith("PATCHCTL_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(home / ".cache"))
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(gitconfig))
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    monkeypatch.setenv("PATCHCTL_QUIET", "1")
+    from patchctl import gitrepo
+
+    monkeypatch.setattr(gitrepo, "_ENV", None)
+    cwd = os.getcwd()
+    yield
+    assert os.getcwd() == cwd, "a test or patchctl changed the process working directory"
+
+
+@dataclass
+class CliResult:
+    code: int
+    out: str
+    err: str
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str]):
+    """Run the real CLI in-process (main(), so error handling is exercised too)."""
+    from patchctl.cli import main
+
+    def run(*args: str) -> CliResult:
+        capsys.readouterr()
+        try:
+            main(list(args))
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        else:  # pragma: no cover - main always exits
+            code = 0
+        out, err = capsys.readouterr()
+        return CliResult(code, out, err)
+
+    return run
+
+
+@pytest.fixture(scope="session")
+def _upstream_template(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("template")
+    old = os.environ.copy()
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    try:
+        up = make_upstream(root / "upstream")
+        patches = standard_patches(up, root / "scratch")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return up, patches
+
+
+@pytest.fixture
+def upstream(_upstream_template, tmp_path: Path) -> Upstream:
+    """A private copy of the synthetic upstream (same commit ids every time)."""
+    import shutil
+
+    up, _ = _upstream_template
+    dest = tmp_path / "upstream"
+    shutil.copytree(up.path, dest, symlinks=True)
+    return Upstream(dest, dict(up.commits))
+
+
+@pytest.fixture
+def patches(_upstream_template) -> list[tuple[str, str]]:
+    return list(_upstream_template[1])
+
+
+@pytest.fixture
+def project(tmp_path: Path, upstream: Upstream, patches) -> Path:
+    return make_project(tmp_path / "project", upstream, patches)
