@@ -166,7 +166,18 @@ class TempIndex:
     def __init__(self, repo: Path, tmpdir: Path) -> None:
         self.repo = repo
         self.path = tmpdir / "index"
-        self.env = git_env(GIT_INDEX_FILE=str(self.path))
+        # New blobs and trees go to a private object dir (the upstream's objects
+        # are read as an alternate), so verifying writes nothing into the upstream.
+        objects = tmpdir / "objects"
+        objects.mkdir()
+        alternates = [str(repo / "objects")]
+        if inherited := os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"):
+            alternates.append(inherited)
+        self.env = git_env(
+            GIT_INDEX_FILE=str(self.path),
+            GIT_OBJECT_DIRECTORY=str(objects),
+            GIT_ALTERNATE_OBJECT_DIRECTORIES=os.pathsep.join(alternates),
+        )
 
     def read_tree(self, treeish: str) -> None:
         run_git(["read-tree", treeish], repo=self.repo, env=self.env)
@@ -196,8 +207,8 @@ class TempIndex:
 
     def checkout_to(self, dest: Path) -> None:
         """Write every index entry as a plain file under ``dest`` (which must exist)."""
-        prefix = str(dest.resolve()) + os.sep
-        run_git(["checkout-index", "-a", "-f", f"--prefix={prefix}"], repo=self.repo, env=self.env)
+        run_git(["--git-dir", str(self.repo), "--work-tree", str(dest.resolve()),
+                 "checkout-index", "-a", "-f"], env=self.env)
 
 
 @contextlib.contextmanager
@@ -246,6 +257,28 @@ def cached_upstream(
     _fetch(repo, commit, progress)
     if not resolve_commit(repo, commit):
         raise InputError(f"commit {commit} is not in upstream {url}")
+    return repo
+
+
+def cached_bundle(bundle: Path, commit: str, *, cache_dir: Path | None = None) -> Path:
+    """A bare repo under the cache made from a git bundle file (offline upstreams)."""
+    import hashlib
+
+    with open(bundle, "rb") as f:
+        key = hashlib.file_digest(f, "sha256").hexdigest()[:16]
+    repo = (cache_dir or default_cache_dir()) / "bundles" / f"{bundle.stem}-{key}.git"
+    if not (repo.is_dir() and resolve_commit(repo, commit)):
+        tmp = repo.with_name(repo.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.parent.mkdir(parents=True, exist_ok=True)
+        r = run_git(["clone", "-q", "--bare", str(bundle.resolve()), str(tmp)], check=False)
+        if r.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise InputError(f"upstream {bundle} is neither a git repository nor a git bundle")
+        shutil.rmtree(repo, ignore_errors=True)
+        os.replace(tmp, repo)
+    if not resolve_commit(repo, commit):
+        raise InputError(f"commit {commit} is not in upstream bundle {bundle}")
     return repo
 
 

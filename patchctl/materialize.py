@@ -156,22 +156,27 @@ def _build(stack, upstream, staging, patches, fp, commits, exclude, progress) ->
     pin = stack.pin()
     with gitrepo.temp_index(upstream) as index:
         index.read_tree(pin.commit)
-        if patches:
-            if progress:
-                progress(f"applying {len(patches)} patches")
-            for group in _strip_groups(patches):
-                run = index.apply([p.path for p in group], strip=group[0].strip)
-                if not run.ok:
-                    raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
-                                     f"{_last_error(run.stderr)}; run `patchctl verify`")
-        tree = index.write_tree()
         if exclude:
             _drop(index, exclude)
-        if progress:
-            progress(f"writing files into {staging.name}")
-        index.checkout_to(staging)
+        if commits:
+            index.checkout_to(staging)  # the pristine pin: history replays the patches
+        if progress and patches:
+            progress(f"applying {len(patches)} patches")
+        for group in _strip_groups(patches):
+            run = index.apply([p.path for p in group], strip=group[0].strip)
+            if not run.ok:
+                raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
+                                 f"{_last_error(run.stderr)}; run `patchctl verify`")
+        tree = index.write_tree()
+        if not commits:
+            if progress:
+                progress(f"writing files into {staging.name}")
+            index.checkout_to(staging)
     if commits:
-        _make_history(staging, pin, patches)
+        head_tree = _make_history(staging, pin, patches)
+        if head_tree != tree:
+            raise StackError(f"replaying the stack as commits gave tree {head_tree}, "
+                             f"not {tree}; run `patchctl verify`")
     stamp = Stamp(name=pin.name, pin=pin.commit, fingerprint=fp, tree=tree,
                   manifest=manifest(staging), patches=tuple(p.name for p in patches),
                   exclude=tuple(exclude))
@@ -198,12 +203,13 @@ def _drop(index: gitrepo.TempIndex, exclude: list[str]) -> None:
                         env=index.env, input="\0".join(doomed) + "\0")
 
 
-def _make_history(work: Path, pin, patches) -> None:
+def _make_history(work: Path, pin, patches) -> str:
     """A repo whose first commit is the pin's tree and then one commit per patch."""
     repo = gitrepo.init_history(work, f"{pin.name} {pin.commit}\n\nUpstream pin, as fetched.\n")
     for p in patches:
         gitrepo.commit_patch(repo, p.path, strip=p.strip, subject=p.subject or p.name,
                              body=p.body, author=p.author)
+    return gitrepo.tree_of(repo, "HEAD")
 
 
 def _is_repo(path: Path) -> bool:

@@ -157,6 +157,7 @@ def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:
     if crlf:
         # Undo the damage for parsing so the rest of the report is still useful.
         lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
+        text = "\n".join(lines) + "\n"
 
     diff_at = _find_diff_start(lines)
     if diff_at is None:

@@ -187,7 +187,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
         path = stack.patches_dir / entry.name
         if not path.is_file():
             raise StackError(f"{stack.series_path}:{entry.line}: series names {entry.name!r}, "
-                             f"but {path} does not exist")
+                             f"but {path} is missing or not a file")
         report = PatchReport(index=i, name=entry.name, path=str(path))
         try:
             patch = read_patch(path, name=entry.name, strip=entry.strip)
@@ -209,6 +209,8 @@ def _ancestors(patches) -> list[str]:
     for patch in patches:
         for f in patch.files:
             for path in f.paths:
+                if path.startswith("/") or ".." in path.split("/"):
+                    continue  # lint reports it; git would refuse to even list it
                 for parent in PurePosixPath(path).parents:
                     if str(parent) != ".":
                         seen[str(parent)] = None

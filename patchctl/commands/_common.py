@@ -33,14 +33,25 @@ def stack_of(ctx: click.Context) -> Stack:
     return find_stack(project_dir(ctx))
 
 
-def resolve_upstream(spec: str | None, pin: Pin) -> Path:
-    """A local git directory holding the pin: the given path, or the cached clone of a URL."""
+def resolve_upstream(spec: str | None, pin: Pin, stack: Stack | None = None) -> Path:
+    """A local git directory holding the pin.
+
+    ``spec`` (or the pin file's URL) is a local clone, a git bundle, or a URL;
+    bundles and URLs are fetched once into the cache. A relative path in the
+    pin file is relative to the project directory.
+    """
     from patchctl import gitrepo
 
-    spec = spec or pin.url
-    if _URL.match(spec) and not Path(spec).exists():
+    if spec is None:
+        spec = pin.url
+        if stack is not None and not _URL.match(spec) and not Path(spec).is_absolute():
+            spec = str(stack.root.parent / spec)
+    path = Path(spec).expanduser()
+    if _URL.match(spec) and not path.exists():
         return gitrepo.cached_upstream(spec, pin.commit, progress=progress)
-    return gitrepo.git_dir(Path(spec).expanduser())
+    if path.is_file():
+        return gitrepo.cached_bundle(path, pin.commit)
+    return gitrepo.git_dir(path)
 
 
 def progress(message: str) -> None:

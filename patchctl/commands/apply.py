@@ -31,7 +31,7 @@ def apply(ctx: click.Context, into: Path, upstream: str | None, commits: bool,
     from patchctl.materialize import materialize
 
     stack = stack_of(ctx)
-    repo = resolve_upstream(upstream, stack.pin())
+    repo = resolve_upstream(upstream, stack.pin(), stack)
     result = materialize(stack, repo, into, commits=commits, exclude=list(exclude), force=force,
                          progress=progress)
     end_progress()

@@ -30,7 +30,7 @@ def verify(ctx: click.Context, upstream: str | None, as_json: bool, junit: Path 
     from patchctl.verify import verify as run_verify
 
     stack = stack_of(ctx)
-    repo = resolve_upstream(upstream, stack.pin())
+    repo = resolve_upstream(upstream, stack.pin(), stack)
     report = run_verify(stack, repo, strict=strict, progress=progress)
     end_progress()
     if junit:

@@ -1,0 +1,131 @@
+"""The CLI surface: init, series, lock, fingerprint, apply, record, help and errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.builders import Upstream
+
+
+def test_help_lists_commands_without_heavy_imports() -> None:
+    code = ("import sys; from patchctl.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('git', 'jinja2', 'requests', 'unidiff') if m in sys.modules]\n"
+            "print('HEAVY', heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert "verify" in out and "rebase-pin" in out
+    assert "HEAVY []" in out
+
+
+def test_init_creates_an_empty_clean_stack(cli, tmp_path: Path, upstream: Upstream) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    r = cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin", "master")
+    assert r.code == 0, r.err
+    pin = (project / "stack/upstream.toml").read_text()
+    assert f'commit = "{upstream.head}"' in pin
+    assert 'tag = "master"' in pin
+    assert cli("-C", str(project), "verify").code == 0
+    again = cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin", "master")
+    assert again.code == 2 and "already exists" in again.err
+
+
+def test_init_rejects_a_pin_not_in_the_upstream(cli, tmp_path, upstream) -> None:
+    r = cli("-C", str(tmp_path), "init", "--upstream", str(upstream.path), "--pin", "f" * 40)
+    assert r.code == 2
+    assert "is not a commit in upstream" in r.err
+    assert not (tmp_path / "stack").exists()
+
+
+def test_init_offline_url_keeps_a_full_pin(cli, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(tmp_path / "cache"))
+    r = cli("-C", str(tmp_path), "init", "--upstream", f"file://{tmp_path}/none.git",
+            "--pin", "a" * 40, "--name", "up")
+    assert r.code == 0
+    assert "was not checked" in r.err
+    bad = cli("-C", str(tmp_path / "x"), "init", "--upstream", f"file://{tmp_path}/none.git",
+              "--pin", "b9000")
+    assert bad.code == 2 and "40-hex" in bad.err
+
+
+def test_series_json(cli, project) -> None:
+    r = cli("-C", str(project), "series", "--json")
+    data = json.loads(r.out)
+    assert [p["concern"] for p in data["patches"]] == ["square", "bump", "square"]
+    assert data["patches"][0]["reproducer"] == "reproducers/square"
+
+
+def test_fingerprint_forms_agree_with_the_lock(cli, project) -> None:
+    lock = (project / "stack/stack.lock").read_text()
+    fp = cli("-C", str(project), "fingerprint").out.strip()
+    assert f'fingerprint = "{fp}"' in lock
+    data = json.loads(cli("-C", str(project), "fingerprint", "--json").out)
+    assert data["fingerprint"] == fp and data["short"] == fp[:16]
+    assert [p["file"] for p in data["patches"]][0] == "0001-util-add-tiny_square.patch"
+    cmake = cli("-C", str(project), "fingerprint", "--cmake").out
+    assert f'set(PATCHCTL_FINGERPRINT "{fp}")' in cmake
+    assert cli("-C", str(project), "lock", "--check").code == 0
+
+
+def test_apply_into_materializes_and_stamps(cli, tmp_path, project, upstream) -> None:
+    into = tmp_path / "tree"
+    r = cli("-C", str(project), "apply", "--into", str(into), "--upstream", str(upstream.path),
+            "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert "tiny_square" in (into / "src/util.c").read_text()
+    assert "tiny_square" in (into / "include/tiny.h").read_text()
+    stamp = (into / ".patchctl-stamp").read_text()
+    assert f'tree = "{data["stamp"]["tree"]}"' in stamp
+    again = cli("-C", str(project), "apply", "--into", str(into), "--upstream",
+                str(upstream.path), "--json")
+    assert json.loads(again.out)["unchanged"] is True
+    # the manifest is what `sha256sum` over the sorted file list gives
+    files = sorted(p.relative_to(into).as_posix() for p in into.rglob("*")
+                   if p.is_file() and p.name != ".patchctl-stamp")
+    listing = subprocess.run(["sha256sum", *files], cwd=into, capture_output=True, text=True,
+                             check=True).stdout
+    total = subprocess.run(["sha256sum"], input=listing, capture_output=True, text=True,
+                           check=True).stdout.split()[0]
+    assert data["stamp"]["manifest"] == total
+
+
+def test_apply_commits_history(cli, tmp_path, project, upstream) -> None:
+    into = tmp_path / "repo"
+    assert cli("-C", str(project), "apply", "--into", str(into), "--upstream",
+               str(upstream.path), "--commits").code == 0
+    log = subprocess.run(["git", "-C", str(into), "log", "--format=%s"], capture_output=True,
+                         text=True, check=True).stdout.splitlines()
+    assert log[:3] == ["tiny : declare tiny_square", "tiny : bump op 02",
+                       "util : add tiny_square"]
+    base_tree = subprocess.run(["git", "-C", str(into), "rev-parse", "HEAD~3^{tree}"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    assert base_tree == upstream.tree(upstream.commits["base"])
+
+
+def test_record_writes_evidence(cli, tmp_path, project) -> None:
+    ev = tmp_path / "ev"
+    r = cli("-C", str(project), "record", "--name", "demo", "--evidence-dir", str(ev), "--",
+            sys.executable, "-c", "print('hello from the run')")
+    assert r.code == 0
+    rec = json.loads((ev / "demo.json").read_text())
+    assert rec["exit_code"] == 0 and rec["as_expected"] is True
+    assert rec["stack"]["pin"] == (project / "stack/upstream.toml").read_text().split(
+        'commit = "')[1][:40]
+    assert "git" in rec["tools"]
+    assert (ev / "demo.log").read_text() == "hello from the run\n"
+    neg = cli("-C", str(project), "record", "--name", "neg", "--expect", "fail",
+              "--evidence-dir", str(ev), "--", sys.executable, "-c", "raise SystemExit(3)")
+    assert neg.code == 0
+    assert json.loads((ev / "neg.json").read_text())["exit_code"] == 3
+
+
+def test_example_project_verifies_offline(cli) -> None:
+    example = Path(__file__).resolve().parent.parent / "examples" / "tiny"
+    r = cli("-C", str(example), "verify")
+    assert r.code == 0, r.out + r.err
+    assert "result: OK" in r.out

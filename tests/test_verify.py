@@ -1,0 +1,262 @@
+"""patchctl verify against real git repositories built in temp dirs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from tests.builders import (
+    Upstream,
+    commit_all,
+    default_trailers,
+    format_patch,
+    git,
+    make_project,
+    replace_in,
+    write,
+)
+
+
+def test_clean_stack_is_exact_and_batched(cli, project: Path, upstream: Upstream) -> None:
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    assert r.code == 0, r.out + r.err
+    data = json.loads(r.out)
+    assert data["schema"] == "patchctl.verify/1"
+    assert data["ok"] is True
+    assert data["mode"] == "batched"
+    assert [p["grade"] for p in data["patches"]] == ["exact", "exact", "exact"]
+    assert data["lock"] == "current"
+    assert data["reversed_tree"] == data["pin_tree"] == upstream.tree(upstream.commits["base"])
+    assert data["patched_tree"] != data["pin_tree"]
+
+
+def test_text_report_names_every_patch(cli, project: Path, upstream: Upstream) -> None:
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path))
+    assert r.code == 0
+    for name in ("0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch"):
+        assert name in r.out
+    assert "result: OK" in r.out
+    assert "restores the pin's tree exactly" in r.out
+
+
+def _shift_tiny_c(upstream: Upstream) -> str:
+    """An upstream commit that inserts lines above every op: hunks then need an offset."""
+    path = upstream.path
+    git(path, "checkout", "-q", "master")
+    replace_in(path / "src/tiny.c", "/* tiny: a small library for patchctl's tests. */\n",
+               "/* tiny: a small library for patchctl's tests. */\n/* one */\n/* two */\n")
+    return commit_all(path, "tiny : two more comment lines (#4)")
+
+
+def test_offset_only_patch_is_graded_offset(cli, tmp_path, upstream, patches) -> None:
+    new_pin = _shift_tiny_c(upstream)
+    project = make_project(tmp_path / "p", upstream, patches, pin=new_pin)
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    data = json.loads(r.out)
+    assert r.code == 0
+    grades = {p["name"]: p for p in data["patches"]}
+    bumped = grades["0002-tiny-bump-op-02.patch"]
+    assert bumped["grade"] == "offset"
+    assert bumped["offsets"] == [{"file": "src/tiny.c", "hunk": 1, "offset": 2,
+                                  "line": bumped["offsets"][0]["line"]}]
+    assert grades["0001-util-add-tiny_square.patch"]["grade"] == "exact"
+    strict = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--strict")
+    assert strict.code == 1
+    assert "strict" in strict.out
+
+
+def test_failing_hunk_names_patch_file_and_hunk(cli, tmp_path, upstream, patches) -> None:
+    replace_in(upstream.path / "src/tiny.c", "    int y = x * 4;\n", "    int y = x * 4 - 0;\n")
+    new_pin = commit_all(upstream.path, "tiny : rewrite op 02 (#5)")
+    project = make_project(tmp_path / "p", upstream, patches, pin=new_pin)
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    assert r.code == 1
+    data = json.loads(r.out)
+    assert data["mode"] == "per-patch"
+    by = {p["name"]: p for p in data["patches"]}
+    failed = by["0002-tiny-bump-op-02.patch"]
+    assert failed["grade"] == "failed"
+    assert failed["failure"]["file"] == "src/tiny.c"
+    assert failed["failure"]["hunk"] == 1
+    patch_lines = (project / "stack/patches/0002-tiny-bump-op-02.patch").read_text().splitlines()
+    assert patch_lines[failed["failure"]["line"] - 1].startswith("@@ ")
+    assert by["0001-util-add-tiny_square.patch"]["grade"] == "exact"
+    assert by["0003-tiny-declare-square.patch"]["grade"] == "skipped"
+
+    gh = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--format", "github")
+    line = next(ln for ln in gh.out.splitlines() if ln.startswith("::error"))
+    assert "0002-tiny-bump-op-02.patch" in line
+    assert f"line={failed['failure']['line']}" in line
+
+
+def _blocks(tag: str) -> str:
+    return "".join(f"begin {tag}{i}\nalpha\nbeta\ngamma\nend {tag}{i}\n" for i in range(1, 4))
+
+
+def test_overlapping_patches_apply_but_do_not_reverse(cli, tmp_path, upstream) -> None:
+    """Patch 1 makes a copy of patch 2's postimage where patch 2 claims to apply.
+
+    Forward, patch 2 lands at an offset on the other copy; reversed, git finds
+    the copy at the claimed line first, so the stack no longer restores the pin.
+    """
+    text = "top\n" + "".join(f"filler {i}\n" for i in range(8))
+    text += "one\nq\nthree\n" + "".join(f"filler {i}\n" for i in range(8, 16)) + "one\nx\nthree\n"
+    write(upstream.path, {"src/dup.txt": text})
+    pin = commit_all(upstream.path, "dup : add (#6)")
+    lines = text.splitlines()
+    first = lines.index("q") + 1  # 1-based line of the first `q`
+    second = lines.index("x") + 1
+    trail = "\n".join(f"{k}: {v}" for k, v in default_trailers("dup", "src/dup.txt").items())
+    p1 = (f"Subject: [PATCH] one\nFrom: A <a@b.c>\n\nwhy\n\n{trail}\n---\n"
+          "diff --git a/src/dup.txt b/src/dup.txt\n--- a/src/dup.txt\n+++ b/src/dup.txt\n"
+          f"@@ -{second - 1},3 +{second - 1},3 @@\n one\n-x\n+Q\n three\n")
+    p2 = (f"Subject: [PATCH] two\nFrom: A <a@b.c>\n\nwhy\n\n{trail}\n---\n"
+          "diff --git a/src/dup.txt b/src/dup.txt\n--- a/src/dup.txt\n+++ b/src/dup.txt\n"
+          f"@@ -{second - 1},3 +{second - 1},3 @@\n one\n-q\n+Q\n three\n")
+    assert first < second
+    project = make_project(tmp_path / "p", upstream, [("0001-one.patch", p1),
+                                                      ("0002-two.patch", p2)], pin=pin)
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    data = json.loads(r.out)
+    assert r.code == 1, r.out
+    grades = [p["grade"] for p in data["patches"]]
+    assert grades == ["exact", "irreversible"]
+    assert data["reversed_tree"] != data["pin_tree"]
+
+
+def test_scope_violation_is_an_error(cli, tmp_path, upstream) -> None:
+    def edit(work: Path) -> None:
+        replace_in(work / "README.md", "A small C library.", "A small C library, patched.")
+
+    text = format_patch(upstream, upstream.commits["base"], edit, subject="docs : x",
+                        trailers=default_trailers("docs", "src/**"), scratch=tmp_path / "s")
+    project = make_project(tmp_path / "p", upstream, [("0001-docs.patch", text)])
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path))
+    assert r.code == 1
+    assert "README.md is outside the patch's Scope (src/**)" in r.out
+
+
+def test_partial_clone_verifies(cli, tmp_path, project, upstream) -> None:
+    partial = tmp_path / "partial.git"
+    subprocess.run(["git", "clone", "-q", "--bare", "--filter=blob:none",
+                    f"file://{upstream.path}", str(partial)], check=True)
+    objects = git(partial, "count-objects", "-v")
+    r = cli("-C", str(project), "verify", "--upstream", str(partial), "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["ok"] is True
+    assert "count: 0" in objects or "in-pack" in objects  # it really was a partial clone
+
+
+def test_junit_report(cli, tmp_path, project, upstream) -> None:
+    junit = tmp_path / "out" / "verify.xml"
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--junit", str(junit))
+    assert r.code == 0
+    suite = ET.parse(junit).getroot()
+    assert suite.get("tests") == "4"
+    assert suite.get("failures") == "0"
+    assert [c.get("name") for c in suite.iter("testcase")][:1] == ["0001-util-add-tiny_square.patch"]
+
+
+def test_stale_lock_fails_but_header_edit_does_not(cli, project, upstream) -> None:
+    patch = project / "stack/patches/0002-tiny-bump-op-02.patch"
+    patch.write_text(patch.read_text().replace("Upstream-Status: Pending",
+                                               "Upstream-Status: Submitted [https://x/1]"))
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path))
+    assert r.code == 0, r.out
+    patch.write_text(patch.read_text().replace("/* patched */", "/* patched! */"))
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path))
+    assert r.code == 1
+    assert "stack.lock is stale (changed: 0002-tiny-bump-op-02.patch)" in r.out
+    assert cli("-C", str(project), "lock").code == 0
+    assert cli("-C", str(project), "verify", "--upstream", str(upstream.path)).code == 0
+
+
+def test_verify_writes_nothing(cli, project, upstream) -> None:
+    def snapshot(root: Path) -> dict[str, bytes]:
+        # Content, not mtimes: git may freshen an existing object's mtime on read.
+        return {str(p): p.read_bytes() for p in root.rglob("*") if p.is_file()}
+
+    before = snapshot(project), snapshot(upstream.path)
+    index = upstream.path / ".git" / "index"
+    index_bytes = index.read_bytes()
+    assert cli("-C", str(project), "verify", "--upstream", str(upstream.path)).code == 0
+    assert (snapshot(project), snapshot(upstream.path)) == before
+    assert index.read_bytes() == index_bytes
+
+
+def test_inherited_git_index_file_is_ignored(cli, project, upstream, monkeypatch, tmp_path):
+    """A GIT_INDEX_FILE inherited from a hook must not redirect patchctl's git calls."""
+    from patchctl import gitrepo
+
+    bogus = tmp_path / "bogus-index"
+    monkeypatch.setenv("GIT_INDEX_FILE", str(bogus))
+    monkeypatch.setattr(gitrepo, "_ENV", None)
+    assert cli("-C", str(project), "verify", "--upstream", str(upstream.path)).code == 0
+    assert not bogus.exists()
+
+
+def test_upstream_url_is_cloned_once_into_the_cache(cli, project, upstream, tmp_path,
+                                                    monkeypatch) -> None:
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(cache))
+    url = f"file://{upstream.path}"
+    assert cli("-C", str(project), "verify", "--upstream", url).code == 0
+    clones = list((cache / "upstreams").iterdir())
+    assert len(clones) == 1
+    head_before = (clones[0] / "FETCH_HEAD").stat().st_mtime_ns
+    assert cli("-C", str(project), "verify", "--upstream", url).code == 0
+    assert (clones[0] / "FETCH_HEAD").stat().st_mtime_ns == head_before  # no second fetch
+
+
+def test_unreachable_url_is_an_environment_failure(cli, project, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(tmp_path / "cache"))
+    r = cli("-C", str(project), "verify", "--upstream", f"file://{tmp_path}/nowhere.git")
+    assert r.code == 3
+    assert r.err.startswith("patchctl: error: cannot fetch")
+    assert len(r.err.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("whitespace", ["trailing", "none"])
+def test_whitespace_errors_are_warnings(cli, tmp_path, upstream, whitespace) -> None:
+    added = "int tiny_cube(int v) { return v * v * v; }" + ("   " if whitespace == "trailing" else "")
+
+    def edit(work: Path) -> None:
+        replace_in(work / "src/util.c", "int tiny_abs(int v)", added + "\n\nint tiny_abs(int v)")
+
+    text = format_patch(upstream, upstream.commits["base"], edit, subject="util : cube",
+                        trailers=default_trailers("cube", "src/util.c",
+                                                  Reproducer="reproducers/cube"),
+                        scratch=tmp_path / "s")
+    project = make_project(tmp_path / "p", upstream, [("0001-cube.patch", text)])
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    findings = json.loads(r.out)["patches"][0]["findings"]
+    codes = [f["code"] for f in findings]
+    if whitespace == "trailing":
+        assert codes == ["whitespace"]
+        assert r.code == 0
+        line = findings[0]["line"]
+        assert text.splitlines()[line - 1].endswith("   ")
+        strict = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--strict")
+        assert strict.code == 1
+    else:
+        assert codes == []
+
+
+def test_env_var_names_the_upstream(cli, project, upstream, monkeypatch) -> None:
+    monkeypatch.setenv("PATCHCTL_UPSTREAM", str(upstream.path))
+    assert cli("-C", str(project), "verify").code == 0
+
+
+def test_real_git_am_accepts_the_stack(project, upstream, tmp_path) -> None:
+    work = tmp_path / "am"
+    subprocess.run(["git", "clone", "-q", str(upstream.path), str(work)], check=True)
+    git(work, "checkout", "-q", upstream.commits["base"])
+    patches = sorted((project / "stack/patches").glob("*.patch"))
+    git(work, "am", "-q", *map(str, patches))
+    assert git(work, "log", "--format=%s", "-3").splitlines()[0] == "tiny : declare tiny_square"
+    assert os.environ.get("GIT_DIR") is None
