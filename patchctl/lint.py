@@ -105,7 +105,7 @@ def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding
                                    f"{path} is outside the patch's Scope ({' '.join(scope)})",
                                    f.line))
             through = [str(p) for p in reversed(pure.parents) if str(p) in upstream_symlinks]
-            if through or path in upstream_symlinks and f.source is not None:
+            if through or (path in upstream_symlinks and f.source is not None):
                 link = through[0] if through else path
                 out.append(Finding(ERROR, "symlink",
                                    f"{path}: writes through the symbolic link {link}", f.line))

@@ -143,7 +143,8 @@ def make_upstream(path: Path, *, n_docs: int = 0) -> Upstream:
     commits = {"initial": commit_all(path, "tiny : initial import (#1)")}
     write(path, {"README.md": "# tiny\n\nA small C library.\n\nBuild with CMake.\n"})
     commits["readme"] = commit_all(path, "docs : how to build (#2)")
-    write(path, {"src/util.c": UTIL_C + "\nint tiny_abs(int v)\n{\n    return v < 0 ? -v : v;\n}\n"})
+    tiny_abs = "\nint tiny_abs(int v)\n{\n    return v < 0 ? -v : v;\n}\n"
+    write(path, {"src/util.c": UTIL_C + tiny_abs})
     commits["base"] = commit_all(path, "util : add tiny_abs (#3)")
     return Upstream(path, commits)
 
@@ -222,7 +223,8 @@ def standard_patches(upstream: Upstream, scratch: Path) -> list[tuple[str, str]]
                    "int tiny_square(int v)\n{\n    return v * v;\n}\n\nint tiny_abs(int v)")
 
     def bump_op(work: Path) -> None:
-        replace_in(work / "src/tiny.c", "    int y = x * 4;\n", "    int y = x * 4 + 1; /* patched */\n")
+        replace_in(work / "src/tiny.c", "    int y = x * 4;\n",
+                   "    int y = x * 4 + 1; /* patched */\n")
 
     def header_api(work: Path) -> None:
         replace_in(work / "include/tiny.h", "int tiny_version(void);\n",

@@ -65,7 +65,7 @@ def test_fingerprint_forms_agree_with_the_lock(cli, project) -> None:
     assert f'fingerprint = "{fp}"' in lock
     data = json.loads(cli("-C", str(project), "fingerprint", "--json").out)
     assert data["fingerprint"] == fp and data["short"] == fp[:16]
-    assert [p["file"] for p in data["patches"]][0] == "0001-util-add-tiny_square.patch"
+    assert data["patches"][0]["file"] == "0001-util-add-tiny_square.patch"
     cmake = cli("-C", str(project), "fingerprint", "--cmake").out
     assert f'set(PATCHCTL_FINGERPRINT "{fp}")' in cmake
     assert cli("-C", str(project), "lock", "--check").code == 0

@@ -159,7 +159,8 @@ def test_junit_report(cli, tmp_path, project, upstream) -> None:
     suite = ET.parse(junit).getroot()
     assert suite.get("tests") == "4"
     assert suite.get("failures") == "0"
-    assert [c.get("name") for c in suite.iter("testcase")][:1] == ["0001-util-add-tiny_square.patch"]
+    names = [c.get("name") for c in suite.iter("testcase")]
+    assert names[0] == "0001-util-add-tiny_square.patch"
 
 
 def test_stale_lock_fails_but_header_edit_does_not(cli, project, upstream) -> None:
@@ -223,7 +224,8 @@ def test_unreachable_url_is_an_environment_failure(cli, project, tmp_path, monke
 
 @pytest.mark.parametrize("whitespace", ["trailing", "none"])
 def test_whitespace_errors_are_warnings(cli, tmp_path, upstream, whitespace) -> None:
-    added = "int tiny_cube(int v) { return v * v * v; }" + ("   " if whitespace == "trailing" else "")
+    added = "int tiny_cube(int v) { return v * v * v; }"
+    added += "   " if whitespace == "trailing" else ""
 
     def edit(work: Path) -> None:
         replace_in(work / "src/util.c", "int tiny_abs(int v)", added + "\n\nint tiny_abs(int v)")

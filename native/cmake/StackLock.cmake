@@ -18,8 +18,9 @@ string(REPEAT "[0-9a-f]" 40 WORKER_HEX40)
 string(REPEAT "[0-9a-f]" 64 WORKER_HEX64)
 
 function(worker_read_stack_lock path prefix)
-  set(fix "Write a current one with `patchctl lock` (run at the repository \
-root), or point -DWORKER_STACK_LOCK=<path> at one.")
+  # Commands on their own indented lines: CMake does not reflow those.
+  set(fix "Write a current one at the repository root with\n  patchctl lock\n\
+or point the build at one with\n  -DWORKER_STACK_LOCK=<path>")
   if(NOT EXISTS "${path}")
     message(FATAL_ERROR "worker: stack lock ${path} not found.\n${fix}")
   endif()

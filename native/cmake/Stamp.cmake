@@ -93,16 +93,18 @@ endfunction()
 #   <prefix>_MILLIS      how long the manifest took (for the status line)
 function(worker_check_upstream_stamp dir lock_prefix lock_path prefix)
   set(stamp "${dir}/${WORKER_STAMP_NAME}")
-  set(fix "`patchctl apply --into ${dir} --force`")
+  # The fixing command goes on its own indented line: CMake reflows other
+  # lines, which would split it where it cannot be copied.
+  set(fix "  patchctl apply --into ${dir} --force")
   if(NOT IS_DIRECTORY "${dir}")
     message(FATAL_ERROR "worker: WORKER_UPSTREAM_DIR ${dir} is not a "
-      "directory.\nMake it with `patchctl apply --into ${dir}`.")
+      "directory. Make it with:\n  patchctl apply --into ${dir}")
   endif()
   if(NOT EXISTS "${stamp}")
     message(FATAL_ERROR "worker: ${dir} has no ${WORKER_STAMP_NAME}, so it "
       "was not made (or not finished) by `patchctl apply --into`; building "
-      "against it could embed a fingerprint that does not describe it.\n"
-      "Materialize the stack there with ${fix} (it replaces the directory).")
+      "against it could embed a fingerprint that does not describe it. "
+      "Materialize the stack there (this replaces the directory):\n${fix}")
   endif()
 
   worker_read_flat_toml("${stamp}" st error)
@@ -115,8 +117,8 @@ function(worker_check_upstream_stamp dir lock_prefix lock_path prefix)
     "a git tree id" error)
   worker_toml_require(st manifest "^${WORKER_HEX64}$" "a 64-hex sha256" error)
   if(NOT error STREQUAL "")
-    message(FATAL_ERROR "worker: stamp ${stamp} is malformed: ${error}.\n"
-      "Re-materialize the tree with ${fix}.")
+    message(FATAL_ERROR "worker: stamp ${stamp} is malformed: ${error}. "
+      "Re-materialize the tree:\n${fix}")
   endif()
 
   set(lock_fp "${${lock_prefix}_FINGERPRINT}")
@@ -131,7 +133,7 @@ function(worker_check_upstream_stamp dir lock_prefix lock_path prefix)
       "  lock  ${lock_path}: fingerprint ${lock_fp} "
       "(${${lock_prefix}_ALGORITHM}, pin ${lock_pin})\n"
       "The tree was made for another pin or patch stack. Re-materialize it "
-      "with ${fix}.")
+      "for the lock:\n${fix}")
   endif()
 
   _worker_now_micros(started)
@@ -142,9 +144,8 @@ function(worker_check_upstream_stamp dir lock_prefix lock_path prefix)
     message(FATAL_ERROR
       "worker: upstream tree ${dir} was edited after `patchctl apply` "
       "stamped it: the manifest of its ${count} files is ${manifest}, the "
-      "stamp says ${st_manifest}.\n"
-      "Re-materialize it with ${fix} (this discards the edits; to keep a "
-      "change, add it to the stack as a patch).")
+      "stamp says ${st_manifest}. Re-materialize it (this discards the "
+      "edits; to keep a change, add it to the stack as a patch):\n${fix}")
   endif()
 
   math(EXPR millis "(${finished} - ${started}) / 1000")

@@ -60,12 +60,11 @@ function(worker_require_out_of_source)
     message(FATAL_ERROR
       "worker: in-source build refused: the binary directory ${binary_dir} "
       "is inside the source tree ${source_dir}.\n"
-      "Configure with a preset instead: `cmake --preset cpu` (or "
-      "`cmake --preset cpu-debug`) from ${source_dir}; its binaries go to "
-      "build/native-cpu at the repository root. Or pass a -B directory "
-      "outside ${source_dir}.\n"
-      "Then delete the CMakeCache.txt and CMakeFiles/ this attempt left in "
-      "${binary_dir}.")
+      "Configure with a preset instead, from ${source_dir} (binaries go to "
+      "build/native-cpu at the repository root):\n"
+      "  cmake --preset cpu\n"
+      "or pass a -B directory outside ${source_dir}. Then delete the "
+      "CMakeCache.txt and CMakeFiles/ this attempt left in ${binary_dir}.")
   endif()
 endfunction()
 

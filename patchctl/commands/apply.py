@@ -5,7 +5,13 @@ from pathlib import Path
 import click
 
 from patchctl.commands._common import (
-    emit_json, end_progress, json_option, progress, resolve_upstream, stack_of, upstream_option,
+    emit_json,
+    end_progress,
+    json_option,
+    progress,
+    resolve_upstream,
+    stack_of,
+    upstream_option,
 )
 
 

@@ -6,7 +6,8 @@ from patchctl.commands._common import emit_json, stack_of
 
 
 @click.command()
-@click.option("--check", is_flag=True, help="Only report whether the lock is current (exit 1 if not).")
+@click.option("--check", is_flag=True,
+              help="Only report whether the lock is current (exit 1 if not).")
 @click.pass_context
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""

@@ -32,5 +32,6 @@ def record(ctx: click.Context, name: str, expect: str, evidence_dir: Path | None
     rec = run_and_record(name, list(command), evidence_dir=evidence_dir or project / "evidence",
                          project=project, expect=expect,
                          echo=lambda b: sys.stdout.buffer.write(b) and sys.stdout.flush())
-    click.echo(f"recorded {name}: exit {rec.exit_code} ({'as expected' if rec.as_expected else 'NOT as expected'}), {rec.seconds} s", err=True)
+    verdict = "as expected" if rec.as_expected else "NOT as expected"
+    click.echo(f"recorded {name}: exit {rec.exit_code} ({verdict}), {rec.seconds} s", err=True)
     return 0 if rec.as_expected else 1

@@ -5,7 +5,13 @@ from pathlib import Path
 import click
 
 from patchctl.commands._common import (
-    emit_json, end_progress, exit_for, json_option, progress, resolve_upstream, stack_of,
+    emit_json,
+    end_progress,
+    exit_for,
+    json_option,
+    progress,
+    resolve_upstream,
+    stack_of,
     upstream_option,
 )
 
