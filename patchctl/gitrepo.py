@@ -173,17 +173,22 @@ class TempIndex:
         alternates = [str(repo / "objects")]
         if inherited := os.environ.get("GIT_ALTERNATE_OBJECT_DIRECTORIES"):
             alternates.append(inherited)
+        self.calls = 0  # git processes run on this index, for reports
         self.env = git_env(
             GIT_INDEX_FILE=str(self.path),
             GIT_OBJECT_DIRECTORY=str(objects),
             GIT_ALTERNATE_OBJECT_DIRECTORIES=os.pathsep.join(alternates),
         )
 
+    def _run(self, args: list[str], **kwargs) -> Result:
+        self.calls += 1
+        return run_git(args, repo=self.repo, env=self.env, **kwargs)
+
     def read_tree(self, treeish: str) -> None:
-        run_git(["read-tree", treeish], repo=self.repo, env=self.env)
+        self._run(["read-tree", treeish])
 
     def write_tree(self) -> str:
-        return run_git(["write-tree"], repo=self.repo, env=self.env).stdout.strip()
+        return self._run(["write-tree"]).stdout.strip()
 
     def apply(
         self,
@@ -202,11 +207,12 @@ class TempIndex:
         if check_only:
             args.append("--check")
         args += [str(p) for p in patch_files]
-        r = run_git(args, repo=self.repo, env=self.env, check=False)
+        r = self._run(args, check=False)
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
     def checkout_to(self, dest: Path) -> None:
         """Write every index entry as a plain file under ``dest`` (which must exist)."""
+        self.calls += 1
         run_git(["--git-dir", str(self.repo), "--work-tree", str(dest.resolve()),
                  "checkout-index", "-a", "-f"], env=self.env)
 

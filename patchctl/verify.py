@@ -129,10 +129,9 @@ def verify(
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}; "
                          "fetch it there or fix stack/upstream.toml")
     pin_tree = gitrepo.tree_of(repo, pin.commit)
-    calls = 2
+    calls = 5  # rev-parse: git dir, commit, tree; ls-tree for symlinks; --version
 
     links = frozenset(gitrepo.symlinks_among(repo, pin.commit, _ancestors(patches.values())))
-    calls += 1
     for report in reports:
         patch = patches.get(report.index)
         if patch is not None:
@@ -148,7 +147,7 @@ def verify(
             mode = "per-patch"
             index.read_tree(pin_tree)
             run.per_patch(pin_tree)
-        calls += run.calls + 1 + (mode == "per-patch")
+        calls += index.calls
 
     stack_findings: list[Finding] = []
     if run.reversed_tree is not None and run.reversed_tree != pin_tree:
@@ -227,7 +226,6 @@ class _Run:
         self.patches: dict[int, Patch] = patches
         self.progress = progress
         self.index: gitrepo.TempIndex
-        self.calls = 0
         self.patched_tree: str | None = None
         self.reversed_tree: str | None = None
 
@@ -243,7 +241,6 @@ class _Run:
             yield group
 
     def _apply(self, reports: Sequence[PatchReport], *, reverse: bool = False):
-        self.calls += 1
         strip = self.patches[reports[0].index].strip
         files = [self.patches[r.index].path for r in reports]
         return self.index.apply(files, strip=strip, reverse=reverse)
@@ -262,7 +259,6 @@ class _Run:
             if not self._apply(list(reversed(group)), reverse=True).ok:
                 return False
         reversed_tree = self.index.write_tree()
-        self.calls += 2
         if reversed_tree != pin_tree:
             return False
         for group, run in outputs:
@@ -297,7 +293,6 @@ class _Run:
         if broken:
             return
         self.patched_tree = self.index.write_tree()
-        self.calls += 1
         for r in reversed(applied):
             run = self._apply([r], reverse=True)
             if not run.ok:
@@ -308,7 +303,6 @@ class _Run:
                                     upstream_line=failure.upstream_line)
                 return
         self.reversed_tree = self.index.write_tree()
-        self.calls += 1
         if self.reversed_tree != pin_tree and applied:
             # Every patch reversed, yet the tree differs: one of them reversed at a
             # different place than it applied. Find it by reversing each on its own.
@@ -328,7 +322,6 @@ class _Run:
                 return
             self.index.read_tree(after)
             before = after
-            self.calls += 4
 
     def _read_verbose(self, reports: Sequence[PatchReport], output: str) -> None:
         """Map `git apply -v` output back to patches: it reports file diffs in input order."""
