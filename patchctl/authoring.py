@@ -1,13 +1,27 @@
-"""Creating and changing the stack on disk (``init`` now; import/new/refresh later)."""
+"""Creating and changing the stack: init, import, new, edit and refresh.
+
+Every change to ``stack/`` goes through ``stackwrite.replace_stack`` (one
+atomic swap) under the project lock, and rewrites the lock. Patches are
+written in patchctl's deterministic form (patchtext.py), regenerated from the
+trees around them, so refreshing an unchanged patch leaves its bytes alone.
+The edit work tree lives in ``<project>/.patchctl/edit/``: a repository at the
+pin (borrowing the upstream's objects) with the patches up to the one being
+edited applied as commits.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo
+from patchctl import fsutil, gitrepo, importing, patchtext, stackwrite
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
+from patchctl.lint import glob_match
+from patchctl.patchfile import Patch
 from patchctl.stack import LOCK_FILE, PIN_FILE, SERIES, Pin, Stack, check_commit_id, render_lock
 
 SERIES_HEADER = (
@@ -56,4 +70,305 @@ def init_stack(project: Path, *, url: str, pin: str, name: str | None = None,
     return InitResult(stack=stack, pin=the_pin, checked=checked, why=why)
 
 
-__all__ = ["InitResult", "StackError", "init_stack"]
+# -- import ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Imported:
+    file: str
+    subject: str
+    source: str
+    grade: str  # how it went onto the stack: exact | offset | 3way
+    added: list[str] = field(default_factory=list)  # trailers filled in with defaults
+
+
+@dataclass
+class ImportResult:
+    stack: str
+    patches: list[Imported]
+    fingerprint: str
+
+    def to_dict(self) -> dict:
+        return {"schema": "patchctl.import/1", **asdict(self)}
+
+
+def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[str], *,
+                   concern: str | None = None, from_repo: Path | None = None) -> ImportResult:
+    """Append patches from ``sources`` to the series, in patchctl's form; all or nothing.
+
+    Each is applied on top of the stack at the pin (plain, else three-way) and
+    re-made from the trees around it, so what lands in ``stack/`` is exactly
+    what applies there. One that does not apply stops the import: nothing is
+    written.
+    """
+    with stackwrite.stack_lock(project, f"import into {stack.root}"), \
+            tempfile.TemporaryDirectory(prefix="patchctl-import-") as tmp:
+        snap = stackwrite.snapshot(stack.root)
+        pin = stack.pin()
+        upstream = gitrepo.git_dir(upstream)
+        existing = stack.patches()
+        candidates = importing.collect(sources, Path(tmp), from_repo=from_repo)
+        names = [p.name for p in existing]
+        number = patchtext.next_number(names)
+        changes: dict[str, bytes | None] = {}
+        made: list[Patch] = []
+        report: list[Imported] = []
+        with gitrepo.temp_index(upstream) as index:
+            _apply_stack(index, pin, existing)
+            for c in candidates:
+                before = index.write_tree()
+                grade = _apply_candidate(index, c)
+                after = index.write_tree()
+                if after == before:
+                    raise InputError(f"{c.source}: changes nothing on top of the stack "
+                                     "(already applied?); nothing was imported")
+                diff = gitrepo.format_diff(index.repo, before, after, env=index.env)
+                files = _diff_paths(diff)
+                added = importing.fill_trailers(c, concern=concern, files=files)
+                header = patchtext.mail_header(
+                    author=c.author or gitrepo.author_ident(),
+                    date=c.date or patchtext.now_rfc2822(), subject=c.subject,
+                    body=c.body, trailers=c.trailers)
+                name = patchtext.numbered_name(number, c.subject)
+                number += 1
+                if name in names:
+                    raise InputError(f"{name} is already in the series")
+                text = patchtext.render(header, diff)
+                changes[f"patches/{name}"] = text.encode("utf-8", "surrogateescape")
+                made.append(patchtext.reparse(text, name=name, path=stack.patches_dir / name))
+                names.append(name)
+                report.append(Imported(name, c.subject, c.source, grade, added))
+        lock = make_lock(pin, existing + made)
+        series = stack.series_path.read_text(encoding="utf-8")
+        changes["series"] = (series.rstrip("\n") + "\n" +
+                             "".join(f"{p.name}\n" for p in made)).lstrip("\n").encode()
+        changes["stack.lock"] = render_lock(lock).encode()
+        stackwrite.replace_stack(stack, changes, expect=snap)
+        return ImportResult(str(stack.root), report, lock.fingerprint)
+
+
+def _apply_stack(index: gitrepo.TempIndex, pin: Pin, patches: list[Patch]) -> None:
+    index.read_tree(pin.commit)
+    for p in patches:
+        if not index.apply([p.path.absolute()], strip=p.strip).ok:
+            raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
+                             "(`patchctl verify` says why)")
+
+
+def _apply_candidate(index: gitrepo.TempIndex, c: importing.Candidate) -> str:
+    run = index.apply([c.diff], strip=c.strip)
+    if run.ok:
+        return "offset" if "(offset " in run.stdout + run.stderr else "exact"
+    if index.apply([c.diff], strip=c.strip, three_way=True).ok:
+        return "3way"
+    index_reason = next((ln for ln in run.stderr.splitlines() if ln.startswith("error:")),
+                        "git apply failed")
+    raise InputError(f"{c.source}: does not apply on top of the stack at the pin "
+                     f"({index_reason.removeprefix('error: ')}); nothing was imported")
+
+
+def _diff_paths(diff: str) -> list[str]:
+    patch = patchtext.reparse(patchtext.render("", diff, mail_form=False), name="diff",
+                              path=Path("diff"))
+    return list(dict.fromkeys(p for f in patch.files for p in f.paths))
+
+
+# -- new, edit, refresh -----------------------------------------------------------------------
+
+EDIT_SCHEMA = "patchctl.edit/1"
+
+
+@dataclass
+class EditResult:
+    work: str
+    target: str
+    new: bool
+    applied: list[str]  # patches committed in the work tree, in order (target last if not new)
+
+    def to_dict(self) -> dict:
+        return {"schema": "patchctl.edit/1", **asdict(self)}
+
+
+@dataclass
+class RefreshResult:
+    file: str
+    change: str  # unchanged | context-only | content-changed | new
+    fingerprint: str
+    outside_scope: list[str] = field(default_factory=list)
+    later_failing: list[str] = field(default_factory=list)  # later patches that no longer apply
+    interdiff: str | None = None
+
+    def to_dict(self) -> dict:
+        return {"schema": "patchctl.refresh/1", **asdict(self)}
+
+
+def edit_dir(project: Path, *, create: bool = False) -> Path:
+    return stackwrite.state_dir(project, create=create) / "edit"
+
+
+def _find(stack: Stack, name: str) -> int:
+    """Index in the series of NAME: a file name, with or without .patch, or its number."""
+    entries = stack.series()
+    for i, e in enumerate(entries):
+        stem = e.name.removesuffix(".patch")
+        if name in (e.name, stem, stem.split("-", 1)[-1]) or \
+                (name.isdigit() and stem.startswith(f"{int(name):04d}-")):
+            return i
+    loose = [i for i, e in enumerate(entries) if name in e.name]
+    if len(loose) == 1:
+        return loose[0]
+    raise InputError(f"{name!r} is not in {stack.series_path}; "
+                     "`patchctl series` lists the patches")
+
+
+def _load_edit(project: Path) -> dict | None:
+    path = edit_dir(project) / "state.json"
+    if not path.is_file():
+        return None
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise InputError(f"{path}: unreadable ({e}); start again with `patchctl edit NAME "
+                         "--reset`") from e
+    if state.get("schema") != EDIT_SCHEMA:
+        raise InputError(f"{path}: unknown edit state; start again with `patchctl edit --reset`")
+    return state
+
+
+def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
+                target: str, header: str | None) -> EditResult:
+    state = _load_edit(project)
+    work = edit_dir(project, create=True) / "work"
+    if state is not None and not reset and (work / ".git").is_dir() and \
+            gitrepo.snapshot_tree(work) != state["tree"]:
+        raise InputError(f"the edit of {state['target']} in {work} has changes not yet "
+                         "refreshed; run `patchctl refresh`, or pass --reset to discard them")
+    shutil.rmtree(edit_dir(project), ignore_errors=True)
+    edit_dir(project, create=True)
+    pin = stack.pin()
+    upstream = gitrepo.git_dir(upstream)
+    if not gitrepo.resolve_commit(upstream, pin.commit):
+        raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
+    gitrepo.scratch_checkout(upstream, work, pin.commit)
+    patches = stack.patches()
+    applied: list[str] = []
+    base = pin.commit
+    for i, p in enumerate(patches[:upto]):
+        if i == upto - 1 and header is None:
+            base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
+        gitrepo.commit_patch(work, p.path.absolute(), strip=p.strip,
+                             subject=p.subject or p.name, body=p.body, author=p.author)
+        applied.append(p.name)
+    if header is not None:
+        base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
+    state = {"schema": EDIT_SCHEMA, "stack": str(stack.root), "pin": pin.commit,
+             "target": target, "base": base, "new": header is not None, "header": header,
+             "tree": gitrepo.snapshot_tree(work)}
+    fsutil.atomic_write(edit_dir(project) / "state.json",
+                        json.dumps(state, indent=2, sort_keys=True) + "\n")
+    return EditResult(str(work), target, header is not None, applied)
+
+
+def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,
+               reset: bool = False) -> EditResult:
+    with stackwrite.stack_lock(project, f"edit in {stack.root}"):
+        i = _find(stack, name)
+        return _start_edit(project, stack, upstream, i + 1, reset=reset,
+                           target=stack.series()[i].name, header=None)
+
+
+def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern: str,
+              scope: list[str], subject: str | None = None, reset: bool = False) -> EditResult:
+    """Open the edit work tree on top of the whole stack for a patch not yet written;
+    ``refresh`` writes it and appends it to the series."""
+    with stackwrite.stack_lock(project, f"new in {stack.root}"):
+        names = [e.name for e in stack.series()]
+        file = name if name.endswith(".patch") and name[:5].rstrip("-").isdigit() else \
+            patchtext.numbered_name(patchtext.next_number(names), name.removesuffix(".patch"))
+        if file in names or (stack.patches_dir / file).exists():
+            raise InputError(f"{file} already exists in {stack.patches_dir}")
+        if not scope:
+            raise InputError("--scope: give at least one path glob the patch may touch")
+        header = patchtext.mail_header(
+            author=gitrepo.author_ident(), date=patchtext.now_rfc2822(),
+            subject=subject or name.removesuffix(".patch"), body="",
+            trailers=[("Concern", concern), ("Upstream-Status", "Pending"),
+                      ("Scope", " ".join(scope))])
+        return _start_edit(project, stack, upstream, len(names), reset=reset, target=file,
+                           header=header)
+
+
+def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> RefreshResult:
+    """Re-make the edited patch from its work tree (committed or not), keeping its header."""
+    with stackwrite.stack_lock(project, f"refresh in {stack.root}"):
+        state = _load_edit(project)
+        work = edit_dir(project) / "work"
+        if state is None or not (work / ".git").is_dir():
+            raise InputError("nothing to refresh: no edit in progress; start one with "
+                             "`patchctl edit NAME` or `patchctl new NAME`")
+        target = state["target"]
+        if name is not None and _find_name(stack, name, target) != target:
+            raise InputError(f"the open edit is of {target}, not {name}")
+        if stack.pin().commit != state["pin"]:
+            raise InputError("the pin moved since the edit began; start it again with "
+                             "`patchctl edit NAME --reset`")
+        snap = stackwrite.snapshot(stack.root)
+        git_dir = work / ".git"
+        tree = gitrepo.snapshot_tree(work)
+        base_tree = gitrepo.tree_of(git_dir, state["base"])
+        if tree == base_tree:
+            raise InputError(f"{work} holds no change for {target}: edit the files there first")
+        diff = gitrepo.format_diff(git_dir, base_tree, tree)
+        patches = stack.patches()
+        old = next((p for p in patches if p.name == target), None)
+        if state["new"] or old is None:
+            text = patchtext.render(state["header"], diff)
+        else:
+            text = patchtext.render(patchtext.header_text(old), diff, mail_form=old.mail_form)
+        path = stack.patches_dir / target
+        new = patchtext.reparse(text, name=target, path=path)
+        result = RefreshResult(target, "new" if old is None else patchtext.compare(old, new), "")
+        if old is not None and result.change == patchtext.CONTENT:
+            result.interdiff = patchtext.interdiff(old, new, name=target)
+        result.outside_scope = [f for f in _diff_paths(diff)
+                                if new.scope and not any(glob_match(f, g) for g in new.scope)]
+        after = [p for p in patches if p.name != target]
+        at = next((i for i, p in enumerate(patches) if p.name == target), len(patches))
+        final = [*after[:at], new, *after[at:]]
+        lock = make_lock(stack.pin(), final)
+        result.fingerprint = lock.fingerprint
+        unchanged = old is not None and path.read_bytes() == text.encode("utf-8",
+                                                                         "surrogateescape")
+        if not unchanged or stack.lock() != lock:
+            from patchctl.rebase import rewrite_series
+
+            series = stack.series_path.read_text(encoding="utf-8")
+            changes: dict[str, bytes | None] = {
+                f"patches/{target}": text.encode("utf-8", "surrogateescape"),
+                "series": rewrite_series(series, dropped=set(),
+                                         restrip={target} if old and old.strip != 1 else set(),
+                                         append=[target] if old is None else []).encode(),
+                "stack.lock": render_lock(lock).encode()}
+            stackwrite.replace_stack(stack, changes, expect=snap)
+        state.update(tree=tree, new=False)
+        fsutil.atomic_write(edit_dir(project) / "state.json",
+                            json.dumps(state, indent=2, sort_keys=True) + "\n")
+        result.later_failing = _later_failing(git_dir, tree, after[at:])
+        return result
+
+
+def _find_name(stack: Stack, name: str, target: str) -> str:
+    if name in (target, target.removesuffix(".patch")):
+        return target
+    return stack.series()[_find(stack, name)].name
+
+
+def _later_failing(git_dir: Path, tree: str, later: list[Patch]) -> list[str]:
+    """The patches after the refreshed one that no longer apply on top of it."""
+    failing: list[str] = []
+    with gitrepo.temp_index(git_dir) as index:
+        index.read_tree(tree)
+        for p in later:
+            if not index.apply([p.path.absolute()], strip=p.strip).ok:
+                failing.append(p.name)
+    return failing

@@ -115,3 +115,18 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
     )
     write_record(evidence_dir, record)
     return record
+
+
+def record_steps(name: str, *, evidence_dir: Path, argv: list[str], started: str,
+                 seconds: float, ok: bool, stack: dict[str, str] | None, log: bytes,
+                 extra: dict) -> Path:
+    """Write NAME.json and NAME.log for a command that ran its own steps (``reproduce``)
+    rather than one child process: ``log`` is their transcript, ``extra`` the result."""
+    evidence_dir.mkdir(parents=True, exist_ok=True)
+    fsutil.atomic_write(evidence_dir / f"{name}.log", log)
+    record = Record(
+        name=name, argv=argv, cwd=os.getcwd(), started=started, seconds=round(seconds, 3),
+        exit_code=0 if ok else 1, expect="pass", tools=tool_versions(), stack=stack,
+        output_file=f"{name}.log", output_sha256=hashlib.sha256(log).hexdigest(), extra=extra,
+    )
+    return write_record(evidence_dir, record)

@@ -47,3 +47,26 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two directory entries (Linux ``renameat2(RENAME_EXCHANGE)``).
+
+    Returns False where the call is unavailable (another OS, an old kernel or a
+    file system without it); the caller then falls back to two renames.
+    """
+    import ctypes
+    import errno
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    if renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0:
+        return True
+    err = ctypes.get_errno()
+    if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
+        return False
+    raise OSError(err, os.strerror(err), str(a))

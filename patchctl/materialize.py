@@ -199,8 +199,7 @@ def _drop(index: gitrepo.TempIndex, exclude: list[str]) -> None:
     listed = gitrepo.run_git(["ls-files", "-z"], repo=index.repo, env=index.env).stdout
     doomed = [p for p in listed.split("\0") if p and any(glob_match(p, g) for g in exclude)]
     if doomed:
-        gitrepo.run_git(["update-index", "--force-remove", "-z", "--stdin"], repo=index.repo,
-                        env=index.env, input="\0".join(doomed) + "\0")
+        gitrepo.remove_from_index(index, doomed)  # works on a non-bare clone's git dir too
 
 
 def _make_history(work: Path, pin, patches) -> str:
@@ -218,6 +217,11 @@ def _is_repo(path: Path) -> bool:
 
 def _swap(staging: Path, into: Path) -> None:
     """Replace ``into`` by ``staging``; a crash in between is undone by ``_recover``."""
+    # One atomic exchange where the OS has it: two renames leave a moment with no
+    # DIR at all, which a concurrent build (or a kill) would see. The old tree
+    # ends up at ``staging``, which the caller removes.
+    if into.exists() and fsutil.exchange(staging, into):
+        return
     old = into.parent / f".{into.name}.patchctl-old"
     if into.exists():
         shutil.rmtree(old, ignore_errors=True)

@@ -115,7 +115,9 @@ def find_stack(start: Path) -> Stack:
     """The stack for a project: ``start/stack`` or ``start`` itself if it holds a series."""
     for candidate in (start / "stack", start):
         if (candidate / SERIES).is_file() or (candidate / PIN_FILE).is_file():
-            return Stack(candidate)
+            # Absolute: patch paths are handed to `git -C <upstream>`, which would
+            # resolve a relative one against the upstream, not the caller's cwd.
+            return Stack(candidate.absolute())
     raise StackError(
         f"no stack found in {start} (expected {start / 'stack' / SERIES}); "
         "create one with `patchctl init --upstream URL --pin COMMIT`"

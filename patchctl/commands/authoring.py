@@ -1,0 +1,154 @@
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from patchctl.commands._common import (
+    emit_json,
+    exit_for,
+    json_option,
+    project_dir,
+    resolve_upstream,
+    stack_of,
+    upstream_option,
+)
+
+if TYPE_CHECKING:  # imported lazily at run time
+    from patchctl.authoring import EditResult
+
+
+@click.command("import")
+@click.argument("sources", nargs=-1, required=True, metavar="SOURCE...")
+@click.option("--concern", metavar="C", help="`Concern:` for patches that have none "
+              "(default: a slug of the subject).")
+@click.option("--from-repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
+              metavar="PATH", help="Take SOURCEs as commit ranges (A..B) or commits of the git "
+              "repository at PATH.")
+@upstream_option
+@json_option
+@click.pass_context
+def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None,
+               from_repo: Path | None, upstream: str | None, as_json: bool) -> None:
+    """Append patches to the series: format-patch files, an mbox, a quilt series
+    directory (debian/patches/series too), or commits (--from-repo PATH RANGE).
+
+    Each must apply on top of the stack at the pin; missing trailers get safe
+    defaults (Upstream-Status: Pending, Concern, Scope = the files it touches)
+    and are reported. All or nothing; the lock is rewritten.
+    """
+    from patchctl.authoring import import_patches
+
+    stack = stack_of(ctx)
+    repo = resolve_upstream(upstream, stack.pin(), stack)
+    result = import_patches(project_dir(ctx), stack, repo, list(sources), concern=concern,
+                            from_repo=from_repo)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    for p in result.patches:
+        click.echo(f"imported {p.file} ({p.grade}) from {p.source}")
+        for added in p.added:
+            click.echo(f"    added {added}")
+    click.echo(f"{len(result.patches)} patches imported; lock {result.fingerprint[:16]}")
+
+
+@click.command()
+@click.argument("name")
+@click.option("--concern", required=True, metavar="C", help="The patch's one concern (a slug).")
+@click.option("--scope", "scope", multiple=True, required=True, metavar="GLOB",
+              help="A path glob the patch may touch; repeat for more.")
+@click.option("--subject", help="Subject line (default: NAME).")
+@click.option("--reset", is_flag=True, help="Discard an open edit that was not refreshed.")
+@upstream_option
+@json_option
+@click.pass_context
+def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
+        subject: str | None, reset: bool, upstream: str | None, as_json: bool) -> None:
+    """Start a new patch after the last one: opens the edit work tree with the whole stack
+    applied; make the change there, then `patchctl refresh` writes the patch."""
+    from patchctl.authoring import new_patch
+
+    stack = stack_of(ctx)
+    repo = resolve_upstream(upstream, stack.pin(), stack)
+    result = new_patch(project_dir(ctx), stack, repo, name, concern=concern, scope=list(scope),
+                       subject=subject, reset=reset)
+    _edit_report(result, as_json)
+
+
+@click.command()
+@click.argument("name")
+@click.option("--reset", is_flag=True, help="Discard an open edit that was not refreshed.")
+@upstream_option
+@json_option
+@click.pass_context
+def edit(ctx: click.Context, name: str, reset: bool, upstream: str | None,
+         as_json: bool) -> None:
+    """Open a work tree at the pin with the patches up to NAME applied as commits.
+
+    Change the files there (commit or not), then `patchctl refresh`.
+    """
+    from patchctl.authoring import edit_patch
+
+    stack = stack_of(ctx)
+    repo = resolve_upstream(upstream, stack.pin(), stack)
+    result = edit_patch(project_dir(ctx), stack, repo, name, reset=reset)
+    _edit_report(result, as_json)
+
+
+def _edit_report(result: EditResult, as_json: bool) -> None:
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    what = "new patch" if result.new else "patch"
+    click.echo(f"{result.work}: the pin + {len(result.applied)} patches as commits")
+    click.echo(f"edit the {what} {result.target} there, then run `patchctl refresh`")
+
+
+@click.command()
+@click.argument("name", required=False)
+@json_option
+@click.pass_context
+def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
+    """Regenerate the edited patch from its work tree, keeping header and trailers.
+
+    Output is deterministic: refreshing without a change leaves the file
+    byte-identical. The lock is rewritten. Exit 1 when a later patch no longer
+    applies on top of the refreshed one.
+    """
+    from patchctl.authoring import refresh_patch
+
+    result = refresh_patch(project_dir(ctx), stack_of(ctx), name)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(f"{result.file}: {result.change}; lock {result.fingerprint[:16]}")
+        if result.interdiff:
+            click.echo(result.interdiff, nl=False)
+        for f in result.outside_scope:
+            click.echo(f"warning: {f} is outside the patch's Scope", err=True)
+        for p in result.later_failing:
+            click.echo(f"warning: {p} no longer applies on top of it; edit it next", err=True)
+    return exit_for(not result.later_failing)
+
+
+@click.command()
+@click.option("--format", "fmt", type=click.Choice(["mbox", "format-patch", "quilt"]),
+              required=True, help="mbox / format-patch: for `git am`; quilt: a series "
+              "directory for `quilt push -a`.")
+@click.argument("dest", type=click.Path(path_type=Path), metavar="DIR")
+@click.option("--force", is_flag=True, help="Replace DIR if it is not empty.")
+@json_option
+@click.pass_context
+def export(ctx: click.Context, fmt: str, dest: Path, force: bool, as_json: bool) -> None:
+    """Write the stack into DIR as an mbox (DIR/stack.mbox), format-patch files, or a quilt
+    series (DIR/series + patches; use QUILT_PATCHES=DIR)."""
+    from patchctl.exporting import export_stack
+
+    result = export_stack(stack_of(ctx), fmt, dest, force=force)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(f"{result.dest}: {result.patches} patches as {result.format} "
+                   f"({', '.join(result.files[:3])}{', ...' if len(result.files) > 3 else ''})")

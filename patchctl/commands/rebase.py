@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import click
+
+from patchctl.commands._common import (
+    emit_json,
+    end_progress,
+    exit_for,
+    json_option,
+    progress,
+    project_dir,
+    resolve_upstream,
+    stack_of,
+    upstream_option,
+)
+from patchctl.errors import InputError
+
+if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
+    from patchctl.rebase import PatchResult, RebaseResult
+
+
+@click.command("rebase-pin")
+@click.argument("new_ref", required=False, metavar="NEW_REF")
+@upstream_option
+@click.option("--bisect", is_flag=True,
+              help="For each patch that no longer applies, find the first upstream commit "
+              "(first-parent, old pin..NEW_REF) where it stops applying.")
+@click.option("--check", is_flag=True, help="Only classify and report; write nothing.")
+@click.option("--continue", "cont", is_flag=True,
+              help="Resume after resolving and staging a conflict in the rebase work tree.")
+@click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
+@click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
+@click.option("--drop-upstream", is_flag=True,
+              help="Drop patches that have landed upstream (otherwise they stop the rebase).")
+@json_option
+@click.pass_context
+def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bisect: bool,
+               check: bool, cont: bool, abort: bool, allow_downgrade: bool, drop_upstream: bool,
+               as_json: bool) -> int:
+    """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
+
+    Each patch is classified on NEW_REF with the patches before it applied:
+    exact, offset, 3way, conflict or upstream (already there: the commit that
+    landed it is named). When every patch applies, the patches are refreshed
+    and the pin and lock rewritten in one atomic swap; on a conflict a work
+    tree is left under .patchctl/rebase/ to resolve, then --continue.
+    Exit 0 when rebased (or --check finds all applying), 1 when stopped.
+    """
+    from patchctl import rebase, rebase_state
+
+    modes = [m for m, on in (("--continue", cont), ("--abort", abort), ("--check", check)) if on]
+    if len(modes) > 1:
+        raise InputError(f"{' and '.join(modes)} cannot be combined")
+    if (cont or abort) and new_ref:
+        raise InputError(f"{modes[0]} takes no NEW_REF: the rebase in progress has one")
+    if not (cont or abort) and not new_ref:
+        raise InputError("missing NEW_REF: the upstream commit, tag or branch to move to")
+    project = project_dir(ctx)
+    stack = stack_of(ctx)
+    if abort:
+        result = rebase_state.abort(project, stack)
+    elif cont:
+        result = rebase_state.continue_rebase(project, stack, drop_upstream=drop_upstream,
+                                              progress=progress)
+    else:
+        assert new_ref is not None
+        repo = resolve_upstream(upstream, stack.pin(), stack)
+        result = rebase.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
+                                   allow_downgrade=allow_downgrade,
+                                   drop_upstream=drop_upstream, progress=progress)
+    end_progress()
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(render(result), nl=False)
+    return exit_for(result.ok)
+
+
+_VERDICT = {
+    "unchanged": "unchanged",
+    "context-only": "context-only refresh",
+    "content-changed": "content changed",
+    "dropped": "dropped",
+}
+
+
+def _verdict(result: RebaseResult, p: PatchResult) -> str:
+    verdict = _VERDICT.get(p.change or "", "")
+    if p.resolved:
+        return f"resolved by hand, {verdict}"
+    if result.status in ("checked", "needs-drop"):
+        return "would drop" if p.change == "dropped" else (f"would be {verdict}" if verdict
+                                                           else "")
+    if result.status == "stopped":
+        at = next(q.index for q in result.patches if q.name == result.conflict)
+        if p.index == at:
+            return "stopped here: resolve it"
+        if p.index > at:
+            return "pending"
+    return verdict
+
+
+def render(result: RebaseResult) -> str:
+    from patchctl.fingerprint import short
+
+    if result.status == "aborted":
+        return result.message + "\n"
+    span = f"{result.commits} first-parent commits" if result.commits is not None else \
+        "not a descendant of the pin"
+    out = [f"rebase-pin {result.old[:12]} -> {result.new[:12]} ({result.new_ref}; {span})"]
+    for p in result.patches:
+        verdict = _verdict(result, p)
+        out.append(f"{p.index:>3}  {p.name:<44} {p.grade:<8} {verdict}".rstrip())
+        if p.offsets:
+            out.append("       offsets: " + ", ".join(f"{o.file} hunk #{o.hunk} {o.offset:+d}"
+                                                      for o in p.offsets))
+        if p.conflicts:
+            out.append("       conflicts in: " + ", ".join(p.conflicts))
+        if p.after_conflict:
+            out.append("       (checked with the conflicting patch before it left out)")
+        if p.landed:
+            c = p.landed.commit
+            where = f"{c.id[:12]} {c.subject!r}" if c else "an upstream commit not found"
+            how = f" ({p.landed.how}, {p.landed.checks} checks)" if p.landed.checks else \
+                f" ({p.landed.how})"
+            what = "dropped" if result.status == "rebased" else "propose dropping it"
+            out.append(f"       already upstream: landed in {where}{how}; {what}")
+        if p.bisect:
+            b = p.bisect
+            if b.commit:
+                out.append(f"       first broken by {b.commit.id[:12]} {b.commit.subject!r} "
+                           f"({b.checks} checks for {b.commits} commits; bound {b.bound})")
+            else:
+                out.append(f"       bisect: {b.note} ({b.checks} checks)")
+        if p.interdiff:
+            out.append("       interdiff:")
+            out += [f"         {ln}" for ln in p.interdiff.rstrip("\n").splitlines()]
+    if result.bisect_checks:
+        out.append(f"bisect: {result.bisect_checks} index-only checks in all")
+    tail = {
+        "checked": "check only: nothing written",
+        "up-to-date": "the stack is already at this commit; nothing written",
+        "rebased": f"rebased: stack/ now pins {result.new[:12]}"
+                   + (f" (fingerprint {short(result.fingerprint)})" if result.fingerprint else ""),
+    }.get(result.status, "")
+    if result.message and result.status not in ("up-to-date",):
+        out.append(result.message)
+    if tail:
+        out.append(tail)
+    return "\n".join(out) + "\n"

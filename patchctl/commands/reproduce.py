@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchctl.commands._common import (
+    emit_json,
+    end_progress,
+    exit_for,
+    json_option,
+    progress,
+    project_dir,
+    resolve_upstream,
+    stack_of,
+    upstream_option,
+)
+
+
+@click.command()
+@click.argument("names", nargs=-1, metavar="[NAME]...")
+@upstream_option
+@click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel compile jobs "
+              "(default: ninja's).")
+@click.option("--keep", is_flag=True, help="Stop at the first unexpected step and keep the "
+              "source and build trees as it left them, for inspection.")
+@click.option("--cache-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Source and build trees, logs.  [default: <project>/.patchctl/reproduce]")
+@click.option("--exclude", multiple=True, metavar="GLOB",
+              help="Leave upstream paths out of the source tree (e.g. 'models/*.gguf', for a "
+              "mirror that lacks them).")
+@click.option("--isolate", is_flag=True, help="One build tree per reproducer (no shared CMake "
+              "cache; the upstream library is compiled once per reproducer).")
+@json_option
+@click.pass_context
+def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
+              jobs: int | None, keep: bool, cache_dir: Path | None, exclude: tuple[str, ...],
+              isolate: bool, as_json: bool) -> int:
+    """Build each patch's reproducer: it must fail before the patch and pass after it.
+
+    NAME is a patch file name, its number or a concern (default: every patch
+    with a `Reproducer:` trailer). Needs cmake >= 3.21, ninja and a compiler
+    (`pip install cmake ninja`). Writes evidence/reproduce-<name>.json and .log.
+    Exit 0 when every reproducer fails before and passes after, 1 otherwise.
+    """
+    from patchctl.reproduce import reproduce as run_reproduce
+    from patchctl.reproduce import write_evidence
+
+    project = project_dir(ctx)
+    stack = stack_of(ctx)
+    repo = resolve_upstream(upstream, stack.pin())
+    try:
+        report = run_reproduce(stack, repo, project=project, names=names, cache_dir=cache_dir,
+                               jobs=jobs, exclude=list(exclude), isolate=isolate, keep=keep,
+                               progress=progress)
+    finally:
+        end_progress()
+    if report.patches:
+        argv = ["patchctl", "-C", str(project), "reproduce", *names]
+        argv += [f"--exclude={g}" for g in exclude] + (["--isolate"] if isolate else [])
+        argv += ([f"--jobs={jobs}"] if jobs else []) + (["--keep"] if keep else [])
+        write_evidence(report, project / "evidence", argv)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        _render(report)
+    return exit_for(report.ok)
+
+
+def _render(report) -> None:
+    from patchctl.reproduce import PROVEN
+
+    click.echo(f"{report.name} @ {report.pin[:12]}, fingerprint {report.fingerprint[:16]}: "
+               f"{len(report.patches)} reproducer(s)"
+               + ("" if report.shared_build else " (isolated build trees)"))
+    if not report.patches:
+        click.echo("no patch names a reproducer (add a `Reproducer:` trailer)")
+        return
+    for r in report.patches:
+        click.echo(f"  {r.index:>3}  {r.name}  {r.reproducer}  {r.outcome}")
+        for s in (r.before, r.after):
+            where = "passes" if s.passed else (
+                "not run" if s.result == "not-run" else f"fails at {s.result}")
+            secs = sum(s.seconds.values())
+            click.echo(f"         {s.role:<6} pin+{s.prefix:<3} {where:<16} {secs:7.2f} s "
+                       f"{'cold' if s.cold else 'incremental':<11} compiled {s.compiled} "
+                       f"({s.upstream_compiled} upstream)")
+        if r.outcome != PROVEN:
+            bad = r.before if r.before.passed else r.after
+            for line in (bad.ctest_output.strip().splitlines() or ["(no test output)"])[-15:]:
+                click.echo(f"           | {line}")
+            if bad.log:
+                click.echo(f"           log: {bad.log}")
+    d = report.to_dict()["seconds"]
+    proven = sum(1 for r in report.patches if r.outcome == PROVEN)
+    click.echo(f"{proven}/{len(report.patches)} proven in {d['total']:.2f} s "
+               f"(cold steps {d['cold_steps']:.2f} s, incremental steps "
+               f"{d['incremental_steps']:.2f} s)"
+               + ("; stopped at the first unexpected step (--keep)" if report.stopped_early
+                  else ""))
+    if report.evidence:
+        click.echo(f"evidence: {report.evidence}")

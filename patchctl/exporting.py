@@ -1,0 +1,106 @@
+"""``patchctl export``: the stack as an mbox, format-patch files, or a quilt series.
+
+What is written is what ``git am`` (mbox, format-patch) or ``quilt push -a``
+(quilt, with ``QUILT_PATCHES=DIR``) accepts on the pinned upstream. The
+directory is assembled beside DIR and renamed into place, so a reader never
+sees half an export.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from patchctl import fsutil, patchtext
+from patchctl.errors import InputError
+from patchctl.patchfile import Patch
+from patchctl.stack import Stack
+
+FORMATS = ("mbox", "format-patch", "quilt")
+MBOX = "stack.mbox"
+_DEP3_ONLY = {"Description", "Author", "Last-Update"}
+
+
+@dataclass
+class ExportResult:
+    format: str
+    dest: str
+    files: list[str]
+    patches: int
+
+    def to_dict(self) -> dict:
+        return {"schema": "patchctl.export/1", **asdict(self)}
+
+
+def mail_text(patch: Patch) -> str:
+    """One patch as a mail ``git am`` accepts; a DEP-3 patch gets a mail header."""
+    if patch.mail_form:
+        text = patch.text
+        if not text.startswith("From "):
+            text = f"{patchtext.ZERO_FROM}\n{text}"
+        return text if text.endswith("\n") else text + "\n"
+    from patchctl.importing import _dep3_date
+
+    trailers = [(k, v) for k, values in patch.metadata.items() if k not in _DEP3_ONLY
+                for v in values]
+    header = patchtext.mail_header(
+        author=patch.author or "patchctl <patchctl@localhost>",
+        date=_dep3_date(patch.date) if patch.date else patchtext.now_rfc2822(),
+        subject=patch.subject or patch.name.removesuffix(".patch"), body=patch.body,
+        trailers=trailers)
+    diff = "\n".join(patch.text.split("\n")[patch.diff_line - 1:])
+    return patchtext.render(header, diff if diff.endswith("\n") else diff + "\n")
+
+
+def export_stack(stack: Stack, fmt: str, dest: Path, *, force: bool = False) -> ExportResult:
+    if fmt not in FORMATS:
+        raise InputError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
+    patches = stack.patches()
+    if fmt != "quilt":
+        odd = [p for p in patches if p.strip != 1]
+        if odd:
+            raise InputError(f"{odd[0].name} is -p{odd[0].strip} in the series and `git am` "
+                             "takes -p1 only: export it with --format quilt, or rewrite it "
+                             "with `patchctl edit` + `patchctl refresh`")
+    dest = dest.absolute()
+    if dest.exists() and not dest.is_dir():
+        raise InputError(f"{dest} exists and is not a directory")
+    if dest.is_dir() and any(dest.iterdir()) and not force:
+        raise InputError(f"{dest} is not empty; choose a new directory or pass --force "
+                         "to replace it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.patchctl-export-", dir=dest.parent))
+    try:
+        files = _write(staging, fmt, patches)
+        os.chmod(staging, 0o755)  # mkdtemp's 0700 would hide the export from others
+        if dest.exists():
+            if not fsutil.exchange(staging, dest):
+                shutil.rmtree(dest)
+                os.rename(staging, dest)
+        else:
+            os.rename(staging, dest)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return ExportResult(fmt, str(dest), files, len(patches))
+
+
+def _write(out: Path, fmt: str, patches: list[Patch]) -> list[str]:
+    if fmt == "mbox":
+        # One blank line between mails, as mbox wants; git am ignores it after a diff.
+        text = "\n".join(mail_text(p) for p in patches)
+        (out / MBOX).write_bytes(text.encode("utf-8", "surrogateescape"))
+        return [MBOX]
+    if fmt == "format-patch":
+        for p in patches:
+            (out / p.name).write_bytes(mail_text(p).encode("utf-8", "surrogateescape"))
+        return [p.name for p in patches]
+    for p in patches:
+        target = out / p.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(p.path, target)
+    series = "".join(p.name + (f" -p{p.strip}" if p.strip != 1 else "") + "\n" for p in patches)
+    (out / "series").write_text(series, encoding="utf-8")
+    return ["series", *(p.name for p in patches)]

@@ -1,0 +1,168 @@
+"""patchctl's deterministic patch-file text, and how two versions of a patch differ.
+
+A patch file patchctl writes is ``git format-patch`` form with everything that
+varies between machines or runs pinned down: the ``From`` line carries the zero
+commit id, there is no version signature, and the diffstat and diff come from
+``gitrepo.format_diff`` (fixed plumbing flags, full index lines). Regenerating
+a patch that did not change therefore gives the same bytes.
+
+No git here: the diff text is produced by ``gitrepo`` and passed in.
+"""
+
+from __future__ import annotations
+
+import difflib
+import email.utils
+import re
+from collections.abc import Sequence
+from email.header import Header
+from pathlib import Path
+
+from patchctl.patchfile import Patch, parse_patch
+
+ZERO_FROM = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
+_FROM_LINE = re.compile(r"^From [0-9a-f]{40} ")
+_TRAILER = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
+_HUNK_POS = re.compile(r"^@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@")
+
+UNCHANGED, CONTEXT, CONTENT = "unchanged", "context-only", "content-changed"
+
+
+def header_text(patch: Patch) -> str:
+    """Everything above the diffstat (mail form) or the diff (DEP-3 form), kept verbatim.
+
+    Only the ``From <sha>`` line is normalized to the zero commit: it is
+    format-patch's mbox separator and says nothing about the change.
+    """
+    lines = patch.text.split("\n")[: patch.diff_line - 1]
+    if patch.mail_form and "---" in lines:
+        lines = lines[: len(lines) - 1 - lines[::-1].index("---")]
+    while lines and not lines[-1].strip():
+        lines.pop()
+    if lines and _FROM_LINE.match(lines[0]):
+        lines[0] = ZERO_FROM
+    return "\n".join(lines) + "\n" if lines else ""
+
+
+def render(header: str, stat_and_diff: str, *, mail_form: bool = True) -> str:
+    """A patch file: ``header``, then (mail form) ``---`` and the diffstat, then the diff.
+
+    ``stat_and_diff`` is ``gitrepo.format_diff`` output: diffstat, a blank line,
+    the diff. A DEP-3 header keeps its shape: header, blank line, diff only,
+    because a diffstat there would be read as part of the description.
+    """
+    head = header.rstrip("\n")
+    if mail_form:
+        return f"{head}\n---\n{stat_and_diff}"
+    diff = stat_and_diff[stat_and_diff.index("diff --git "):]
+    return f"{head}\n\n{diff}" if head else diff
+
+
+def mail_header(*, author: str, date: str, subject: str, body: str,
+                trailers: Sequence[tuple[str, str]]) -> str:
+    """A canonical format-patch header; non-ASCII text is MIME-encoded as git does."""
+    text = "\n".join([subject, body, *(f"{k}: {v}" for k, v in trailers)])
+    lines = [ZERO_FROM, f"From: {_encode_address(author)}", f"Date: {date}",
+             f"Subject: [PATCH] {_encode(subject)}"]
+    if not text.isascii():
+        lines += ["MIME-Version: 1.0", "Content-Type: text/plain; charset=UTF-8",
+                  "Content-Transfer-Encoding: 8bit"]
+    lines.append("")
+    if body.strip():
+        lines += [body.strip("\n"), ""]
+    lines += [f"{k}: {v}" for k, v in trailers]
+    while lines and lines[-1] == "":
+        lines.pop()
+    return "\n".join(lines) + "\n"
+
+
+def now_rfc2822() -> str:
+    return email.utils.formatdate(localtime=True)
+
+
+def _encode(value: str) -> str:
+    return value if value.isascii() else Header(value, "utf-8").encode()
+
+
+def _encode_address(author: str) -> str:
+    name, address = email.utils.parseaddr(author)
+    if not address:
+        return _encode(author)
+    return email.utils.formataddr((name, address)) if name.isascii() else \
+        f"{_encode(name)} <{address}>"
+
+
+def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
+    """A commit message body and its trailer block (the last paragraph of `Key: value` lines)."""
+    lines = message.rstrip("\n").split("\n")
+    cut = len(lines)
+    while cut > 0 and lines[cut - 1].strip():
+        cut -= 1
+    block = lines[cut:]
+    if not block or not all(_TRAILER.match(ln) or ln[:1] in " \t" for ln in block):
+        return message.strip("\n"), []
+    trailers: list[tuple[str, str]] = []
+    for ln in block:
+        if ln[:1] in " \t" and trailers:
+            key, value = trailers[-1]
+            trailers[-1] = (key, f"{value} {ln.strip()}")
+        elif m := _TRAILER.match(ln):
+            trailers.append((m.group(1), m.group(2).strip()))
+    return "\n".join(lines[:cut]).strip("\n"), trailers
+
+
+def reparse(text: str, *, name: str, path: Path, strip: int = 1) -> Patch:
+    return parse_patch(text.encode("utf-8", "surrogateescape"), path=path, name=name, strip=strip)
+
+
+# -- range-diff style comparison --------------------------------------------------------
+
+
+def _changes(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
+    """Per file, the changed lines only: what a reviewer would call the patch's content."""
+    return [(f.path, tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
+            for f in patch.files]
+
+
+def compare(old: Patch, new: Patch) -> str:
+    """``unchanged`` (same normalized diff), ``context-only`` (same +/- lines), or
+    ``content-changed``."""
+    if old.digest == new.digest:
+        return UNCHANGED
+    return CONTEXT if _changes(old) == _changes(new) else CONTENT
+
+
+def interdiff(old: Patch, new: Patch, *, name: str = "patch") -> str:
+    """A diff of the two diffs, hunk positions blanked so moved context does not show."""
+
+    def lines(p: Patch) -> list[str]:
+        out: list[str] = []
+        for f in p.files:
+            out += [f"--- {f.raw_source}", f"+++ {f.raw_target}"]
+            for h in f.hunks:
+                out.append("@@")
+                out += list(h.lines)
+        return out
+
+    diff = difflib.unified_diff(lines(old), lines(new), f"a/{name}", f"b/{name}", lineterm="",
+                                n=2)
+    return "\n".join(diff) + "\n"
+
+
+def slug(text: str, *, limit: int = 52) -> str:
+    """format-patch's file-name slug of a subject."""
+    s = re.sub(r"[^A-Za-z0-9._]+", "-", text).strip("-.")
+    s = re.sub(r"\.{2,}", ".", s)
+    return s[:limit].rstrip("-.") or "patch"
+
+
+_NUMBERED = re.compile(r"^(\d{4})-")
+
+
+def next_number(names: Sequence[str]) -> int:
+    numbers = [int(m.group(1)) for n in names if (m := _NUMBERED.match(n))]
+    return max(numbers, default=0) + 1
+
+
+def numbered_name(number: int, subject: str) -> str:
+    return f"{number:04d}-{slug(subject)}.patch"
