@@ -124,6 +124,12 @@ def materialize(
     patches = stack.patches()
     fp = fingerprint(pin.commit, patches)
     exclude = list(exclude or [])
+    for p in patches:
+        for f in p.files:
+            hit = next((g for g in exclude for path in f.paths if glob_match(path, g)), None)
+            if hit:
+                raise InputError(f"--exclude {hit} would leave out {f.path}, which {p.name} "
+                                 "changes; exclude only paths the stack does not touch")
     lock_path = into.parent / f".{into.name}.patchctl-lock"
     with fsutil.exclusive_lock(lock_path, f"apply --into {into}"):
         _recover(into)

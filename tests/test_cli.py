@@ -129,3 +129,19 @@ def test_example_project_verifies_offline(cli) -> None:
     r = cli("-C", str(example), "verify")
     assert r.code == 0, r.out + r.err
     assert "result: OK" in r.out
+
+
+def test_apply_exclude_leaves_paths_out(cli, tmp_path, project, upstream) -> None:
+    """Regression: --exclude failed with "must be run in a work tree" on a non-bare clone."""
+    into = tmp_path / "tree"
+    r = cli("-C", str(project), "apply", "--into", str(into), "--upstream", str(upstream.path),
+            "--exclude", "README.md", "--exclude", "docs/**")
+    assert r.code == 0, r.err
+    assert not (into / "README.md").exists()
+    assert (into / "src/util.c").exists()
+    assert 'exclude = ["README.md", "docs/**"]' in (into / ".patchctl-stamp").read_text()
+    r = cli("-C", str(project), "apply", "--into", str(tmp_path / "t2"), "--upstream",
+            str(upstream.path), "--exclude", "src/t*.c")
+    assert r.code == 2
+    assert "--exclude src/t*.c would leave out src/tiny.c" in r.err
+    assert not (tmp_path / "t2").exists()

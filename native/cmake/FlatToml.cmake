@@ -5,7 +5,8 @@
 # Anything else is reported, not guessed at: these files gate what the worker
 # is built against.
 #
-# Usable in project and script (-P) mode alike.
+# Usable in project and script (-P) mode alike, after
+# cmake_minimum_required(VERSION 3.21) (IN_LIST needs its policies).
 #
 #   worker_read_flat_toml(<path> <prefix> <error_var>)
 #

@@ -12,8 +12,8 @@
 # cmake_minimum_required(3.21) and may use newer commands.
 
 set(WORKER_MIN_CMAKE "3.21")
-# Ninja 1.10 is the oldest release we test the lane with (it is also where
-# Ninja gained the dyndep and restat behaviour newer CMake relies on).
+# Ninja 1.10 added dyndep, which CMake's Ninja generator uses for Fortran and
+# C++20 modules; older releases are not tested with this lane.
 set(WORKER_MIN_NINJA "1.10")
 # C++17 with a complete library (<charconv>, <optional>, <string_view>,
 # structured bindings): GCC 9, Clang 10, Xcode 12, Visual Studio 2019.
@@ -23,13 +23,15 @@ set(WORKER_MIN_CXX_AppleClang "12")
 set(WORKER_MIN_CXX_MSVC "19.20")
 set(WORKER_CXX_NEED
   "a C++17 compiler: GCC >= 9, Clang >= 10, AppleClang >= 12 or MSVC >= 19.20")
+# Commands sit on their own indented lines: CMake reflows the other lines of
+# a message, which would break a command where it cannot be copied.
 set(WORKER_CXX_HOW
-  "Install one (Debian/Ubuntu: `apt-get install g++`; Fedora: `dnf install gcc-c++`; macOS: `xcode-select --install`; Windows: Visual Studio 2019 or later) and configure a fresh build directory, naming it with -DCMAKE_CXX_COMPILER=<path> if it is not the default.")
+  "Install one and configure a fresh build directory (naming the compiler with -DCMAKE_CXX_COMPILER=<path> if it is not the default):\n  apt-get install g++          # Debian/Ubuntu\n  dnf install gcc-c++          # Fedora\n  xcode-select --install       # macOS\nor Visual Studio 2019 or later on Windows.")
 set(WORKER_TOOLS_HOW
-  "Get current ones with `pip install cmake ninja` (the PyPI wheels) and run cmake from that environment, e.g. `python -m venv .venv && .venv/bin/pip install cmake ninja`, then `cmake --preset cpu`.")
+  "Get current ones (the PyPI wheels) and configure from that environment:\n  python -m pip install cmake ninja\n  cmake --preset cpu")
 
 # The one message shape for toolchain problems. Its first line is what a CI
-# log summary shows, so it names the tool and both versions.
+# log summary shows, so it says on its own what is wrong.
 function(worker_toolchain_fail what found needed how)
   message(FATAL_ERROR
     "worker toolchain: ${what}.\n"
@@ -94,7 +96,7 @@ function(worker_require_ninja)
     worker_toolchain_fail("the ${CMAKE_GENERATOR} generator needs Ninja"
       "${found}"
       "Ninja >= ${WORKER_MIN_NINJA}"
-      "${WORKER_TOOLS_HOW} Or install your distro's ninja-build package.")
+      "${WORKER_TOOLS_HOW}\nor install your distribution's ninja-build package.")
   endif()
   execute_process(COMMAND "${CMAKE_MAKE_PROGRAM}" --version
     OUTPUT_VARIABLE out ERROR_VARIABLE err RESULT_VARIABLE rc
@@ -111,7 +113,7 @@ function(worker_require_ninja)
     endif()
     worker_toolchain_fail("${what}" "${found}"
       "Ninja >= ${WORKER_MIN_NINJA}"
-      "${WORKER_TOOLS_HOW} Then configure a fresh build directory, or pass -DCMAKE_MAKE_PROGRAM=<path to the new ninja>.")
+      "${WORKER_TOOLS_HOW}\nin a fresh build directory, or pass -DCMAKE_MAKE_PROGRAM=<path to the new ninja>.")
   endif()
   set(WORKER_NINJA_VERSION "${version}" PARENT_SCOPE)
 endfunction()
@@ -189,9 +191,14 @@ function(worker_require_cxx17)
   if(NOT WORKER_COMPILER_HAS_CXX17)
     # The cached result would otherwise make a fixed compiler look broken.
     unset(WORKER_COMPILER_HAS_CXX17 CACHE)
-    worker_toolchain_fail("${id} ${version} cannot compile C++17"
-      "${found}, flags: ${CMAKE_CXX_FLAGS}"
+    if(NOT CMAKE_CXX_FLAGS STREQUAL "")
+      string(APPEND found ", CMAKE_CXX_FLAGS: ${CMAKE_CXX_FLAGS}")
+    endif()
+    # A new enough compiler that fails here is usually handed an older -std
+    # (CXXFLAGS, a wrapper script), which is worth saying.
+    worker_toolchain_fail("${id} ${version} cannot compile C++17 (is an older -std forced by CXXFLAGS or a wrapper?)"
+      "${found}"
       "${WORKER_CXX_NEED}"
-      "${WORKER_CXX_HOW} The compiler output is in ${CMAKE_BINARY_DIR}/CMakeFiles/ (CMakeConfigureLog.yaml or CMakeError.log).")
+      "${WORKER_CXX_HOW}\nThe compiler's output is in ${CMAKE_BINARY_DIR}/CMakeFiles/ (CMakeConfigureLog.yaml or CMakeError.log).")
   endif()
 endfunction()

@@ -1,0 +1,69 @@
+// The build identity: what this binary was built from, embedded at configure
+// time (see build_identity.hpp.in) and printed by `worker --version` and
+// `worker --capabilities`.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "worker/json.hpp"
+
+namespace worker {
+
+// One [[patch]] table of stack/stack.lock.
+struct LockedPatch {
+  std::string file;
+  int strip = 1;
+  std::string digest;
+};
+
+// An accepted native/certifications/*.toml record.
+struct Certification {
+  std::string record;  // file name
+  std::string backend;
+  std::string model;
+  std::string recipe;
+  std::string evidence;
+  std::string evidence_sha256;
+  std::vector<std::string> capabilities;
+};
+
+// Set when the worker was linked against a `patchctl apply --into` tree.
+struct UpstreamBuild {
+  std::string dir;
+  std::string target;
+  std::string tree;  // the stamp's git tree id
+};
+
+struct BuildIdentity {
+  std::string engine_version;
+  // The stack, as in `patchctl fingerprint --json`.
+  std::string algorithm;
+  std::string upstream_name;
+  std::string upstream_pin;
+  std::string fingerprint;
+  std::vector<LockedPatch> patches;
+  // The toolchain.
+  std::string compiler_id;
+  std::string compiler_version;
+  std::string cmake_version;
+  std::string build_type;
+  // "uncertified", or the sha256 over the accepted records.
+  std::string certification = "uncertified";
+  std::vector<Certification> certifications;
+  std::vector<std::string> certification_notes;  // why records were not accepted
+  std::optional<UpstreamBuild> upstream_build;
+};
+
+// First 16 hex characters, as patchctl prints it.
+std::string short_fingerprint(const std::string& fingerprint);
+
+json::Value identity_json(const BuildIdentity& id);
+std::string identity_text(const BuildIdentity& id);
+
+// Only capabilities backed by an accepted certification record.
+json::Value capabilities_json(const BuildIdentity& id);
+std::string capabilities_text(const BuildIdentity& id);
+
+}  // namespace worker
