@@ -60,6 +60,7 @@ class FileDiff:
     hunks: tuple[Hunk, ...]
     binary: bool = False
     new_mode: str | None = None
+    mode_lines: tuple[str, ...] = ()  # "new file mode 100644", "old mode ...", ...
 
     @property
     def path(self) -> str:
@@ -68,6 +69,17 @@ class FileDiff:
     @property
     def paths(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(p for p in (self.source, self.target) if p))
+
+    @property
+    def plain_edit(self) -> bool:
+        """Text hunks that edit or create one regular file: reversible as a plain diff."""
+        return (
+            bool(self.hunks)
+            and not self.binary
+            and self.target is not None
+            and (self.source is None or self.source == self.target)
+            and all(m == "new file mode 100644" for m in self.mode_lines)
+        )
 
 
 @dataclass
@@ -131,6 +143,25 @@ class Patch:
                     f"@@ -{h.source_start},{h.source_length} +{h.target_start},{h.target_length} @@"
                 )
                 out.extend(h.lines)
+        return "".join(line + "\n" for line in out)
+
+    def reversed_diff(self) -> str | None:
+        """The inverse as a plain unified diff, or None when it cannot be one.
+
+        Applying it is what `git apply -R` does; verify appends these to the
+        forward patches so one `git apply` call proves apply and reverse.
+        """
+        if not all(f.plain_edit for f in self.files):
+            return None
+        out: list[str] = []
+        for f in self.files:
+            out.append(f"--- {f.raw_target}")
+            out.append(f"+++ {f.raw_source}")
+            for h in f.hunks:
+                out.append(
+                    f"@@ -{h.target_start},{h.target_length} +{h.source_start},{h.source_length} @@"
+                )
+                out.extend(_swap_sign(line) for line in h.lines)
         return "".join(line + "\n" for line in out)
 
     @property
@@ -323,7 +354,7 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
             for h in pf
         )
         raw_source, raw_target = pf.source_file, pf.target_file
-        new_mode = _new_mode(pf.patch_info)
+        modes = _mode_lines(pf.patch_info)
         files.append(
             FileDiff(
                 source=_strip(raw_source, strip),
@@ -333,10 +364,16 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
                 line=line_no,
                 hunks=hunks,
                 binary=bool(pf.is_binary_file),
-                new_mode=new_mode,
+                new_mode=_new_mode(modes),
+                mode_lines=modes,
             )
         )
     return files, problems
+
+
+def _swap_sign(line: str) -> str:
+    sign = line[:1]
+    return {"+": "-", "-": "+"}.get(sign, sign) + line[1:]
 
 
 def _hunk_lines(hunk) -> list[str]:
@@ -347,9 +384,14 @@ def _hunk_lines(hunk) -> list[str]:
     return out
 
 
-def _new_mode(info) -> str | None:
-    for line in info or ():
-        text = str(line).strip()
+def _mode_lines(info) -> tuple[str, ...]:
+    lines = (str(line).strip() for line in info or ())
+    return tuple(t for t in lines if t.startswith(("new file mode ", "deleted file mode ",
+                                                    "old mode ", "new mode ")))
+
+
+def _new_mode(modes: tuple[str, ...]) -> str | None:
+    for text in modes:
         for prefix in ("new file mode ", "new mode "):
             if text.startswith(prefix):
                 return text[len(prefix) :]

@@ -84,7 +84,6 @@ class VerifyReport:
     upstream: str
     pin: Pin
     pin_tree: str
-    patched_tree: str | None
     reversed_tree: str | None
     fingerprint: str | None
     lock: str  # current | stale | missing | unknown
@@ -165,7 +164,6 @@ def verify(
         upstream=str(upstream),
         pin=pin,
         pin_tree=pin_tree,
-        patched_tree=run.patched_tree,
         reversed_tree=run.reversed_tree,
         fingerprint=fp,
         lock=lock_state,
@@ -226,7 +224,6 @@ class _Run:
         self.patches: dict[int, Patch] = patches
         self.progress = progress
         self.index: gitrepo.TempIndex
-        self.patched_tree: str | None = None
         self.reversed_tree: str | None = None
 
     def _groups(self, reports: Sequence[PatchReport]):
@@ -248,13 +245,17 @@ class _Run:
     def batched(self, pin_tree: str) -> bool:
         if self.progress:
             self.progress(f"applying {len(self.reports)} patches in one pass")
+        inverses = [self.patches[r.index].reversed_diff() for r in self.reports]
+        if len({self.patches[r.index].strip for r in self.reports}) <= 1 and all(
+            inverse is not None for inverse in inverses
+        ):
+            return self._round_trip(pin_tree, inverses)
         outputs = []
         for group in self._groups(self.reports):
             run = self._apply(group)
             if not run.ok:
                 return False
             outputs.append((group, run))
-        patched = self.index.write_tree()
         for group in reversed(list(self._groups(self.reports))):
             if not self._apply(list(reversed(group)), reverse=True).ok:
                 return False
@@ -265,7 +266,36 @@ class _Run:
             self._read_verbose(group, run.stderr + run.stdout)
         for r in self.reports:
             r.grade = OFFSET if r.offsets else EXACT
-        self.patched_tree, self.reversed_tree = patched, reversed_tree
+        self.reversed_tree = reversed_tree
+        return True
+
+    def _round_trip(self, pin_tree: str, inverses: list[str | None]) -> bool:
+        """One `git apply`: the stack forward, then each patch's inverse, last first.
+
+        git applies a list of patches in memory, in order, and writes the index
+        once, so the whole proof is one process and, when clean, writes no new
+        object at all (the final contents are the pin's).
+        """
+        if not self.reports:
+            self.reversed_tree = self.index.write_tree()
+            return self.reversed_tree == pin_tree
+        folder = self.index.path.parent / "inverse"
+        folder.mkdir()
+        files = [self.patches[r.index].path for r in self.reports]
+        for r, inverse in zip(reversed(self.reports), reversed(inverses), strict=True):
+            path = folder / f"{r.index:04d}.patch"
+            path.write_text(inverse or "", encoding="utf-8", errors="surrogateescape")
+            files.append(path)
+        run = self.index.apply(files, strip=self.patches[self.reports[0].index].strip)
+        if not run.ok:
+            return False
+        reversed_tree = self.index.write_tree()
+        if reversed_tree != pin_tree:
+            return False
+        self._read_verbose(self.reports, run.stderr + run.stdout)
+        for r in self.reports:
+            r.grade = OFFSET if r.offsets else EXACT
+        self.reversed_tree = reversed_tree
         return True
 
     def per_patch(self, pin_tree: str) -> None:
@@ -292,7 +322,6 @@ class _Run:
                 broken = True
         if broken:
             return
-        self.patched_tree = self.index.write_tree()
         for r in reversed(applied):
             run = self._apply([r], reverse=True)
             if not run.ok:
