@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from email.header import decode_header, make_header
 from pathlib import Path
 
 from patchctl.errors import StackError
@@ -255,6 +254,10 @@ def _unfold(header: list[str]) -> list[tuple[str, str]]:
 
 
 def _decode(value: str) -> str:
+    if "=?" not in value:
+        return value  # not RFC 2047-encoded: skip importing the email package
+    from email.header import decode_header, make_header
+
     try:
         return str(make_header(decode_header(value)))
     except (ValueError, LookupError):

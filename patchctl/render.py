@@ -5,8 +5,6 @@ JSON is ``result.to_dict()``; everything a human reads is built here.
 
 from __future__ import annotations
 
-from xml.etree import ElementTree as ET
-
 from patchctl.fingerprint import short
 from patchctl.lint import ERROR
 from patchctl.verify import EXACT, OFFSET, VerifyReport
@@ -80,6 +78,8 @@ def verify_github(report: VerifyReport) -> str:
 
 
 def verify_junit(report: VerifyReport) -> str:
+    from xml.etree import ElementTree as ET
+
     suite = ET.Element("testsuite", name="patchctl.verify", tests=str(len(report.patches) + 1),
                        time=f"{report.seconds:.4f}")
     failures = 0

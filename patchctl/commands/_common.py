@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -66,6 +65,8 @@ def end_progress() -> None:
 
 
 def emit_json(data: object) -> None:
+    import json
+
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
 
 
