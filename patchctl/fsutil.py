@@ -21,12 +21,24 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
             f.flush()
+            # mkstemp makes the file 0600; keep an existing file's mode, else the umask's.
+            try:
+                mode = path.stat().st_mode & 0o777
+            except FileNotFoundError:
+                mode = 0o666 & ~_umask()
+            os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @contextlib.contextmanager

@@ -154,7 +154,9 @@ class Step:
 
 
 def sources_of(stack: Stack) -> list[Source]:
-    return [Source(i, p.name, p.strip, p.path, p) for i, p in enumerate(stack.patches(), 1)]
+    # Absolute: git runs with -C <upstream> and would resolve a relative path there.
+    return [Source(i, p.name, p.strip, p.path.absolute(), p)
+            for i, p in enumerate(stack.patches(), 1)]
 
 
 # -- classification -----------------------------------------------------------------------
@@ -392,6 +394,9 @@ def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect:
 
 
 def resolve_new(upstream: Path, pin: Pin, new_ref: str, *, allow_downgrade: bool) -> str:
+    if gitrepo.resolve_commit(upstream, pin.commit) is None:
+        raise InputError(f"the current pin {pin.commit} is not in upstream {upstream}; "
+                         "pass --upstream with a clone that has it")
     new = gitrepo.resolve_commit(upstream, new_ref)
     if new is None and (re.match(r"^[a-z][a-z0-9+.-]*://", pin.url) or "@" in pin.url):
         new = gitrepo.fetch_ref(upstream, new_ref)

@@ -47,3 +47,21 @@ def test_lock_round_trip_is_byte_stable() -> None:
 def test_malformed_lock() -> None:
     with pytest.raises(StackError, match="malformed lock"):
         parse_lock('format = 1\nname = "x"\n')
+
+
+def test_atomic_write_keeps_normal_permissions(tmp_path) -> None:
+    """Regression: files written through mkstemp were left 0600 (unreadable to others)."""
+    import os
+
+    from patchctl.fsutil import atomic_write
+
+    old = os.umask(0o022)
+    try:
+        atomic_write(tmp_path / "new.txt", "x")
+        assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o644
+        (tmp_path / "exec.sh").write_text("old")
+        (tmp_path / "exec.sh").chmod(0o755)
+        atomic_write(tmp_path / "exec.sh", "new")
+        assert (tmp_path / "exec.sh").stat().st_mode & 0o777 == 0o755
+    finally:
+        os.umask(old)

@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
 
 
 @click.command("rebase-pin")
-@click.argument("new_ref", required=False, metavar="NEW_REF")
+@click.argument("new_ref", required=False, metavar="[NEW_REF]")
 @upstream_option
 @click.option("--bisect", is_flag=True,
               help="For each patch that no longer applies, find the first upstream commit "

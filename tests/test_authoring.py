@@ -1,0 +1,330 @@
+"""Stack authoring: import, new, edit, refresh and export, against real git repos."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from patchctl import stackwrite
+from tests.builders import Upstream, format_patch, git, make_project, replace_in
+
+CUBE = "\nint tiny_cube(int v)\n{\n    return v * v * v;\n}\n"
+
+
+def snap(project: Path) -> dict[str, str]:
+    return stackwrite.snapshot(project / "stack")
+
+
+@pytest.fixture
+def empty(cli, tmp_path: Path, upstream: Upstream) -> Path:
+    project = tmp_path / "proj"
+    project.mkdir()
+    r = cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
+            upstream.commits["base"])
+    assert r.code == 0, r.err
+    return project
+
+
+@pytest.fixture
+def sources(tmp_path: Path, patches) -> Path:
+    """The three standard patches as format-patch files."""
+    out = tmp_path / "sources"
+    out.mkdir()
+    for name, text in patches:
+        (out / name).write_text(text)
+    return out
+
+
+def imported(cli, project: Path, *args: str) -> dict:
+    r = cli("-C", str(project), "import", "--json", *args)
+    assert r.code == 0, r.err
+    return json.loads(r.out)
+
+
+# -- import ---------------------------------------------------------------------------------
+
+
+def test_import_format_patch_files(cli, empty: Path, sources: Path) -> None:
+    files = sorted(str(p) for p in sources.iterdir())
+    data = imported(cli, empty, *files)
+    assert [p["file"] for p in data["patches"]] == [
+        "0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch",
+        "0003-tiny-declare-tiny_square.patch"]
+    assert all(p["added"] == [] for p in data["patches"])  # trailers were all there
+    series = (empty / "stack/series").read_text()
+    assert series.splitlines()[-3:] == [p["file"] for p in data["patches"]]
+    text = (empty / "stack/patches/0001-util-add-tiny_square.patch").read_text()
+    assert text.startswith("From 0000000000000000000000000000000000000000 Mon Sep 17")
+    assert "Reproducer: reproducers/square" in text and "\n-- \n" not in text
+    v = cli("-C", str(empty), "verify", "--json")
+    assert v.code == 0, v.out
+    assert json.loads(v.out)["lock"] == "current"
+
+
+def test_import_fills_missing_trailers_and_reports_them(cli, empty: Path, tmp_path: Path,
+                                                       upstream: Upstream) -> None:
+    def add_cube(work: Path) -> None:
+        (work / "src/util.c").write_text((work / "src/util.c").read_text() + CUBE)
+
+    bare = format_patch(upstream, upstream.commits["base"], add_cube, subject="util : add cube",
+                        trailers={"Signed-off-by": "Dev <dev@example.invalid>"},
+                        scratch=tmp_path / "scratch")
+    (tmp_path / "cube.patch").write_text(bare)
+    data = imported(cli, empty, str(tmp_path / "cube.patch"), "--concern", "cube")
+    assert data["patches"][0]["added"] == ["Concern: cube", "Upstream-Status: Pending",
+                                           "Scope: src/util.c"]
+    text = (empty / "stack/patches" / data["patches"][0]["file"]).read_text()
+    assert ("Signed-off-by: Dev <dev@example.invalid>\nConcern: cube\n"
+            "Upstream-Status: Pending\nScope: src/util.c\n---\n") in text
+    r = cli("-C", str(empty), "import", str(tmp_path / "cube.patch"))
+    assert r.code == 2 and "changes nothing on top of the stack" in r.err
+
+
+def test_import_an_mbox(cli, empty: Path, sources: Path, tmp_path: Path) -> None:
+    mbox = tmp_path / "series.mbox"
+    mbox.write_text("".join(p.read_text() for p in sorted(sources.iterdir())))
+    data = imported(cli, empty, str(mbox))
+    assert [p["source"] for p in data["patches"]] == [f"{mbox}#{i}" for i in (1, 2, 3)]
+    assert [p["file"] for p in data["patches"]][2] == "0003-tiny-declare-tiny_square.patch"
+
+
+def test_import_a_debian_quilt_series(cli, empty: Path, tmp_path: Path, patches) -> None:
+    """DEP-3 headers become trailers; a -p0 entry is rewritten as -p1."""
+    pkg = tmp_path / "pkg"
+    quilt = pkg / "debian/patches"
+    quilt.mkdir(parents=True)
+    diff = patches[0][1][patches[0][1].index("diff --git"):]
+    (quilt / "square.patch").write_text(
+        "Description: add tiny_square\n Long text.\nAuthor: Deb Dev <deb@example.invalid>\n"
+        "Forwarded: https://example.invalid/pr/7\nOrigin: vendor\nLast-Update: 2025-03-04\n"
+        "---\n" + diff)
+    bump = patches[1][1][patches[1][1].index("diff --git"):]
+    p0 = bump.replace("a/src/tiny.c", "src/tiny.c").replace("b/src/tiny.c", "src/tiny.c")
+    (quilt / "bump.diff").write_text(p0)
+    (quilt / "series").write_text("# comment\nsquare.patch\nbump.diff -p0\n")
+    data = imported(cli, empty, str(pkg), "--concern", "deb")
+    square, bumped = data["patches"]
+    assert square["added"] == ["Concern: deb", "Upstream-Status: Submitted "
+                               "[https://example.invalid/pr/7]", "Scope: src/util.c"]
+    text = (empty / "stack/patches" / square["file"]).read_text()
+    assert "From: Deb Dev <deb@example.invalid>" in text and "Origin: vendor" in text
+    assert "Date: Tue, 04 Mar 2025 00:00:00 +0000" in text
+    assert bumped["file"] == "0002-bump.patch"
+    assert (empty / "stack/series").read_text().splitlines()[-1] == "0002-bump.patch"
+    assert "+++ b/src/tiny.c" in (empty / "stack/patches/0002-bump.patch").read_text()
+    assert cli("-C", str(empty), "verify").code == 0
+
+
+def test_import_commits_from_a_repository(cli, empty: Path, tmp_path: Path,
+                                          upstream: Upstream) -> None:
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(upstream.path), str(fork))
+    git(fork, "checkout", "-q", "-b", "feature", upstream.commits["base"])
+    (fork / "src/util.c").write_text((fork / "src/util.c").read_text() + CUBE)
+    git(fork, "commit", "-q", "-am", "util : add cube\n\nBody.\n\nConcern: cube")
+    replace_in(fork / "README.md", "A small C library.", "A small C library (forked).")
+    git(fork, "commit", "-q", "-am", "docs : say forked")
+    r = cli("-C", str(empty), "import", "--from-repo", str(fork),
+            f"{upstream.commits['base']}..feature", "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert [p["subject"] for p in data["patches"]] == ["util : add cube", "docs : say forked"]
+    assert data["patches"][0]["added"] == ["Upstream-Status: Pending", "Scope: src/util.c"]
+    assert data["patches"][1]["added"][0] == "Concern: docs-say-forked"
+    text = (empty / "stack/patches" / data["patches"][0]["file"]).read_text()
+    assert "From: Upstream Dev <dev@upstream.invalid>" in text and "\nBody.\n" in text
+
+
+def test_import_is_all_or_nothing(cli, empty: Path, sources: Path, tmp_path: Path) -> None:
+    broken = tmp_path / "broken.patch"
+    broken.write_text((sources / "0002-tiny-bump-op-02.patch").read_text()
+                      .replace(" int tiny_op_02(int x)", " int tiny_op_02(long x)"))
+    before = snap(empty)
+    r = cli("-C", str(empty), "import", str(sources / "0001-util-add-tiny_square.patch"),
+            str(broken))
+    assert r.code == 2 and "does not apply on top of the stack" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert snap(empty) == before
+    missing = cli("-C", str(empty), "import", str(tmp_path / "nope.patch"))
+    assert missing.code == 2 and "no such file" in missing.err
+
+
+def test_import_is_deterministic(cli, tmp_path: Path, upstream: Upstream, sources: Path) -> None:
+    results = []
+    for name in ("a", "b"):
+        project = tmp_path / name
+        project.mkdir()
+        cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
+            upstream.commits["base"])
+        imported(cli, project, *sorted(str(p) for p in sources.iterdir()))
+        results.append(snap(project))
+    assert results[0] == results[1]
+
+
+# -- edit and refresh -------------------------------------------------------------------------
+
+
+@pytest.fixture
+def canonical(cli, empty: Path, sources: Path) -> Path:
+    imported(cli, empty, *sorted(str(p) for p in sources.iterdir()))
+    return empty
+
+
+def test_refresh_without_change_is_byte_identical(cli, canonical: Path) -> None:
+    before = snap(canonical)
+    for name in ("0001-util-add-tiny_square.patch", "2", "tiny-declare-tiny_square"):
+        r = cli("-C", str(canonical), "edit", name)
+        assert r.code == 0, r.err
+        work = canonical / ".patchctl/edit/work"
+        assert work.is_dir()
+        done = cli("-C", str(canonical), "refresh")
+        assert done.code == 0 and ": unchanged;" in done.out, done.out + done.err
+    assert snap(canonical) == before
+    assert (canonical / ".patchctl/.gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_edit_then_refresh_rewrites_patch_and_lock(cli, canonical: Path) -> None:
+    r = cli("-C", str(canonical), "edit", "0002", "--json")
+    data = json.loads(r.out)
+    assert data["applied"] == ["0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch"]
+    work = Path(data["work"])
+    assert git(work, "log", "--format=%s", "-2").splitlines() == [
+        "tiny : bump op 02", "util : add tiny_square"]
+    replace_in(work / "src/tiny.c", "x * 4 + 1; /* patched */", "x * 4 + 2; /* patched */")
+    old_lock = (canonical / "stack/stack.lock").read_text()
+    done = cli("-C", str(canonical), "refresh", "0002-tiny-bump-op-02", "--json")
+    assert done.code == 0, done.err
+    result = json.loads(done.out)
+    assert result["change"] == "content-changed"
+    assert "+    int y = x * 4 + 2; /* patched */" in result["interdiff"]
+    text = (canonical / "stack/patches/0002-tiny-bump-op-02.patch").read_text()
+    assert "x * 4 + 2;" in text and "Concern: bump" in text
+    assert (canonical / "stack/stack.lock").read_text() != old_lock
+    assert cli("-C", str(canonical), "verify").code == 0
+    again = cli("-C", str(canonical), "refresh")
+    assert again.code == 0 and ": unchanged;" in again.out
+
+
+def test_refresh_warns_about_later_patches(cli, canonical: Path) -> None:
+    r = cli("-C", str(canonical), "edit", "0002", "--json")
+    work = Path(json.loads(r.out)["work"])
+    replace_in(work / "include/tiny.h", "int tiny_version(void);\n",
+               "int tiny_version(void); /* v */\n")
+    done = cli("-C", str(canonical), "refresh")
+    assert done.code == 1
+    assert "0003-tiny-declare-tiny_square.patch no longer applies" in done.err
+    assert "include/tiny.h is outside the patch's Scope" in done.err
+
+
+def test_new_patch_is_appended_on_refresh(cli, canonical: Path) -> None:
+    r = cli("-C", str(canonical), "new", "add-cube", "--concern", "cube", "--scope",
+            "src/util.c", "--json")
+    assert r.code == 0, r.err
+    data = json.loads(r.out)
+    assert data["target"] == "0004-add-cube.patch" and len(data["applied"]) == 3
+    before = snap(canonical)
+    empty_refresh = cli("-C", str(canonical), "refresh")
+    assert empty_refresh.code == 2 and "holds no change" in empty_refresh.err
+    assert snap(canonical) == before
+    work = Path(data["work"])
+    (work / "src/util.c").write_text((work / "src/util.c").read_text() + CUBE)
+    done = cli("-C", str(canonical), "refresh", "--json")
+    assert done.code == 0 and json.loads(done.out)["change"] == "new"
+    assert (canonical / "stack/series").read_text().splitlines()[-1] == "0004-add-cube.patch"
+    text = (canonical / "stack/patches/0004-add-cube.patch").read_text()
+    assert "Subject: [PATCH] add-cube\n\nConcern: cube\nUpstream-Status: Pending\n" \
+           "Scope: src/util.c\n---\n" in text
+    assert cli("-C", str(canonical), "verify").code == 0
+    dup = cli("-C", str(canonical), "new", "add-cube", "--concern", "c", "--scope", "x")
+    assert dup.code == 0  # a second 'add-cube' gets the next number, not a clash
+    assert "0005-add-cube.patch" in dup.out
+
+
+def test_unrefreshed_edit_is_not_discarded(cli, canonical: Path) -> None:
+    r = cli("-C", str(canonical), "edit", "1", "--json")
+    work = Path(json.loads(r.out)["work"])
+    (work / "src/util.c").write_text((work / "src/util.c").read_text() + "/* wip */\n")
+    other = cli("-C", str(canonical), "edit", "2")
+    assert other.code == 2 and "not yet refreshed" in other.err
+    assert "/* wip */" in (work / "src/util.c").read_text()
+    assert cli("-C", str(canonical), "edit", "2", "--reset").code == 0
+
+
+def test_refresh_and_edit_bad_input(cli, canonical: Path) -> None:
+    before = snap(canonical)
+    r = cli("-C", str(canonical), "refresh")
+    assert r.code == 2 and "no edit in progress" in r.err
+    r = cli("-C", str(canonical), "edit", "no-such-patch")
+    assert r.code == 2 and "is not in" in r.err
+    assert cli("-C", str(canonical), "edit", "1").code == 0
+    r = cli("-C", str(canonical), "refresh", "2")
+    assert r.code == 2 and "the open edit is of 0001" in r.err
+    assert snap(canonical) == before
+
+
+# -- export -----------------------------------------------------------------------------------
+
+
+def _tree_after_apply(cli, project: Path, tmp_path: Path) -> str:
+    r = cli("-C", str(project), "apply", "--into", str(tmp_path / "applied"), "--json")
+    assert r.code == 0, r.err
+    return json.loads(r.out)["stamp"]["tree"]
+
+
+def _am(upstream: Upstream, tmp_path: Path, name: str, *files: Path) -> str:
+    work = tmp_path / name
+    git(tmp_path, "clone", "-q", str(upstream.path), str(work))
+    git(work, "checkout", "-q", upstream.commits["base"])
+    git(work, "am", "-q", *map(str, files))
+    return git(work, "rev-parse", "HEAD^{tree}").strip()
+
+
+@pytest.mark.parametrize("fmt", ["mbox", "format-patch"])
+def test_git_am_accepts_the_export(cli, project: Path, upstream: Upstream, tmp_path: Path,
+                                   fmt: str) -> None:
+    out = tmp_path / "out"
+    r = cli("-C", str(project), "export", "--format", fmt, str(out), "--json")
+    assert r.code == 0, r.err
+    files = [out / f for f in json.loads(r.out)["files"]]
+    assert _am(upstream, tmp_path, "am", *files) == _tree_after_apply(cli, project, tmp_path)
+    again = cli("-C", str(project), "export", "--format", fmt, str(out))
+    assert again.code == 2 and "not empty" in again.err
+    assert cli("-C", str(project), "export", "--format", fmt, str(out), "--force").code == 0
+
+
+def test_quilt_push_accepts_the_export(cli, project: Path, upstream: Upstream,
+                                       tmp_path: Path) -> None:
+    if shutil.which("quilt") is None:
+        pytest.skip("quilt is not installed (apt-get install quilt)")
+    out = tmp_path / "quilt-patches"
+    assert cli("-C", str(project), "export", "--format", "quilt", str(out)).code == 0
+    assert (out / "series").read_text().splitlines() == [
+        n for n in (project / "stack/series").read_text().splitlines() if not n.startswith("#")]
+    tree = tmp_path / "src"
+    git(tmp_path, "clone", "-q", str(upstream.path), str(tree))
+    git(tree, "checkout", "-q", upstream.commits["base"])
+    env = {**os.environ, "QUILT_PATCHES": str(out), "QUILT_PC": str(tmp_path / "pc"),
+           "HOME": str(tmp_path)}
+    proc = subprocess.run(["quilt", "push", "-a", "-q", "--fuzz=0"], cwd=tree, env=env,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    git(tree, "add", "-A", ".")
+    assert git(tree, "write-tree").strip() == _tree_after_apply(cli, project, tmp_path)
+
+
+def test_export_refuses_strip_levels_git_am_cannot_take(cli, tmp_path: Path, upstream: Upstream,
+                                                        patches) -> None:
+    p0 = patches[0][1].replace("a/src/util.c", "src/util.c").replace("b/src/util.c",
+                                                                     "src/util.c")
+    project = make_project(tmp_path / "p", upstream, [(patches[0][0], p0)],
+                           series_extra={patches[0][0]: "-p0"})
+    r = cli("-C", str(project), "export", "--format", "mbox", str(tmp_path / "out"))
+    assert r.code == 2 and "is -p0 in the series" in r.err
+    assert not (tmp_path / "out").exists()
+    assert cli("-C", str(project), "export", "--format", "quilt", str(tmp_path / "q")).code == 0
+    assert (tmp_path / "q/series").read_text() == f"{patches[0][0]} -p0\n"
