@@ -9,6 +9,7 @@ only there. No other module runs git or imports GitPython.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import shutil
 import subprocess
@@ -98,6 +99,7 @@ def run_git(
     return result
 
 
+@functools.cache
 def version() -> str:
     return run_git(["--version"]).stdout.strip()
 
@@ -116,6 +118,17 @@ def resolve_commit(repo: Path, ref: str) -> str | None:
     r = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
                 repo=repo, check=False)
     return r.stdout.strip() if r.returncode == 0 else None
+
+
+def commit_and_tree(repo: Path, commit: str) -> tuple[Path, str] | None:
+    """(git dir, tree id) of ``commit`` in one git process; None if the commit is missing."""
+    r = run_git(["rev-parse", "--absolute-git-dir", "--verify", "--quiet", f"{commit}^{{tree}}"],
+                repo=repo, check=False)
+    lines = r.stdout.split()
+    if r.returncode != 0 or len(lines) != 2:
+        git_dir(repo)  # raises when it is no repository at all
+        return None
+    return Path(lines[0]), lines[1]
 
 
 def tree_of(repo: Path, commit: str) -> str:

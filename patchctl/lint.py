@@ -125,6 +125,8 @@ def _under_reproducers(path: str) -> bool:
 
 def glob_match(path: str, pattern: str) -> bool:
     """fnmatch where `*` stays within one directory and `**` spans any number."""
+    if not any(c in pattern for c in "*?["):
+        return path == pattern  # most Scope entries name files exactly
     return _glob_regex(pattern).match(path) is not None
 
 

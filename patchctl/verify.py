@@ -92,7 +92,6 @@ class VerifyReport:
     strict: bool
     mode: str  # batched | per-patch
     git_calls: int
-    git_version: str
     seconds: float
 
     @property
@@ -103,7 +102,7 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data = {"schema": SCHEMA, "ok": self.ok, **data}
+        data = {"schema": SCHEMA, "ok": self.ok, "git_version": gitrepo.version(), **data}
         for p, d in zip(self.patches, data["patches"], strict=True):
             d["ok"] = p.ok(self.strict)
         return data
@@ -123,12 +122,12 @@ def verify(
     pin = stack.pin()
     entries = stack.series()
     reports, patches = _load(stack, entries)
-    repo = gitrepo.git_dir(upstream)
-    if not gitrepo.resolve_commit(repo, pin.commit):
+    found = gitrepo.commit_and_tree(upstream, pin.commit)
+    if found is None:
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}; "
                          "fetch it there or fix stack/upstream.toml")
-    pin_tree = gitrepo.tree_of(repo, pin.commit)
-    calls = 5  # rev-parse: git dir, commit, tree; ls-tree for symlinks; --version
+    repo, pin_tree = found
+    calls = 2  # rev-parse for the git dir and the pin's tree; ls-tree for symlinks
 
     links = frozenset(gitrepo.symlinks_among(repo, pin.commit, _ancestors(patches.values())))
     for report in reports:
@@ -172,7 +171,6 @@ def verify(
         strict=strict,
         mode=mode,
         git_calls=calls,
-        git_version=gitrepo.version(),
         seconds=round(time.perf_counter() - started, 4),
     )
 
@@ -279,13 +277,12 @@ class _Run:
         if not self.reports:
             self.reversed_tree = self.index.write_tree()
             return self.reversed_tree == pin_tree
-        folder = self.index.path.parent / "inverse"
-        folder.mkdir()
-        files = [self.patches[r.index].path for r in self.reports]
-        for r, inverse in zip(reversed(self.reports), reversed(inverses), strict=True):
-            path = folder / f"{r.index:04d}.patch"
-            path.write_text(inverse or "", encoding="utf-8", errors="surrogateescape")
-            files.append(path)
+        # All inverses in one file, last patch first: git applies a patch that
+        # names a file twice in sequence, and one file is much cheaper than N.
+        inverse_file = self.index.path.parent / "inverse.patch"
+        inverse_file.write_text("".join(i or "" for i in reversed(inverses)), encoding="utf-8",
+                                errors="surrogateescape")
+        files = [self.patches[r.index].path for r in self.reports] + [inverse_file]
         run = self.index.apply(files, strip=self.patches[self.reports[0].index].strip)
         if not run.ok:
             return False
@@ -396,6 +393,14 @@ class _Run:
 
 
 def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):
+    from patchctl.fingerprint import make_lock
+    from patchctl.stack import render_lock
+
+    try:  # the lock is ours and canonical: equal text means current, no TOML parse needed
+        if stack.lock_path.read_text(encoding="utf-8") == render_lock(make_lock(pin, patches)):
+            return "current", None
+    except (OSError, UnicodeDecodeError):
+        pass
     lock = stack.lock()
     if lock is None:
         return "missing", Finding(ERROR, "lock", f"{stack.lock_path} is missing; "
