@@ -31,7 +31,7 @@ def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monke
     monkeypatch.setenv("PATCHCTL_QUIET", "1")
     from patchctl import gitrepo
 
-    monkeypatch.setattr(gitrepo, "_ENV", None)
+    monkeypatch.setattr(gitrepo.core, "_ENV", None)
     cwd = os.getcwd()
     yield
     assert os.getcwd() == cwd, "a test or patchctl changed the process working directory"

@@ -196,7 +196,7 @@ def test_inherited_git_index_file_is_ignored(cli, project, upstream, monkeypatch
 
     bogus = tmp_path / "bogus-index"
     monkeypatch.setenv("GIT_INDEX_FILE", str(bogus))
-    monkeypatch.setattr(gitrepo, "_ENV", None)
+    monkeypatch.setattr(gitrepo.core, "_ENV", None)
     assert cli("-C", str(project), "verify", "--upstream", str(upstream.path)).code == 0
     assert not bogus.exists()
 

@@ -1,0 +1,121 @@
+"""Everything patchctl asks of git, as typed functions over plain values.
+
+Hot paths (verify, bisect) run git directly: one process per call, no GitPython
+import cost. GitPython is imported only in ``cache`` (fetch with progress). No
+module outside this package runs git or imports GitPython.
+
+- ``core``: the one subprocess helper and small queries;
+- ``index``: temporary indexes (verify, apply --into, reproduce);
+- ``cache``: upstream URLs and bundles fetched once into the cache;
+- ``history``: small histories and work trees (apply --commits, edit, rebase-pin).
+"""
+
+from patchctl.gitrepo.cache import (
+    cached_bundle,
+    cached_upstream,
+    default_cache_dir,
+)
+from patchctl.gitrepo.core import (
+    EMPTY_TREE,
+    Result,
+    commit_and_tree,
+    first_parent_path,
+    git_dir,
+    git_env,
+    is_ancestor,
+    last_line,
+    resolve_commit,
+    run_git,
+    subject,
+    symlinks_among,
+    tree_of,
+    version,
+)
+from patchctl.gitrepo.history import (
+    CommitInfo,
+    WorktreeStatus,
+    apply_with_markers,
+    author_ident,
+    commit_index,
+    commit_info,
+    commit_patch,
+    dirty_paths,
+    fetch_ref,
+    format_diff,
+    index_tree,
+    init_history,
+    is_tag,
+    mailinfo,
+    mailsplit,
+    patch_id,
+    range_patch_ids,
+    rev_range,
+    scratch_checkout,
+    seed_blobs,
+    snapshot_tree,
+    unmerged_paths,
+    worktree_status,
+)
+from patchctl.gitrepo.index import (
+    ApplyRun,
+    StoreIndex,
+    TempIndex,
+    index_paths,
+    indexed_tree,
+    remove_from_index,
+    store_index,
+    switch_tree_in_place,
+    temp_index,
+)
+
+__all__ = [
+    "EMPTY_TREE",
+    "ApplyRun",
+    "CommitInfo",
+    "Result",
+    "StoreIndex",
+    "TempIndex",
+    "WorktreeStatus",
+    "apply_with_markers",
+    "author_ident",
+    "cached_bundle",
+    "cached_upstream",
+    "commit_and_tree",
+    "commit_index",
+    "commit_info",
+    "commit_patch",
+    "default_cache_dir",
+    "dirty_paths",
+    "fetch_ref",
+    "first_parent_path",
+    "format_diff",
+    "git_dir",
+    "git_env",
+    "index_paths",
+    "index_tree",
+    "indexed_tree",
+    "init_history",
+    "is_ancestor",
+    "is_tag",
+    "last_line",
+    "mailinfo",
+    "mailsplit",
+    "patch_id",
+    "range_patch_ids",
+    "remove_from_index",
+    "resolve_commit",
+    "rev_range",
+    "run_git",
+    "scratch_checkout",
+    "seed_blobs",
+    "snapshot_tree",
+    "store_index",
+    "subject",
+    "switch_tree_in_place",
+    "symlinks_among",
+    "temp_index",
+    "tree_of",
+    "unmerged_paths",
+    "version",
+    "worktree_status",
+]

@@ -1,0 +1,272 @@
+"""Small histories and work trees: apply --commits, edit/refresh, rebase-pin, export."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl.errors import InputError
+from patchctl.gitrepo.core import EMPTY_TREE, git_env, last_line, resolve_commit, run_git, tree_of
+from patchctl.gitrepo.index import ApplyRun, TempIndex
+
+# -- small histories (apply --commits, edit worktrees) ----------------------------------
+
+# Fixed identity and dates make the commits, and so their ids, reproducible.
+_FIXED_DATE = "1970-01-01T00:00:00Z"
+_IDENTITY = {
+    "GIT_AUTHOR_NAME": "patchctl",
+    "GIT_AUTHOR_EMAIL": "patchctl@localhost",
+    "GIT_COMMITTER_NAME": "patchctl",
+    "GIT_COMMITTER_EMAIL": "patchctl@localhost",
+    "GIT_AUTHOR_DATE": _FIXED_DATE,
+    "GIT_COMMITTER_DATE": _FIXED_DATE,
+}
+
+
+def init_history(work: Path, message: str) -> Path:
+    """``git init`` in ``work`` and commit its files as they are."""
+    run_git(["init", "-q", "-b", "main", str(work)])
+    env = git_env(**_IDENTITY)
+    run_git(["add", "-A", "-f", "."], repo=work, env=env)
+    run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
+    return work
+
+
+def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str,
+                 author: str) -> str:
+    env = dict(git_env(**_IDENTITY))
+    name, _, email = author.partition("<")
+    if email:
+        env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()
+    run_git(["apply", "--index", f"-p{strip}", str(patch)], repo=work, env=env)
+    message = subject + ("\n\n" + body if body else "") + "\n"
+    run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
+    return run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
+
+
+# -- rebase-pin, authoring and export -----------------------------------------------------
+
+# Regenerated patches must be byte-identical on any machine, so no user config
+# (diff.noprefix, diff.context, color, renames, orderFile...) may reach these calls.
+_STABLE = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+_DIFF = ["-c", "core.quotePath=true", "diff-tree", "-r", "-p", "--stat=72", "--summary",
+         "--full-index", "--binary", "--no-renames", "--no-color", "--no-ext-diff",
+         "--no-textconv", "-U3", "--inter-hunk-context=0", "--src-prefix=a/",
+         "--dst-prefix=b/", "--diff-algorithm=myers"]
+
+
+def format_diff(repo: Path, old_tree: str, new_tree: str, *,
+                env: dict[str, str] | None = None) -> str:
+    """Diffstat, a blank line, then the diff from ``old_tree`` to ``new_tree`` ("" if none).
+
+    Pass a TempIndex's ``env`` when the trees were written through it.
+    """
+    return run_git([*_DIFF, old_tree, new_tree], repo=repo,
+                   env={**(env or git_env()), **_STABLE}).stdout
+
+
+def unmerged_paths(index: TempIndex) -> list[str]:
+    """Paths a failed ``apply --3way`` left at conflict stages in a temporary index."""
+    out = run_git(["ls-files", "-u", "-z"], repo=index.repo, env=index.env).stdout
+    return sorted({e.split("\t", 1)[1] for e in out.split("\0") if "\t" in e})
+
+
+def patch_id(repo: Path, diff_text: str) -> str | None:
+    out = run_git(["patch-id", "--stable"], repo=repo, input=diff_text).stdout.split()
+    return out[0] if out else None
+
+
+def range_patch_ids(repo: Path, old: str, new: str, paths: Sequence[str]) -> dict[str, str]:
+    """``git patch-id --stable`` of each non-merge commit in old..new, its diff limited to
+    ``paths`` -> the oldest such commit. Limiting finds a change that landed inside a
+    larger commit, and reads (or lazily fetches) only the blobs of those paths."""
+    log = run_git(["log", "--no-merges", "-p", "--full-index", "--no-renames", "--no-color",
+                   "--no-ext-diff", "--format=commit %H", f"{old}..{new}", "--", *paths],
+                  repo=repo, env=git_env(**_STABLE)).stdout
+    ids: dict[str, str] = {}
+    for line in run_git(["patch-id", "--stable"], repo=repo, input=log).stdout.splitlines():
+        pid, commit = line.split()
+        ids[pid] = commit  # log lists newest first: the last one seen is the oldest
+    return ids
+
+
+def is_tag(repo: Path, name: str) -> bool:
+    r = run_git(["rev-parse", "--verify", "--quiet", f"refs/tags/{name}"], repo=repo, check=False)
+    return r.returncode == 0
+
+
+def fetch_ref(repo: Path, ref: str) -> str | None:
+    """Fetch ``ref`` (commit, tag or branch) from the cache repo's origin; its commit id."""
+    r = run_git(["fetch", "-q", "--filter=blob:none", "--no-tags", "origin", ref], repo=repo,
+                check=False)
+    return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
+
+
+def scratch_checkout(upstream: Path, dest: Path, commit: str) -> Path:
+    """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
+
+    It borrows ``upstream``'s objects as an alternate, so nothing is copied and
+    nothing is written into the upstream; deleting ``dest`` leaves no trace.
+    """
+    run_git(["init", "-q", str(dest)])
+    objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
+    objects = objects if objects.is_absolute() else upstream / objects
+    (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
+    # The files are written through the upstream itself: in a partial clone that is
+    # where the promisor remote is configured, so missing blobs are fetched there.
+    run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
+             "read-tree", "-u", "--reset", commit],
+            env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())))
+    run_git(["update-ref", "refs/heads/patchctl", commit], repo=dest)
+    run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
+    return dest
+
+
+def apply_with_markers(work: Path, patch: Path, *, strip: int) -> ApplyRun:
+    """``git apply --3way`` in a work tree: conflicts are left as markers and unmerged paths.
+
+    When a three-way merge is impossible (the patch's preimage blobs are not in
+    the repository), fall back to ``--reject`` so the failed hunks land in .rej files.
+    """
+    r = run_git(["apply", "--3way", f"-p{strip}", str(patch)], repo=work, check=False)
+    if r.returncode != 0 and not worktree_status(work).unmerged:
+        r = run_git(["apply", "--reject", f"-p{strip}", str(patch)], repo=work, check=False)
+    return ApplyRun(r.returncode, r.stdout, r.stderr)
+
+
+@dataclass(frozen=True)
+class WorktreeStatus:
+    unmerged: list[str]
+    unstaged: list[str]  # tracked files changed but not staged
+    untracked: list[str]
+
+
+def worktree_status(work: Path) -> WorktreeStatus:
+    out = run_git(["status", "--porcelain=v1", "-z", "--untracked-files=all"], repo=work).stdout
+    unmerged, unstaged, untracked = [], [], []
+    fields = iter(out.split("\0"))
+    for entry in fields:
+        if len(entry) < 4:
+            continue
+        xy, path = entry[:2], entry[3:]
+        if xy[0] in "RC":
+            next(fields, None)  # the rename's source path
+        if "U" in xy or xy in ("AA", "DD"):
+            unmerged.append(path)
+        elif xy == "??":
+            untracked.append(path)
+        elif xy[1] != " ":
+            unstaged.append(path)
+    return WorktreeStatus(unmerged, unstaged, untracked)
+
+
+def index_tree(work: Path) -> str:
+    """The tree of what is staged in ``work``'s own index."""
+    return run_git(["write-tree"], repo=work).stdout.strip()
+
+
+def snapshot_tree(work: Path) -> str:
+    """The tree of ``work`` as it is on disk (committed, staged or not, untracked but not
+    ignored), built in a throwaway index so the user's own index is left alone."""
+    with tempfile.TemporaryDirectory(prefix="patchctl-snap-") as tmp:
+        env = git_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
+        run_git(["read-tree", "HEAD"], repo=work, env=env)
+        run_git(["add", "-A", "."], repo=work, env=env)
+        return run_git(["write-tree"], repo=work, env=env).stdout.strip()
+
+
+def commit_index(work: Path, message: str, *, author: str) -> str:
+    """Commit what is staged in ``work`` (fixed committer, the patch's author)."""
+    env = dict(git_env(**_IDENTITY))
+    name, _, email = author.partition("<")
+    if email:
+        env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()
+    run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
+    return run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
+
+
+def rev_range(repo: Path, spec: str) -> list[str]:
+    """Non-merge commits of ``spec`` oldest first; a single revision means just that commit."""
+    if ".." not in spec:
+        commit = resolve_commit(repo, spec)
+        if commit is None:
+            raise InputError(f"{spec!r} is not a commit in {repo}")
+        return [commit]
+    r = run_git(["rev-list", "--reverse", "--no-merges", spec], repo=repo, check=False)
+    if r.returncode != 0:
+        raise InputError(f"{spec!r} is not a revision range in {repo}")
+    return r.stdout.split()
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    commit: str
+    author: str  # Name <email>
+    date: str  # RFC 2822
+    message: str
+    parent_tree: str
+    tree: str
+
+
+def commit_info(repo: Path, commit: str) -> CommitInfo:
+    fmt = "%an <%ae>%x00%aD%x00%T%x00%P%x00%B"
+    author, date, tree, parents, message = run_git(
+        ["log", "-1", f"--format={fmt}", commit], repo=repo).stdout.split("\0", 4)
+    parent = parents.split()[0] if parents.split() else None
+    return CommitInfo(commit, author, date, message.rstrip("\n"), tree_of(repo, parent)
+                      if parent else EMPTY_TREE, tree)
+
+
+def mailsplit(mbox: Path, outdir: Path) -> list[Path]:
+    """Split an mbox (or one format-patch file) into one file per message, in order."""
+    outdir.mkdir(parents=True, exist_ok=True)
+    r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox)], check=False)
+    if r.returncode != 0:
+        raise InputError(f"{mbox}: not an mbox or format-patch file ({last_line(r.stderr)})")
+    return sorted(outdir.iterdir())
+
+
+def mailinfo(mail: Path, msg: Path, patch: Path) -> dict[str, str]:
+    """``git mailinfo``: decoded Author/Email/Subject/Date; body to ``msg``, diff to ``patch``."""
+    text = mail.read_bytes().decode("utf-8", "surrogateescape")
+    out = run_git(["mailinfo", "-u", str(msg), str(patch)], input=text).stdout
+    info: dict[str, str] = {}
+    for line in out.splitlines():
+        key, sep, value = line.partition(": ")
+        if sep:
+            info[key] = value
+    return info
+
+
+def author_ident() -> str:
+    """The user's ``Name <email>`` as git would record it, or a neutral stand-in."""
+    r = run_git(["var", "GIT_AUTHOR_IDENT"], check=False)
+    ident = r.stdout.strip()
+    return ident.rsplit(" ", 2)[0] if r.returncode == 0 and ">" in ident else \
+        "patchctl <patchctl@localhost>"
+
+
+def dirty_paths(path: Path, pathspec: Path) -> list[str] | None:
+    """Uncommitted changes (untracked files included) under ``pathspec`` in the git work
+    tree holding ``path``; None when ``path`` is not in a git work tree."""
+    r = run_git(["rev-parse", "--is-inside-work-tree"], repo=path, check=False)
+    if r.returncode != 0 or r.stdout.strip() != "true":
+        return None
+    out = run_git(["status", "--porcelain=v1", "-z", "--untracked-files=all", "--",
+                   str(pathspec.resolve())], repo=path).stdout
+    return [e[3:] for e in out.split("\0") if len(e) > 3]
+
+
+def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) -> None:
+    """Apply ``(patch, strip)`` in order on ``treeish`` in a throwaway index, for the side
+    effect: every intermediate blob lands in ``repo``'s own object store, where a later
+    ``git apply --3way`` looks up each patch's preimage. Failures are ignored."""
+    with tempfile.TemporaryDirectory(prefix="patchctl-seed-") as tmp:
+        env = git_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
+        run_git(["read-tree", treeish], repo=repo, env=env)
+        for patch, strip in patches:
+            run_git(["apply", "--cached", f"-p{strip}", str(patch)], repo=repo, env=env,
+                    check=False)
