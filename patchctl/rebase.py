@@ -36,8 +36,6 @@ APPLIES = {EXACT, OFFSET, THREE_WAY}
 BROKEN = {THREE_WAY, CONFLICT}  # no longer applies as it is: worth a bisect
 DROPPED = "dropped"
 
-_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
-_HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+) \(offset (-?\d+) lines?\)\.$")
 
 Progress = Callable[[str], None]
 
@@ -177,7 +175,7 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         step = Step(s, result)
         run = index.apply([s.path], strip=s.strip)
         if run.ok:
-            result.offsets = _offsets(run.stdout + run.stderr)
+            result.offsets = [Offset(h.path, h.hunk, h.offset) for h in run.offsets()]
             result.grade = OFFSET if result.offsets else EXACT
             after = index.write_tree()
         elif index.apply([s.path], strip=s.strip, reverse=True, check_only=True).ok:
@@ -207,17 +205,6 @@ def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) 
     """The patch re-made from the trees around it, keeping its header and trailers."""
     diff = gitrepo.format_diff(index.repo, before, after, env=index.env)
     return patchtext.render(patchtext.header_text(patch), diff, mail_form=patch.mail_form)
-
-
-def _offsets(output: str) -> list[Offset]:
-    out: list[Offset] = []
-    file = "?"
-    for line in output.splitlines():
-        if m := _CHECKING.match(line):
-            file = m.group(1)
-        elif (m := _HUNK_OK.match(line)) and int(m.group(3)):
-            out.append(Offset(file, int(m.group(1)), int(m.group(3))))
-    return out
 
 
 # -- bisect and landing -------------------------------------------------------------------

@@ -30,8 +30,6 @@ EXACT, OFFSET, FAILED, IRREVERSIBLE, SKIPPED, INVALID = (
 )
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
 
-_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
-_HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
 _WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:]+?)\.$")
 _FAILED_AT = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
 _ERROR = re.compile(r"^error: (.*)$")
@@ -261,7 +259,7 @@ class _Run:
         if reversed_tree != pin_tree:
             return False
         for group, run in outputs:
-            self._read_verbose(group, run.stderr + run.stdout)
+            self._read_verbose(group, run)
         for r in self.reports:
             r.grade = OFFSET if r.offsets else EXACT
         self.reversed_tree = reversed_tree
@@ -289,7 +287,7 @@ class _Run:
         reversed_tree = self.index.write_tree()
         if reversed_tree != pin_tree:
             return False
-        self._read_verbose(self.reports, run.stderr + run.stdout)
+        self._read_verbose(self.reports, run)
         for r in self.reports:
             r.grade = OFFSET if r.offsets else EXACT
         self.reversed_tree = reversed_tree
@@ -310,7 +308,7 @@ class _Run:
                 self.progress(f"[{r.index}/{len(self.reports)}] {r.name}")
             run = self._apply([r])
             if run.ok:
-                self._read_verbose([r], run.stderr + run.stdout)
+                self._read_verbose([r], run)
                 r.grade = OFFSET if r.offsets else EXACT
                 applied.append(r)
             else:
@@ -349,19 +347,17 @@ class _Run:
             self.index.read_tree(after)
             before = after
 
-    def _read_verbose(self, reports: Sequence[PatchReport], output: str) -> None:
-        """Map `git apply -v` output back to patches: it reports file diffs in input order."""
-        by_path = {str(self.patches[r.index].path): r for r in reports}
+    def _read_verbose(self, reports: Sequence[PatchReport], run: gitrepo.ApplyRun) -> None:
+        """Map `git apply -v` output back to patches: offsets and whitespace warnings."""
         targets = [(r, f) for r in reports for f in self.patches[r.index].files]
-        cursor = -1
-        for line in output.splitlines():
-            if _CHECKING.match(line):
-                cursor += 1
-            elif (m := _HUNK_OK.match(line)) and 0 <= cursor < len(targets) and m.group(3):
-                report, fdiff = targets[cursor]
-                report.offsets.append(HunkOffset(file=fdiff.path, hunk=int(m.group(1)),
-                                                 offset=int(m.group(3)), line=int(m.group(2))))
-            elif (m := _WS.match(line)) and m.group("file") in by_path:
+        for h in run.offsets():
+            if h.file_index < len(targets):  # later file diffs are the generated inverses
+                report, fdiff = targets[h.file_index]
+                report.offsets.append(HunkOffset(file=fdiff.path, hunk=h.hunk, offset=h.offset,
+                                                 line=h.line))
+        by_path = {str(self.patches[r.index].path): r for r in reports}
+        for line in run.stderr.splitlines():
+            if (m := _WS.match(line)) and m.group("file") in by_path:
                 report = by_path[m.group("file")]
                 report.findings.append(Finding(WARNING, "whitespace",
                                                f"adds whitespace error: {m.group('what')}",

@@ -58,6 +58,7 @@ from patchctl.gitrepo.history import (
 )
 from patchctl.gitrepo.index import (
     ApplyRun,
+    HunkOffset,
     StoreIndex,
     TempIndex,
     index_paths,
@@ -72,6 +73,7 @@ __all__ = [
     "EMPTY_TREE",
     "ApplyRun",
     "CommitInfo",
+    "HunkOffset",
     "Result",
     "StoreIndex",
     "TempIndex",

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -11,6 +12,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.gitrepo.core import Result, git_env, run_git
+
+_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
+_HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
+
+
+@dataclass(frozen=True)
+class HunkOffset:
+    """A hunk `git apply -v` placed away from where its header said."""
+
+    file_index: int  # 0-based: which file diff of the input, in input order
+    path: str
+    hunk: int  # 1-based within its file diff
+    line: int  # where it applied
+    offset: int
 
 
 @dataclass(frozen=True)
@@ -22,6 +37,18 @@ class ApplyRun:
     @property
     def ok(self) -> bool:
         return self.returncode == 0
+
+    def offsets(self) -> list[HunkOffset]:
+        """Offsets from `git apply -v`, which reports file diffs in input order."""
+        out: list[HunkOffset] = []
+        file_index, path = -1, "?"
+        for line in (self.stderr + self.stdout).splitlines():
+            if m := _CHECKING.match(line):
+                file_index, path = file_index + 1, m.group(1)
+            elif (m := _HUNK_OK.match(line)) and m.group(3) and int(m.group(3)):
+                out.append(HunkOffset(file_index, path, int(m.group(1)), int(m.group(2)),
+                                      int(m.group(3))))
+        return out
 
 
 class TempIndex:
