@@ -42,7 +42,7 @@ class Finding:
 
 
 def lint_patch(patch: Patch, *, upstream_symlinks: frozenset[str] = frozenset()) -> list[Finding]:
-    findings: list[Finding] = [Finding(ERROR, "parse", p) for p in patch.problems]
+    findings: list[Finding] = []
     header_end = patch.diff_line - 1
     findings += _lint_metadata(patch, header_end)
     findings += _lint_paths(patch, upstream_symlinks)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.errors import StackError
@@ -98,7 +98,6 @@ class Patch:
     text: str
     crlf_damaged: bool = False
     mail_form: bool = False
-    problems: list[str] = field(default_factory=list)  # structural, found while parsing
 
     def meta(self, key: str) -> str | None:
         values = self.metadata.get(key)
@@ -198,7 +197,7 @@ def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:
         subject, author, date, body, metadata = _parse_mail(header)
     else:
         subject, author, date, body, metadata = _parse_dep3(header)
-    files, problems = _parse_diff(lines, diff_at, strip=strip, name=name)
+    files = _parse_diff(lines, diff_at, strip=strip, name=name)
     if not files:
         raise StackError(f"{name}: not a diff (no file changes found)")
     return Patch(
@@ -215,7 +214,6 @@ def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:
         text=text,
         crlf_damaged=crlf,
         mail_form=mail_form,
-        problems=problems,
     )
 
 
@@ -330,12 +328,11 @@ def _strip(raw: str, strip: int) -> str | None:
 
 
 def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
-    """A small, strict unified-diff reader: counts hunk lines, so truncation is caught."""
+    """File diffs and hunks, read with unidiff (which checks hunk lengths: truncation fails)."""
     from unidiff import PatchSet
     from unidiff.errors import UnidiffParseError
 
     files: list[FileDiff] = []
-    problems: list[str] = []
     # unidiff checks the hunk arithmetic; patchctl keeps its own positions for reports.
     try:
         patchset = PatchSet("\n".join(_without_signature(lines[start:])) + "\n")
@@ -371,7 +368,7 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
                 mode_lines=modes,
             )
         )
-    return files, problems
+    return files
 
 
 def _swap_sign(line: str) -> str:
