@@ -361,7 +361,7 @@ def render(result: dict) -> str:
             elif r.get("landed"):
                 c = r["landed"]["commit"]
                 line += f" landed in {c['id'][:10] if c else '?'}"
-            out.append(line)
+            out.append(line.rstrip())
     out.append(f"total {result['seconds']:.1f} s")
     return "\n".join(out) + "\n"
 
