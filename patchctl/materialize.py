@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import shutil
 import tempfile
@@ -168,7 +169,8 @@ def _build(stack, upstream, staging, patches, fp, commits, exclude, progress) ->
             index.checkout_to(staging)  # the pristine pin: history replays the patches
         if progress and patches:
             progress(f"applying {len(patches)} patches")
-        for group in _strip_groups(patches):
+        for _, same_strip in itertools.groupby(patches, key=lambda p: p.strip):
+            group = list(same_strip)
             run = index.apply([p.path for p in group], strip=group[0].strip)
             if not run.ok:
                 raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
@@ -188,17 +190,6 @@ def _build(stack, upstream, staging, patches, fp, commits, exclude, progress) ->
                   exclude=tuple(exclude))
     fsutil.atomic_write(staging / STAMP, stamp.render())
     return stamp
-
-
-def _strip_groups(patches):
-    group: list = []
-    for p in patches:
-        if group and group[0].strip != p.strip:
-            yield group
-            group = []
-        group.append(p)
-    if group:
-        yield group
 
 
 def _drop(index: gitrepo.TempIndex, exclude: list[str]) -> None:

@@ -10,6 +10,7 @@ failure falls back to one call per patch, to say which patch and hunk broke.
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -222,16 +223,10 @@ class _Run:
         self.index: gitrepo.TempIndex
         self.reversed_tree: str | None = None
 
-    def _groups(self, reports: Sequence[PatchReport]):
+    def _groups(self, reports: Sequence[PatchReport]) -> list[list[PatchReport]]:
         """Runs of consecutive patches with the same strip level (one git call each)."""
-        group: list[PatchReport] = []
-        for r in reports:
-            if group and self.patches[group[0].index].strip != self.patches[r.index].strip:
-                yield group
-                group = []
-            group.append(r)
-        if group:
-            yield group
+        runs = itertools.groupby(reports, key=lambda r: self.patches[r.index].strip)
+        return [list(run) for _, run in runs]
 
     def _apply(self, reports: Sequence[PatchReport], *, reverse: bool = False):
         strip = self.patches[reports[0].index].strip
@@ -252,7 +247,7 @@ class _Run:
             if not run.ok:
                 return False
             outputs.append((group, run))
-        for group in reversed(list(self._groups(self.reports))):
+        for group in reversed(self._groups(self.reports)):
             if not self._apply(list(reversed(group)), reverse=True).ok:
                 return False
         reversed_tree = self.index.write_tree()
