@@ -296,3 +296,29 @@ def test_inverse_diff_matches_git_apply_reverse(tmp_path, project, upstream) -> 
         git(work, "apply", "--index", str(patch.path))
         git(work, "apply", "--index", str(inverse))
         assert git(work, "write-tree").strip() == upstream.tree(upstream.commits["base"])
+
+
+@pytest.mark.parametrize("case", ["add-eol", "drop-eol", "new-file-no-eol"])
+def test_round_trip_handles_missing_newline_at_eof(cli, tmp_path, upstream, case) -> None:
+    """The generated inverse keeps `\\ No newline at end of file` markers with their lines."""
+    write(upstream.path, {"src/noeol.txt": "alpha\nbeta"})
+    pin = commit_all(upstream.path, "noeol (#8)")
+
+    def edit(work: Path) -> None:
+        if case == "add-eol":
+            (work / "src/noeol.txt").write_text("alpha\nbeta\n")
+        elif case == "drop-eol":
+            (work / "src/noeol.txt").write_text("alpha\nBETA")
+        else:
+            (work / "src/fresh.txt").write_text("one\ntwo")
+
+    scope = "src/*.txt"
+    text = format_patch(upstream, pin, edit, subject=case,
+                        trailers=default_trailers("eol", scope), scratch=tmp_path / "s")
+    assert "\\ No newline at end of file" in text
+    project = make_project(tmp_path / "p", upstream, [("0001-eol.patch", text)], pin=pin)
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    data = json.loads(r.out)
+    assert r.code == 0, r.out
+    assert data["mode"] == "batched"
+    assert data["reversed_tree"] == data["pin_tree"]
