@@ -249,8 +249,9 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
     upstream = gitrepo.git_dir(upstream)
     if not gitrepo.resolve_commit(upstream, pin.commit):
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
-    gitrepo.scratch_checkout(upstream, work, pin.commit)
     patches = stack.patches()
+    touched = [path for p in patches for f in p.files for path in f.paths]
+    gitrepo.scratch_checkout(upstream, work, pin.commit, needed=touched)
     applied: list[str] = []
     base = pin.commit
     for i, p in enumerate(patches[:upto]):

@@ -111,7 +111,8 @@ def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, step
     rdir = rebase_dir(project, create=True)
     shutil.rmtree(rdir, ignore_errors=True)  # what a stop killed half-way left
     rdir.mkdir(parents=True)
-    work = gitrepo.scratch_checkout(upstream, rdir / "work", result.new)
+    touched = [path for s in steps for f in s.source.patch.files for path in f.paths]
+    work = gitrepo.scratch_checkout(upstream, rdir / "work", result.new, needed=touched)
     # `apply --3way` there needs each old patch's preimage blob in the work repo.
     gitrepo.seed_blobs(work, result.old, [(s.source.path, s.source.strip) for s in steps])
     state = {"schema": STATE_SCHEMA, "stack": str(stack.root), "upstream": str(upstream),

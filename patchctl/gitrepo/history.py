@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import InputError
+from patchctl.errors import GitError, InputError
 from patchctl.gitrepo.core import EMPTY_TREE, git_env, last_line, resolve_commit, run_git, tree_of
 from patchctl.gitrepo.index import ApplyRun, TempIndex
 
@@ -105,24 +106,54 @@ def fetch_ref(repo: Path, ref: str) -> str | None:
     return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
 
 
-def scratch_checkout(upstream: Path, dest: Path, commit: str) -> Path:
+def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
+                     needed: Sequence[str] = ()) -> Path:
     """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
     nothing is written into the upstream; deleting ``dest`` leaves no trace.
+    When some blob cannot be read at all (a mirror that lacks its largest
+    files), the work tree is made sparse: only ``needed`` paths are written,
+    the rest stay in the index as skip-worktree entries, so trees made from
+    that index are still whole.
     """
     run_git(["init", "-q", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
     objects = objects if objects.is_absolute() else upstream / objects
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
-    # The files are written through the upstream itself: in a partial clone that is
-    # where the promisor remote is configured, so missing blobs are fetched there.
-    run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
-             "read-tree", "-u", "--reset", commit],
-            env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())))
     run_git(["update-ref", "refs/heads/patchctl", commit], repo=dest)
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
+    # The files are written through the upstream itself: in a partial clone that is
+    # where the promisor remote is configured, so missing blobs are fetched there.
+    full = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
+                    "read-tree", "-u", "--reset", commit],
+                   env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
+                   check=False)
+    if full.returncode == 0:
+        return dest
+    if not needed or "unable to read" not in full.stderr:
+        raise GitError(full.argv, full.returncode, full.stderr)
+    for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
+        if entry.name == ".git":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    run_git(["config", "core.sparseCheckout", "true"], repo=dest)
+    (dest / ".git" / "info").mkdir(exist_ok=True)
+    (dest / ".git" / "info" / "sparse-checkout").write_text(
+        "".join(f"/{_sparse_escape(p)}\n" for p in sorted(set(needed))))
+    run_git(["read-tree", "-u", "--reset", commit], repo=dest)
     return dest
+
+
+def _sparse_escape(path: str) -> str:
+    """A literal path as a sparse-checkout (gitignore-style) pattern."""
+    out = []
+    for ch in path:
+        out.append("\\" + ch if ch in "*?[]!#\\" else ch)
+    return "".join(out)
 
 
 def apply_with_markers(work: Path, patch: Path, *, strip: int) -> ApplyRun:
