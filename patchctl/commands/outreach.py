@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from patchctl.commands._common import (
+    emit_json,
+    end_progress,
+    exit_for,
+    json_option,
+    progress,
+    project_dir,
+    resolve_upstream,
+    stack_of,
+    upstream_option,
+)
+
+NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it writes files "
+               "for a person to read.")
+
+
+@click.command(epilog=NEVER_POSTS)
+@click.argument("patches", nargs=-1, metavar="[PATCH]...")
+@click.option("--series", is_flag=True,
+              help="Brief every patch and the series as a whole (the default without PATCH).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Write one Markdown file per patch, series.md and MANIFEST.json to DIR "
+              "(replacing the briefs there at once). Default: print to stdout.")
+@click.option("--onto", metavar="REF",
+              help="Also port each patch to upstream REF (index-only, 3-way), grade it "
+              "exact/offset/3way/conflict and, with --out, write the ported plain diff.")
+@click.option("--check", "check_only", is_flag=True,
+              help="With --out: do not render; exit 1 if the briefs in DIR are stale "
+              "(their stack, evidence, templates or code changed). Needs no upstream.")
+@upstream_option
+@json_option
+@click.pass_context
+def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, out: Path | None,
+                   onto: str | None, check_only: bool, upstream: str | None,
+                   as_json: bool) -> int:
+    """Write a submission brief for the person who proposes each patch upstream.
+
+    PATCH is a file name, its number prefix (0001) or a concern. The brief
+    holds facts with their sources, never text to paste: the upstream's own
+    rules read at the pin (each quoted with file and line), what the patch
+    changes and adds to the public API, why (stack/outreach/CONCERN.toml), how
+    it was tested (evidence/), prior art, a per-hunk understanding guide with
+    likely reviewer questions, AI-assistance facts from `Assisted-by:`
+    trailers, policy lint and suggested reviewers. Output is deterministic.
+    """
+    from patchctl.outreach import output
+
+    stack = stack_of(ctx)
+    project = project_dir(ctx)
+    if check_only:
+        if out is None:
+            raise click.UsageError("--check needs --out DIR")
+        result = output.check(project, stack, out)
+        if as_json:
+            emit_json(result.to_dict())
+        elif result.ok:
+            click.echo(f"{out}: up to date")
+        else:
+            click.echo(f"{out}: stale")
+            for reason in result.stale:
+                click.echo(f"  {reason}")
+            if result.command:
+                click.echo(f"regenerate with: {result.command}")
+        return exit_for(result.ok)
+
+    from patchctl.outreach import brief as briefs
+    from patchctl.outreach import render
+
+    repo = resolve_upstream(upstream, stack.pin(), stack)
+    b = briefs.draft(project, stack, repo, patches, progress=progress)
+    diffs: dict[str, str] = {}
+    if onto:
+        from patchctl.outreach.port import port
+
+        diffs = port(stack, repo, b, onto, progress=progress)
+    end_progress()
+    whole = series or not patches
+    if as_json and out is None:
+        emit_json(b.to_dict())
+        return 0
+    files: dict[str, str] = {}
+    if whole:
+        files["series.md"] = render.render_series(b)
+    for p in b.patches:
+        files[p.file.removesuffix(".patch") + ".md"] = render.render_patch(b, p)
+    files.update(diffs)
+    if out is None:
+        click.echo("\n".join(files[name] for name in files if name.endswith(".md")), nl=False)
+        return 0
+    command = ["patchctl", "draft-outreach", *(["--series"] if whole else []),
+               *patches, "--upstream", "UPSTREAM", "--out", str(out),
+               *(["--onto", onto] if onto else [])]
+    evidence = sorted({e.file for p in b.patches for e in p.evidence})
+    meta = {"command": " ".join(command), "name": b.name, "base": b.base, "onto": b.onto,
+            "fingerprint": b.fingerprint,
+            "policy_files": {f.path: f.lines for f in b.policy_files}}
+    result = output.write(project, stack, out, files, meta=meta, evidence_files=evidence)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        for name in result.files:
+            click.echo(f"wrote {Path(result.out) / name}")
+        for name in result.removed:
+            click.echo(f"removed {Path(result.out) / name}", err=True)
+    return 0
