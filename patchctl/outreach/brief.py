@@ -22,7 +22,18 @@ from patchctl.stack import Pin, Stack
 SCHEMA = "patchctl.outreach/1"
 
 # Identifiers an added line uses that are too common to be worth a pointer.
-_STOP = set(["auto", "bool", "break", "case", "char", "class", "const", "continue", "default", "delete", "double", "else", "enum", "explicit", "extern", "false", "float", "for", "goto", "if", "inline", "int", "long", "namespace", "new", "nullptr", "private", "protected", "public", "return", "short", "signed", "sizeof", "static", "struct", "switch", "template", "this", "throw", "true", "try", "typedef", "typename", "union", "unsigned", "using", "virtual", "void", "volatile", "while", "size_t", "int32_t", "int64_t", "uint32_t", "uint64_t", "uint8_t", "int8_t", "std", "string", "vector", "format", "c_str", "to_string", "runtime_error", "__func__", "INT32_MAX", "INT64_MAX", "SIZE_MAX", "printf", "fprintf", "stderr", "stdout", "size", "empty", "push_back", "begin", "end", "emplace_back"])
+_STOP = {
+    "auto", "bool", "break", "case", "char", "class", "const", "continue", "default",
+    "delete", "double", "else", "enum", "explicit", "extern", "false", "float", "for",
+    "goto", "if", "inline", "int", "long", "namespace", "new", "nullptr", "private",
+    "protected", "public", "return", "short", "signed", "sizeof", "static", "struct",
+    "switch", "template", "this", "throw", "true", "try", "typedef", "typename", "union",
+    "unsigned", "using", "virtual", "void", "volatile", "while", "size_t", "int32_t",
+    "int64_t", "uint32_t", "uint64_t", "uint8_t", "int8_t", "std", "string", "vector",
+    "format", "c_str", "to_string", "runtime_error", "__func__", "INT32_MAX", "INT64_MAX",
+    "SIZE_MAX", "printf", "fprintf", "stderr", "stdout", "size", "empty", "push_back",
+    "begin", "end", "emplace_back"
+}
 _IDENT = re.compile(r"\b[A-Za-z_]\w{3,}\b")
 _DECL = re.compile(r"^\s*(?:static\s+|const\s+|inline\s+)*([\w:<>]+)[\s\*&]+(\w+)\s*[(=;\[{]")
 _PARAM = re.compile(r"[\w:<>]+\s*[\*&]*\s+[\*&]?(\w+)\s*(?:[,)=]|$)")
