@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~%])")
 
 
 def md(value: object) -> str:

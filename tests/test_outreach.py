@@ -1,0 +1,243 @@
+"""draft-outreach: briefs from real upstreams with and without contribution rules."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.builders import Upstream, git, make_project
+from tests.outreach_helpers import (
+    FORBIDS,
+    NO_RULES,
+    api_patch,
+    html,
+    markdown_problems,
+    policy_upstream,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "outreach-tiny"
+# read at import: the autouse isolation fixture clears PATCHCTL_* before each test
+UPDATE_GOLDEN = bool(os.environ.get("PATCHCTL_UPDATE_GOLDEN"))
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+
+
+def _project(tmp_path: Path, up: Upstream, patches: list[tuple[str, str]], name: str = "proj"
+             ) -> Path:
+    return make_project(tmp_path / name, up, patches, pin=up.commits["policy"])
+
+
+@pytest.fixture
+def forbids(tmp_path: Path) -> tuple[Path, Upstream]:
+    up = policy_upstream(tmp_path / "up-forbids", FORBIDS)
+    patch = api_patch(up, tmp_path / "scratch-f",
+                      trailers={"Assisted-by": "ExampleTool [include/*]"}, odd_lines=True)
+    return _project(tmp_path, up, [("0001-tiny-add-tiny_cube.patch", patch)], "pf"), up
+
+
+@pytest.fixture
+def no_rules(tmp_path: Path) -> tuple[Path, Upstream]:
+    up = policy_upstream(tmp_path / "up-plain", NO_RULES, template=None)
+    patch = api_patch(up, tmp_path / "scratch-p",
+                      trailers={"Assisted-by": "ExampleTool [include/*]"}, odd_lines=True)
+    return _project(tmp_path, up, [("0001-tiny-add-tiny_cube.patch", patch)], "pp"), up
+
+
+def _brief(cli, project: Path, up: Upstream, *args: str) -> str:
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), *args)
+    assert r.code == 0, r.err
+    return r.out
+
+
+def _json(cli, project: Path, up: Upstream, *args: str) -> dict:
+    return json.loads(_brief(cli, project, up, "--json", *args))
+
+
+def test_golden_briefs_for_the_example_stack(cli, tmp_path: Path) -> None:
+    """The example stack (its upstream is a bundle) renders byte-for-byte as the saved files;
+    set PATCHCTL_UPDATE_GOLDEN=1 to rewrite them after an intended change."""
+    example = tmp_path / "tiny"
+    shutil.copytree(ROOT / "examples" / "tiny", example)
+    out = tmp_path / "briefs"
+    r = cli("-C", str(example), "draft-outreach", "--series", "--out", str(out))
+    assert r.code == 0, r.err
+    written = sorted(p.name for p in out.glob("*.md"))
+    assert written == ["0001-util-add-tiny_square.md", "0002-tiny-bump-op-02.md",
+                       "0003-tiny-declare-square.md", "series.md"]
+    if UPDATE_GOLDEN:
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        GOLDEN.mkdir(parents=True)
+        for name in written:
+            shutil.copy(out / name, GOLDEN / name)
+    for name in written:
+        text = (out / name).read_text(encoding="utf-8")
+        assert text == (GOLDEN / name).read_text(encoding="utf-8"), name
+        assert markdown_problems(text, files={n.replace(".md", ".md") for n in written}) == []
+    # the example has no policy files, no outreach data and no evidence: all named, no crash
+    brief = (out / "0003-tiny-declare-square.md").read_text()
+    assert "no stack/outreach/square.toml" in brief
+    assert "no evidence records for this patch" in brief
+    assert "state no rule about machine-written descriptions" in brief
+    assert "`int tiny_square(int v);`" in brief  # the public API, exact from the diff
+
+
+def test_same_inputs_give_identical_bytes(cli, forbids, tmp_path: Path) -> None:
+    project, up = forbids
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path),
+                   "--out", str(out)).code == 0
+    for name in ("series.md", "0001-tiny-add-tiny_cube.md"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    assert _brief(cli, project, up, "--json") == _brief(cli, project, up, "--json")
+
+
+def test_an_upstream_forbidding_machine_prose_gets_facts_only(cli, forbids) -> None:
+    project, up = forbids
+    text = _brief(cli, project, up, "0001")
+    assert markdown_problems(text) == []
+    banner = text.split("## 1.")[0]
+    assert "forbids machine-written PR descriptions" in banner
+    assert "`CONTRIBUTING.md:6`" in banner
+    # no prose: the patch's own body (someone's description) is not carried into the brief,
+    # and no section offers text for a description or a commit message
+    assert "Why this change is needed" not in text
+    headings = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert not any(re.search(r"description|commit message|draft|proposal", h, re.I)
+                   for h in headings), headings
+    # the template's sections are listed with the facts that belong there
+    assert "| Overview | 1 | Describe what this PR does and why | what, why |" in text
+
+
+def test_every_rule_is_quoted_from_the_line_it_cites(cli, forbids) -> None:
+    project, up = forbids
+    data = _json(cli, project, up)
+    rules = data["patches"][0]["rules"]
+    assert {r["id"] for r in rules} >= {"no-machine-prose", "issue-first", "api-bar",
+                                         "ai-disclosure", "ascii"}
+    for rule in rules:
+        for c in rule["citations"]:
+            line = git(up.path, "show", f"HEAD:{c['file']}").splitlines()[c["line"] - 1]
+            assert " ".join(line.split()) == c["text"]
+    api_bar = next(r for r in rules if r["id"] == "api-bar")
+    assert api_bar["applies"] == "yes" and "tiny_cube" in api_bar["reason"]
+
+
+def test_an_upstream_without_rules_gets_the_same_facts_and_no_invented_rule(
+        cli, forbids, no_rules) -> None:
+    text_f = _brief(cli, forbids[0], forbids[1], "0001")
+    text_p = _brief(cli, no_rules[0], no_rules[1], "0001")
+    assert markdown_problems(text_p) == []
+    assert "state no rule about machine-written descriptions" in text_p
+    assert "- [ ]" not in text_p  # no checklist: the files state none of the rules
+    assert _json(cli, no_rules[0], no_rules[1])["patches"][0]["rules"] == []
+
+    def facts(text: str) -> str:
+        return text.split("## 2. Facts with their sources")[1].split("### Questions")[0]
+
+    # the facts sections differ only where the upstream differs (its commit ids)
+    strip = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+    assert strip.sub("X", facts(text_f)) == strip.sub("X", facts(text_p))
+
+
+def test_api_disclosure_lint_and_reviewers(cli, forbids) -> None:
+    project, up = forbids
+    data = _json(cli, project, up)["patches"][0]
+    assert [(a["kind"], a["name"], a["signature"]) for a in data["api"]] == [
+        ("function", "tiny_cube", "int tiny_cube(int v);")]
+    assert data["assistance"] == [{"tool": "ExampleTool", "files": ["include/tiny.h"],
+                                   "trailer": "Assisted-by: ExampleTool [include/*]"}]
+    lint = {(x["code"], x["file"], x["rule"]) for x in data["lint"]}
+    assert ("non-ascii", "src/util.c", "CONTRIBUTING.md:12") in lint
+    assert ("trailing-whitespace", "src/util.c", ".editorconfig:4") in lint
+    assert ("indent", "src/util.c", ".editorconfig:5") in lint
+    owners = {(r["name"], r["source"]) for r in data["reviewers"]}
+    assert ("@carol", "CODEOWNERS:4 (/src/)") not in owners  # /src/util.c wins: last match
+    assert ("@dave", "CODEOWNERS:6 (/src/util.c)") in owners
+    team = next(r for r in data["reviewers"] if r["name"] == "@tiny-org/core")
+    assert team["members"] == "alice, bob (as listed at CODEOWNERS:2)"
+    assert [r["name"] for r in data["authors"]] == ["Upstream Dev"]
+    text = _brief(cli, project, up)
+    assert not _EMAIL.search(text), _EMAIL.search(text)
+
+
+def test_jinja_syntax_in_a_subject_is_rendered_literally(cli, tmp_path: Path) -> None:
+    """Text from patches is data: a subject holding template syntax and a table pipe must
+    neither be evaluated nor break a table."""
+    up = policy_upstream(tmp_path / "up", NO_RULES)
+    subject = "tiny : {{ 7*7 }} {% if true %}x{% endif %} | a|b `tick`"
+    patch = api_patch(up, tmp_path / "scratch", subject=subject,
+                      trailers={"Concern": "{{ config }}"})
+    project = _project(tmp_path, up, [("0001-x.patch", patch)])
+    text = _brief(cli, project, up)
+    assert markdown_problems(text, files={"0001-x.md"}) == []
+    rendered = html(text)
+    assert "{{ 7*7 }} {% if true %}x{% endif %} | a|b `tick`" in rendered
+    assert "49" not in rendered
+    assert "{{ config }}" in rendered
+
+
+def test_outreach_data_unverified_facts_are_never_stated_as_fact(cli, forbids) -> None:
+    project, up = forbids
+    (project / "stack" / "outreach").mkdir()
+    (project / "stack" / "outreach" / "cube.toml").write_text(
+        'format = 1\nconcern = "cube"\nsummary = "Adds tiny_cube."\n'
+        'motivation = "Callers cube numbers."\n'
+        '[[prior_art]]\nkind = "issue"\nref = "tiny/tiny#7"\nurl = "https://example.invalid/7"\n'
+        'title = "Please add cube"\nstate = "open"\nverified = true\nchecked_via = "read it"\n'
+        'note = "asked for in 2026"\n'
+        '[[prior_art]]\nkind = "pr"\nref = "tiny/tiny#9"\nurl = ""\ntitle = "Rumoured cube PR"\n'
+        'state = "unknown"\nverified = false\nchecked_via = ""\nnote = "heard of it"\n'
+        '[[question]]\nquestion = "Why not x*x*x inline?"\nevidence = ["tiny/tiny#7"]\n'
+        '[[upstream_check]]\nwhat = "abs exists"\npath = "src/util.c"\ntext = "tiny_abs"\n')
+    text = _brief(cli, project, up, "cube")
+    assert markdown_problems(text) == []
+    verified = text.split("Verified (each says how it was checked):")[1].split("Unverified")[0]
+    assert "tiny/tiny\\#7" in verified and "tiny/tiny\\#9" not in verified
+    assert "UNVERIFIED tiny/tiny\\#9" in text
+    assert "heard of it" not in text  # an unverified note is not repeated as a statement
+    assert "Why not x\\*x\\*x inline?" in text
+    assert "- found at `src/util.c:" in text and "first added by" in text
+    rules = _json(cli, project, up)["patches"][0]["rules"]
+    assert next(r for r in rules if r["id"] == "issue-first")["applies"] == "yes"
+
+
+def test_unknown_patch_is_one_line_usage_error(cli, forbids) -> None:
+    project, up = forbids
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "9999")
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and "no patch '9999'" in r.err
+
+
+def test_help_says_it_never_posts(cli) -> None:
+    r = cli("draft-outreach", "--help")
+    assert r.code == 0 and "never posts, comments or pushes" in r.out
+
+
+def test_out_dir_manifest_detects_stale_briefs(cli, forbids, tmp_path: Path) -> None:
+    project, up = forbids
+    out = tmp_path / "briefs"
+    assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
+               str(out)).code == 0
+    (out / "old-brief.md").write_text("left from an older series\n")
+    assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
+               str(out)).code == 0
+    assert not (out / "old-brief.md").exists()  # a rewrite replaces the set at once
+    ok = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert ok.code == 0, ok.out
+    patch = project / "stack" / "patches" / "0001-tiny-add-tiny_cube.patch"
+    patch.write_text(patch.read_text().replace("Upstream-Status: Pending",
+                                               "Upstream-Status: Submitted [x]"))
+    stale = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert stale.code == 1
+    assert "input stack/patches/0001-tiny-add-tiny_cube.patch changed" in stale.out
+    assert "regenerate with: patchctl draft-outreach" in stale.out
+    brief = out / "series.md"
+    brief.write_text(brief.read_text() + "edited\n")
+    again = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out), "--json")
+    assert "output series.md was edited after it was written" in json.loads(again.out)["stale"]
