@@ -109,3 +109,45 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
         for name in result.removed:
             click.echo(f"removed {Path(result.out) / name}", err=True)
     return 0
+
+
+@click.command(epilog="Read-only: it never writes to GitHub or anywhere upstream.")
+@click.option("--ref", metavar="REF",
+              help="Also say which patches landed upstream between the pin and REF, and "
+              "which upstream probably superseded (needs the upstream).")
+@click.option("--online", is_flag=True,
+              help="Read the state of the GitHub issues and pull requests the patches point "
+              "at (GITHUB_TOKEN is used when set; API base: PATCHCTL_GITHUB_API). Without it "
+              "the last answers are shown from the cache, with their age.")
+@upstream_option
+@json_option
+@click.pass_context
+def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream: str | None,
+                    as_json: bool) -> int:
+    """Report each patch's Upstream-Status: counts, malformed or missing statuses, patches
+    with no Forwarded/Bug reference, how long each has been Pending.
+
+    Exit 1 when a status is missing or malformed.
+    """
+    from patchctl import stackwrite
+    from patchctl.outreach import github, status
+
+    stack = stack_of(ctx)
+    result = status.report(stack)
+    if ref:
+        repo = resolve_upstream(upstream, stack.pin(), stack)
+        status.against(result, stack, repo, ref, progress=progress)
+        end_progress()
+    refs = sorted({r for p in result.patches for r in p.references})
+    cache = stackwrite.state_dir(project_dir(ctx), create=online) / github.CACHE_FILE
+    answers = github.lookup(refs, cache, online=online) if refs else {}
+    for p in result.patches:
+        p.online = [{"ref": k, **answers[k]} for r in p.references
+                    if (parsed := github.parse_ref(r)) and (k := github.key(parsed)) in answers]
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        from patchctl.outreach.render import status_text
+
+        click.echo(status_text(result), nl=False)
+    return exit_for(result.ok)

@@ -82,3 +82,46 @@ def _tidy(text: str) -> str:
 def template_hashes() -> dict[str, str]:
     return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
             for p in sorted(TEMPLATES.glob("outreach-*.j2"))}
+
+
+def status_text(report) -> str:
+    """upstream-status as plain text (a report for the terminal, not Markdown)."""
+    out = [f"{report.name} @ {report.pin[:12]}: {len(report.patches)} patches"]
+    out.append("by Upstream-Status: " + (", ".join(f"{k} {v}" for k, v in report.counts.items())
+                                          or "none"))
+    for p in report.patches:
+        status = p.status + (f" {p.detail}" if p.detail else "") if p.status else p.problem
+        age = f", pending {p.pending_days} days (since {p.date})" \
+            if p.pending_days is not None else ""
+        out.append(f"{p.index:>3}  {p.file}  [{p.concern or '-'}]  {status}{age}")
+        if not p.references:
+            out.append("       no Forwarded/Bug/Submitted reference")
+        for ref in p.references:
+            out.append(f"       ref {ref}")
+        for o in p.online:
+            if "state" in o:
+                age = f", answer {_age(o['age'])} old" if "age" in o else ""
+                note = f" (cached{age})" if o.get("cached") or o.get("stale") else ""
+                out.append(f"       {o['ref']}: {o['kind']} {o['state']}, last activity "
+                           f"{o.get('updated_at') or '?'}{note}")
+            if "error" in o:
+                out.append(f"       {o['ref']}: {o['error']}")
+        if p.upstream:
+            u = p.upstream
+            line = f"       at {report.ref}: {u['verdict']} (grade {u['grade']})"
+            commit = u.get("commit") or u.get("first_breaking")
+            if commit:
+                line += f", {commit['id'][:12]} {commit['subject']}"
+            if "contains" in u:
+                line += f", holds {round(u['contains'] * 100)}% of the patch's added lines"
+            out.append(line)
+    if report.malformed:
+        out.append(f"malformed or missing Upstream-Status: {', '.join(report.malformed)}")
+    return "\n".join(out) + "\n"
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
