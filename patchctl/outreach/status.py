@@ -20,7 +20,6 @@ from pathlib import Path
 
 from patchctl import gitrepo
 from patchctl.lint import UPSTREAM_STATUS_KINDA, UPSTREAM_STATUS_STRICT
-from patchctl.outreach.facts import added_lines
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack
 
@@ -132,7 +131,7 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
             info["commit"] = asdict(r.landed.commit) if r.landed.commit else None
             info["how"] = r.landed.how
         elif r.bisect and r.bisect.commit:
-            share = contained(upstream, r.bisect.commit.id, step.source.patch)
+            share = contained(upstream, pin.commit, r.bisect.commit.id, step.source.patch)
             info["first_breaking"] = asdict(r.bisect.commit)
             info["contains"] = round(share, 3)
             info["verdict"] = "superseded" if share >= SUPERSEDED_AT else "broken"
@@ -143,18 +142,35 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
         row.upstream = info
 
 
-def contained(upstream: Path, commit: str, patch: Patch) -> float:
-    """The share of the patch's added lines (ignoring blank and brace-only ones) that the
-    files it touches already hold at ``commit``: how far upstream got to the same result."""
+def contained(upstream: Path, pin: str, commit: str, patch: Patch) -> float:
+    """The share of the patch's added lines (ignoring blank and brace-only ones) that
+    upstream holds at ``commit`` *in the patch's place*: the lines each hunk covers at the
+    pin are followed through upstream's changes to ``commit``, and only that region counts,
+    so a line that merely occurs elsewhere in the file does not. How far upstream got
+    toward the same result."""
+    from difflib import SequenceMatcher
+
     files = [f for f in patch.files if f.target]
-    texts = gitrepo.read_files(upstream, commit, [f.path for f in files])
-    wanted = total = 0
+    paths = [f.path for f in files]
+    old, new = gitrepo.read_files(upstream, pin, paths), gitrepo.read_files(upstream, commit,
+                                                                              paths)
+    found = total = 0
     for f in files:
-        have = {ln.strip() for ln in (texts.get(f.path) or "").splitlines()}
-        for added in added_lines(f):
-            line = added.text.strip()
-            if len(line.strip("{}();, ")) < 2:
-                continue
-            total += 1
-            wanted += line in have
-    return wanted / total if total else 0.0
+        before = [ln.strip() for ln in (old.get(f.path) or "").splitlines()]
+        after = [ln.strip() for ln in (new.get(f.path) or "").splitlines()]
+        ops = SequenceMatcher(None, before, after, autojunk=False).get_opcodes()
+        for h in f.hunks:
+            start = max(h.source_start - 1, 0)
+            end = start + h.source_length
+            near = [op for op in ops if op[1] <= end and op[2] >= start]
+            lo = min((j1 + max(0, start - i1) if tag == "equal" else j1)
+                     for tag, i1, _, j1, _ in near) if near else 0
+            hi = max((j1 + min(end, i2) - i1 if tag == "equal" else j2)
+                     for tag, i1, i2, j1, j2 in near) if near else len(after)
+            region = set(after[lo:hi])
+            for ln in h.lines:
+                text = ln[1:].strip()
+                if ln[:1] == "+" and len(text.strip("{}();, ")) >= 2:
+                    total += 1
+                    found += text in region
+    return found / total if total else 0.0
