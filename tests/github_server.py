@@ -33,7 +33,7 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: object) -> None:  # quiet
         pass
 
-    def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+    def do_GET(self) -> None:
         self.server.requests.append((self.path, dict(self.headers)))
         number = int(self.path.rstrip("/").rsplit("/", 1)[-1]) if \
             self.path.rsplit("/", 1)[-1].isdigit() else 0
