@@ -241,3 +241,45 @@ def test_out_dir_manifest_detects_stale_briefs(cli, forbids, tmp_path: Path) -> 
     brief.write_text(brief.read_text() + "edited\n")
     again = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out), "--json")
     assert "output series.md was edited after it was written" in json.loads(again.out)["stale"]
+
+
+def test_onto_ports_and_grades_each_patch(cli, tmp_path: Path) -> None:
+    """--onto on the planted history: exact, offset, 3way and conflict, each ported diff a
+    plain diff that applies to its base, and nothing in the stack changed."""
+    from tests.rebase_history import make_history
+
+    history = make_history(tmp_path / "h")
+    up = history.upstream
+    project = make_project(tmp_path / "proj", up, history.patches)
+    before = {p: p.read_bytes() for p in (project / "stack").rglob("*") if p.is_file()}
+    out = tmp_path / "briefs"
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--onto",
+            "master", "--out", str(out))
+    assert r.code == 0, r.err
+    assert {p: p.read_bytes() for p in (project / "stack").rglob("*") if p.is_file()} == before
+    head = up.head
+    data = _json(cli, project, up, "--onto", "master")
+    grades = {p["file"][:4]: p["port"]["grade"] for p in data["patches"]}
+    assert grades == {"0001": "exact", "0002": "offset", "0003": "offset", "0004": "3way",
+                      "0005": "conflict", "0006": "upstream", "0007": "3way",
+                      "0008": "upstream"}
+    ports = {p["file"][:4]: p["port"] for p in data["patches"]}
+    assert ports["0005"]["conflicts"] == ["src/tiny.c"] and ports["0005"]["diff"] is None
+    assert ports["0001"]["applies_to"] == head
+    diffs = sorted(p.name for p in out.glob("*.diff"))
+    assert diffs == [f"{n}.onto-{head[:12]}.diff" for n in (
+        "0001-util-add-tiny_square", "0002-tiny-bump-op-02", "0003-tiny-declare-tiny_square",
+        "0004-tiny-scale-op-10", "0007-cmake-define-TINY_PATCHED")]
+    first = (out / diffs[0]).read_text()
+    assert first.startswith("diff --git a/src/util.c b/src/util.c\n")
+    assert "Subject:" not in first and "Concern:" not in first and "\n-- \n" not in first
+    # the first patch's ported diff applies to the new base itself
+    git(up.path, "apply", "--check", str(out / diffs[0]))
+    offset = (out / diffs[1]).read_text()
+    git(up.path, "apply", "--check", str(out / diffs[1]))
+    old = (project / "stack/patches/0002-tiny-bump-op-02.patch").read_text()
+    hunk = re.compile(r"^@@ .* @@", re.M)
+    assert hunk.findall(offset) != hunk.findall(old)  # regenerated at the new position
+    brief = (out / "0005-tiny-tighten-op-15.md").read_text()
+    assert "- grade: **conflict**" in brief and "- conflicts in: `src/tiny.c`" in brief
+    assert markdown_problems(brief) == []
