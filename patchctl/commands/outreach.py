@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import click
@@ -33,12 +34,15 @@ NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it w
 @click.option("--check", "check_only", is_flag=True,
               help="With --out: do not render; exit 1 if the briefs in DIR are stale "
               "(their stack, evidence, templates or code changed). Needs no upstream.")
+@click.option("--handoff", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --out: also write a handoff README (per concern: patch, tests, "
+              "evidence commands and results, changed files, limitations, worker handoff).")
 @upstream_option
 @json_option
 @click.pass_context
 def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, out: Path | None,
-                   onto: str | None, check_only: bool, upstream: str | None,
-                   as_json: bool) -> int:
+                   onto: str | None, check_only: bool, handoff: Path | None,
+                   upstream: str | None, as_json: bool) -> int:
     """Write a submission brief for the person who proposes each patch upstream.
 
     PATCH is a file name, its number prefix (0001) or a concern. The brief
@@ -53,6 +57,8 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
 
     stack = stack_of(ctx)
     project = project_dir(ctx)
+    if handoff and out is None:
+        raise click.UsageError("--handoff needs --out DIR")
     if check_only:
         if out is None:
             raise click.UsageError("--check needs --out DIR")
@@ -93,19 +99,25 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     if out is None:
         click.echo("\n".join(files[name] for name in files if name.endswith(".md")), nl=False)
         return 0
+    beside = {}
+    if handoff:
+        beside[handoff] = render.render_handoff(b, os.path.relpath(out.absolute(),
+                                                                   project.absolute()))
     command = ["patchctl", "draft-outreach", *(["--series"] if whole else []),
                *patches, "--upstream", "UPSTREAM", "--out", str(out),
+               *(["--handoff", str(handoff)] if handoff else []),
                *(["--onto", onto] if onto else [])]
     evidence = sorted({e.file for p in b.patches for e in p.evidence})
     meta = {"command": " ".join(command), "name": b.name, "base": b.base, "onto": b.onto,
             "fingerprint": b.fingerprint,
             "policy_files": {f.path: f.lines for f in b.policy_files}}
-    result = output.write(project, stack, out, files, meta=meta, evidence_files=evidence)
+    result = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
+                          beside=beside)
     if as_json:
         emit_json(result.to_dict())
     else:
         for name in result.files:
-            click.echo(f"wrote {Path(result.out) / name}")
+            click.echo(f"wrote {os.path.normpath(Path(result.out) / name)}")
         for name in result.removed:
             click.echo(f"removed {Path(result.out) / name}", err=True)
     return 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -74,24 +75,33 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
 
 
 def write(project: Path, stack: Stack, out: Path, files: dict[str, str], *,
-          meta: dict, evidence_files: list[str]) -> WriteResult:
-    """Replace the briefs in ``out`` with ``files`` (name -> text) and a manifest, at once."""
-    from patchctl import stackwrite
+          meta: dict, evidence_files: list[str],
+          beside: dict[Path, str] | None = None) -> WriteResult:
+    """Replace the briefs in ``out`` with ``files`` (name -> text) and a manifest, at once.
+
+    ``beside`` are files written elsewhere (the handoff README); the manifest records
+    them by their path relative to ``out`` so ``check`` covers them too.
+    """
+    from patchctl import fsutil, stackwrite
 
     out = out.absolute()
     out.mkdir(parents=True, exist_ok=True)
     payload = {name: text.encode("utf-8") for name, text in sorted(files.items())}
+    others = {os.path.relpath(path.absolute(), out): text.encode("utf-8")
+              for path, text in (beside or {}).items()}
     manifest = {
         "schema": SCHEMA, **meta,
         "inputs": inputs(project, stack, evidence_files),
-        "outputs": {name: _sha(data) for name, data in payload.items()},
+        "outputs": {name: _sha(data) for name, data in {**payload, **others}.items()},
     }
+    for rel, data in sorted(others.items()):
+        fsutil.atomic_write(out / rel, data)
     payload[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
     removed = sorted(p.name for p in out.iterdir()
                      if p.is_file() and p.suffix in _OWNED_SUFFIXES and p.name not in payload)
     changes: dict[str, bytes | None] = {**payload, **dict.fromkeys(removed)}
     stackwrite.replace_stack(Stack(out), changes)
-    return WriteResult(str(out), sorted(payload), removed)
+    return WriteResult(str(out), sorted([*payload, *others]), removed)
 
 
 def check(project: Path, stack: Stack, out: Path) -> CheckResult:

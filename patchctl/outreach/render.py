@@ -62,11 +62,19 @@ def environment():
         lstrip_blocks=True,
     )
     env.filters.update(md=md, code=code, cellcode=cellcode, block=block, shell=shell)
+    from patchctl.outreach.facts import is_test_path
+
+    env.tests["test_path"] = is_test_path
     return env
 
 
 def render_patch(brief, patch) -> str:
     return _tidy(environment().get_template("outreach-patch.md.j2").render(b=brief, p=patch))
+
+
+def render_handoff(brief, briefs_dir: str) -> str:
+    return _tidy(environment().get_template("outreach-handoff.md.j2").render(
+        b=brief, briefs_dir=briefs_dir))
 
 
 def render_series(brief) -> str:
