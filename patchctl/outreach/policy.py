@@ -299,5 +299,8 @@ def _codeowners_match(pattern: str, path: str) -> bool:
         c = body[i]
         rx += "[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
         i += 1
-    rx = ("" if anchored else "(?:.*/)?") + rx + "(?:/.*)?"
+    # GitHub: "docs/*" owns docs/a.md but not docs/sub/b.md; any other pattern also owns
+    # everything under a directory it names
+    tail = "" if pattern.endswith("/*") else "(?:/.*)?"
+    rx = ("" if anchored else "(?:.*/)?") + rx + tail
     return re.fullmatch(rx, path) is not None
