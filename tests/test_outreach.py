@@ -36,7 +36,9 @@ def _project(tmp_path: Path, up: Upstream, patches: list[tuple[str, str]], name:
 def forbids(tmp_path: Path) -> tuple[Path, Upstream]:
     up = policy_upstream(tmp_path / "up-forbids", FORBIDS)
     patch = api_patch(up, tmp_path / "scratch-f",
-                      trailers={"Assisted-by": "ExampleTool [include/*]"}, odd_lines=True)
+                      trailers={"Assisted-by": "ExampleTool [include/*]",
+                                "Co-authored-by": "HelperBot <bot@example.invalid>"},
+                      odd_lines=True)
     return _project(tmp_path, up, [("0001-tiny-add-tiny_cube.patch", patch)], "pf"), up
 
 
@@ -152,6 +154,7 @@ def test_api_disclosure_lint_and_reviewers(cli, forbids) -> None:
         ("function", "tiny_cube", "int tiny_cube(int v);")]
     assert data["assistance"] == [{"tool": "ExampleTool", "files": ["include/tiny.h"],
                                    "trailer": "Assisted-by: ExampleTool [include/*]"}]
+    assert data["coauthors"] == ["HelperBot"]  # named for the person to judge; no address
     lint = {(x["code"], x["file"], x["rule"]) for x in data["lint"]}
     assert ("non-ascii", "src/util.c", "CONTRIBUTING.md:12") in lint
     assert ("trailing-whitespace", "src/util.c", ".editorconfig:4") in lint

@@ -165,9 +165,9 @@ class Assistance:
 
 
 def assistance(patch: Patch) -> tuple[list[Assistance], list[str]]:
-    """``Assisted-by: TOOL [glob ...]`` trailers (no globs: every file), and any
-    ``Co-authored-by:`` naming something (upstreams that use Assisted-by ask that
-    a tool is never a co-author; the person judges)."""
+    """``Assisted-by: TOOL [glob ...]`` trailers (no globs: every file), and the names in
+    any ``Co-authored-by:`` (upstreams that use Assisted-by ask that a tool is never a
+    co-author; the person judges)."""
     paths = [f.path for f in patch.files]
     out = []
     for value in patch.metadata.get("Assisted-by", []):
@@ -175,7 +175,8 @@ def assistance(patch: Patch) -> tuple[list[Assistance], list[str]]:
         globs = rest.rstrip("]").split() if rest else []
         files = [p for p in paths if not globs or any(glob_match(p, g) for g in globs)]
         out.append(Assistance(tool.strip(), files, f"Assisted-by: {value}"))
-    coauthors = [f"Co-authored-by: {v}" for v in patch.metadata.get("Co-authored-by", [])]
+    # names only: e-mail addresses stay out of briefs
+    coauthors = [v.split("<", 1)[0].strip() or v for v in patch.metadata.get("Co-authored-by", [])]
     return out, coauthors
 
 
