@@ -14,6 +14,7 @@ from tests.builders import Upstream, git, make_project
 from tests.outreach_helpers import (
     FORBIDS,
     NO_RULES,
+    TEMPLATE,
     api_patch,
     html,
     markdown_problems,
@@ -32,22 +33,44 @@ def _project(tmp_path: Path, up: Upstream, patches: list[tuple[str, str]], name:
     return make_project(tmp_path / name, up, patches, pin=up.commits["policy"])
 
 
-@pytest.fixture
-def forbids(tmp_path: Path) -> tuple[Path, Upstream]:
-    up = policy_upstream(tmp_path / "up-forbids", FORBIDS)
-    patch = api_patch(up, tmp_path / "scratch-f",
-                      trailers={"Assisted-by": "ExampleTool [include/*]",
-                                "Co-authored-by": "HelperBot <bot@example.invalid>"},
-                      odd_lines=True)
-    return _project(tmp_path, up, [("0001-tiny-add-tiny_cube.patch", patch)], "pf"), up
+def _built(factory: pytest.TempPathFactory, contributing: str, template: str | None,
+           trailers: dict[str, str]) -> tuple[Path, Upstream]:
+    root = factory.mktemp("outreach")
+    old = dict(os.environ)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    try:
+        up = policy_upstream(root / "up", contributing, template=template)
+        patch = api_patch(up, root / "scratch", trailers=trailers, odd_lines=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return _project(root, up, [("0001-tiny-add-tiny_cube.patch", patch)]), up
+
+
+@pytest.fixture(scope="module")
+def _forbids(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
+    return _built(tmp_path_factory, FORBIDS, TEMPLATE,
+                  {"Assisted-by": "ExampleTool [include/*]",
+                   "Co-authored-by": "HelperBot <bot@example.invalid>"})
+
+
+@pytest.fixture(scope="module")
+def _no_rules(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
+    return _built(tmp_path_factory, NO_RULES, None,
+                  {"Assisted-by": "ExampleTool [include/*]"})
 
 
 @pytest.fixture
-def no_rules(tmp_path: Path) -> tuple[Path, Upstream]:
-    up = policy_upstream(tmp_path / "up-plain", NO_RULES, template=None)
-    patch = api_patch(up, tmp_path / "scratch-p",
-                      trailers={"Assisted-by": "ExampleTool [include/*]"}, odd_lines=True)
-    return _project(tmp_path, up, [("0001-tiny-add-tiny_cube.patch", patch)], "pp"), up
+def forbids(_forbids, tmp_path: Path) -> tuple[Path, Upstream]:
+    """A private copy of the project (tests may edit it); the upstream is only read."""
+    shutil.copytree(_forbids[0], tmp_path / "pf")
+    return tmp_path / "pf", _forbids[1]
+
+
+@pytest.fixture
+def no_rules(_no_rules, tmp_path: Path) -> tuple[Path, Upstream]:
+    shutil.copytree(_no_rules[0], tmp_path / "pp")
+    return tmp_path / "pp", _no_rules[1]
 
 
 def _brief(cli, project: Path, up: Upstream, *args: str) -> str:
