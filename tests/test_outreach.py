@@ -309,3 +309,39 @@ def test_onto_ports_and_grades_each_patch(cli, tmp_path: Path) -> None:
     brief = (out / "0005-tiny-tighten-op-15.md").read_text()
     assert "- grade: **conflict**" in brief and "- conflicts in: `src/tiny.c`" in brief
     assert markdown_problems(brief) == []
+
+
+def test_evidence_records_give_results_timings_and_rerun_commands(cli, forbids) -> None:
+    """A reproduce record and a recorded upstream-style test are shown with their result,
+    their command, and whether they were recorded for this stack's fingerprint."""
+    project, up = forbids
+    ev = project / "evidence"
+    (ev / "cube").mkdir(parents=True)
+    record = {"schema": "patchctl.evidence/1", "name": "cube-upstream-test",
+              "argv": ["ctest", "-R", "^cube$"], "exit_code": 0, "expect": "pass",
+              "as_expected": True, "seconds": 0.25, "started": "2026-11-29T00:00:00+00:00",
+              "stack": {"pin": "0" * 40, "fingerprint": "f" * 64},
+              "output_file": "cube-upstream-test.log", "extra": {}}
+    (ev / "cube" / "cube-upstream-test.json").write_text(json.dumps(record))
+    (ev / "cube" / "cube-upstream-test.log").write_text("1: ok  : cube(3) == 27\n1: PASS\n")
+    fp = _json(cli, project, up)["fingerprint"]
+    side = {"result": "build", "prefix": 0, "compiled": 1, "failed_target": "cube.o",
+            "seconds": {"build": 0.5}}
+    repro = {**record, "name": "reproduce-tiny", "argv": ["patchctl", "reproduce"],
+             "stack": {"pin": "0" * 40, "fingerprint": fp}, "output_file": "none.log",
+             "extra": {"reproduce": {"patches": [
+                 {"name": "0001-tiny-add-tiny_cube.patch", "concern": "cube",
+                  "outcome": "fails-before/passes-after",
+                  "before": side, "after": {**side, "result": "passed", "prefix": 1,
+                                            "failed_target": None}}]}}}
+    (ev / "reproduce-tiny.json").write_text(json.dumps(repro))
+    (ev / "unrelated.json").write_text(json.dumps({**record, "name": "other"}))
+    text = _brief(cli, project, up, "cube")
+    assert markdown_problems(text) == []
+    assert "| `evidence/cube/cube-upstream-test.json` | 0 | pass | yes | 0.25 | no: fingerprint " \
+           "ffffffffffffffff |" in text
+    assert "| `evidence/reproduce-tiny.json` | 0 | pass (fails-before/passes-after) | yes |" in text
+    assert "ok  : cube(3) == 27\n  PASS" in text
+    assert "- before (pin \\+ 0 patches): failed at the build step (cube.o)" in text
+    assert "ctest -R '^cube$'" in text
+    assert "evidence/unrelated.json" not in text

@@ -101,6 +101,7 @@ class PatchBrief:
     upstream_status: str | None
     scope: list[str]
     body_present: bool
+    reproducer: str | None
     stats: list[facts.FileStat]
     api: list[facts.ApiItem]
     rules: list[policy.Rule]
@@ -249,7 +250,8 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
     return PatchBrief(
         index=index, file=patch.name, subject=patch.subject, author=_name_only(patch.author),
         concern=patch.concern, upstream_status=patch.upstream_status, scope=patch.scope,
-        body_present=bool(patch.body.strip()), stats=facts.diffstat(patch), api=api,
+        body_present=bool(patch.body.strip()), reproducer=patch.reproducer,
+        stats=facts.diffstat(patch), api=api,
         rules=rules, template=template, outreach=outreach, evidence=evidence, checks=checks,
         guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,

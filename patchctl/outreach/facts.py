@@ -262,6 +262,7 @@ class EvidenceRun:
     fingerprint: str | None
     current: bool  # recorded for this stack's fingerprint
     outcome: str | None = None  # reproduce: fails-before/passes-after, ...
+    steps: list[str] = field(default_factory=list)  # reproduce: each side's result, timings
     checks: list[str] = field(default_factory=list)  # test lines from the log
 
 
@@ -299,7 +300,8 @@ def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[Evidence
             as_expected=bool(data.get("as_expected")), seconds=float(data.get("seconds", 0)),
             started=str(data.get("started", "")), pin=stack.get("pin"),
             fingerprint=stack.get("fingerprint"), current=stack.get("fingerprint") == fingerprint,
-            outcome=entry.get("outcome") if entry else None)
+            outcome=entry.get("outcome") if entry else None,
+            steps=_reproduce_steps(entry) if entry else [])
         log = path.parent / str(data.get("output_file", ""))
         if data.get("output_file") and log.is_file():
             text = log.read_text(encoding="utf-8", errors="replace")
@@ -307,6 +309,23 @@ def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[Evidence
                           if (m := _CHECK_LINE.match(ln.strip()))][:60]
         runs.append(run)
     return runs
+
+
+def _reproduce_steps(entry: dict) -> list[str]:
+    """One line per side of a reproduce record: its result, where a build failed, timings."""
+    out = []
+    for role in ("before", "after"):
+        side = entry.get(role) or {}
+        if not side:
+            continue
+        result = str(side.get("result"))
+        if result in ("configure", "build", "test"):
+            result = f"failed at the {result} step"
+        where = f" ({side['failed_target']})" if side.get("failed_target") else ""
+        times = ", ".join(f"{k} {v}s" for k, v in sorted((side.get("seconds") or {}).items()))
+        out.append(f"{role} (pin + {side.get('prefix', '?')} patches): {result}"
+                   f"{where}; {side.get('compiled', '?')} objects compiled; {times}")
+    return out
 
 
 # -- outreach data -----------------------------------------------------------------------
