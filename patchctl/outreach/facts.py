@@ -30,19 +30,14 @@ class FileStat:
 
 
 def diffstat(patch: Patch) -> list[FileStat]:
-    """Per-file counts, read from the patch's own diff with unidiff."""
-    from unidiff import PatchSet
-
+    """Per-file counts from the patch's parsed diff (patchfile reads it with unidiff)."""
     stats = []
-    for pf in PatchSet(patch.normalized_diff()):
-        path = _strip(pf.target_file if not pf.is_removed_file else pf.source_file, patch.strip)
-        status = "added" if pf.is_added_file else "deleted" if pf.is_removed_file else "modified"
-        stats.append(FileStat(path, pf.added, pf.removed, status))
+    for f in patch.files:
+        lines = [ln[:1] for h in f.hunks for ln in h.lines]
+        status = "added" if f.source is None else "deleted" if f.target is None else "modified"
+        stats.append(FileStat(f.path if f.target else (f.source or f.path), lines.count("+"),
+                              lines.count("-"), status))
     return stats
-
-
-def _strip(raw: str, strip: int) -> str:
-    return "/".join(raw.split("/")[strip:]) if raw != "/dev/null" else raw
 
 
 @dataclass(frozen=True)
