@@ -322,54 +322,20 @@ def _owners(text: str | None, path: str | None, touched: list[str]) -> list[Revi
 
 
 def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem]) -> list[HunkGuide]:
+    """Per hunk: where, how big, the comments it adds, the API it declares, and where the
+    upstream code it uses is declared at the base (one git grep for the whole patch)."""
     lines = patch.text.split("\n")
-    declared = {a.name for a in api}
-    # names the patch itself declares are not upstream code paths
-    introduced = set(declared)
-    for f in patch.files:
-        for h in f.hunks:
-            for ln in h.lines:
-                if ln[:1] != "+":
-                    continue
-                if (m := _DECL.match(ln[1:])) and m.group(1) not in _NOT_TYPE:
-                    introduced.add(m.group(2))
-                if "(" in ln:  # parameters of a function the patch defines
-                    introduced.update(_PARAM.findall(ln[1:].split("(", 1)[1]))
-    wanted: dict[str, None] = {}
-    per_hunk: list[tuple[str, int, object, list[str]]] = []
-    for f in patch.files:
-        for number, h in enumerate(f.hunks, start=1):
-            ids = []
-            for ln in h.lines:
-                if ln[:1] != "+":
-                    continue
-                code = re.sub(r'"(\\.|[^"\\])*"', "", facts._COMMENT.sub("", ln[1:]))
-                for m in _IDENT.finditer(code):
-                    word = m.group(0)
-                    if word not in _STOP and word not in introduced and word not in ids and \
-                            ("_" in word or re.search(r"[a-z][A-Z]", word)):
-                        ids.append(word)
-            ids = ids[:12]
-            wanted.update(dict.fromkeys(ids))
-            per_hunk.append((f.path, number, h, ids))
-    kinds = sorted({f"*{PurePosixPath(p).suffix}" if PurePosixPath(p).suffix else
-                    f"*{PurePosixPath(p).name}" for f in patch.files for p in f.paths})
-    hits = gitrepo.grep_fixed(upstream, base, list(wanted)[:200], kinds) if wanted else []
-    where: dict[str, Relied] = {}
-    best: dict[str, int] = {}
-    for hit in hits:
-        for word in _IDENT.findall(hit.text):
-            if word in wanted:
-                score = _definition_score(word, hit.path, hit.line, hit.text)
-                if word not in best or score > best[word]:
-                    best[word] = score
-                    where[word] = Relied(word, hit.path, hit.line, hit.text.strip()[:160])
+    introduced = _introduced(patch, api)
+    per_hunk = [(f.path, number, h, _identifiers(h, introduced))
+                for f in patch.files for number, h in enumerate(f.hunks, start=1)]
+    wanted = list(dict.fromkeys(i for *_, ids in per_hunk for i in ids))[:200]
+    where = _locate(upstream, base, patch, wanted)
     out = []
     for path, number, h, ids in per_hunk:
         added = [ln[1:] for ln in h.lines if ln[:1] == "+"]
         comments = [c for ln in added for c in [ln.strip()]
                     if c.startswith(("//", "/*", "*")) and
-                    not facts._COMMENT.sub("", c).strip().strip("*/").strip()]
+                    not facts.strip_comments(c).strip().strip("*/").strip()]
         decl = sorted({a.name for a in api if a.file == path and
                        h.target_start <= a.line < h.target_start + max(h.target_length, 1)})
         out.append(HunkGuide(path, number, lines[h.line - 1] if h.line - 1 < len(lines) else "",
@@ -377,6 +343,57 @@ def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem]) ->
                              [c[:200] for c in comments], decl,
                              [where[i] for i in ids if i in where]))
     return out
+
+
+def _introduced(patch: Patch, api: list[facts.ApiItem]) -> set[str]:
+    """Names the patch itself declares (its API, variables, parameters): not upstream's."""
+    names = {a.name for a in api}
+    for f in patch.files:
+        for h in f.hunks:
+            for ln in h.lines:
+                if ln[:1] != "+":
+                    continue
+                if (m := _DECL.match(ln[1:])) and m.group(1) not in _NOT_TYPE:
+                    names.add(m.group(2))
+                if "(" in ln:
+                    names.update(_PARAM.findall(ln[1:].split("(", 1)[1]))
+    return names
+
+
+def _identifiers(hunk, introduced: set[str]) -> list[str]:
+    """Up to 12 distinctive identifiers the hunk's added code uses (not in strings or
+    comments, not declared by the patch), in order of appearance."""
+    ids: list[str] = []
+    for ln in hunk.lines:
+        if ln[:1] != "+":
+            continue
+        code = re.sub(r'"(\\.|[^"\\])*"', "", facts.strip_comments(ln[1:]))
+        for m in _IDENT.finditer(code):
+            word = m.group(0)
+            if word not in _STOP and word not in introduced and word not in ids and \
+                    ("_" in word or re.search(r"[a-z][A-Z]", word)):
+                ids.append(word)
+    return ids[:12]
+
+
+def _locate(upstream: Path, base: str, patch: Patch, words: list[str]) -> dict[str, Relied]:
+    """For each word, its most declaration-like line at the base, in files of the kinds
+    the patch touches."""
+    if not words:
+        return {}
+    kinds = sorted({f"*{PurePosixPath(p).suffix}" if PurePosixPath(p).suffix else
+                    f"*{PurePosixPath(p).name}" for f in patch.files for p in f.paths})
+    wanted = set(words)
+    where: dict[str, Relied] = {}
+    best: dict[str, int] = {}
+    for hit in gitrepo.grep_fixed(upstream, base, words, kinds):
+        for word in _IDENT.findall(hit.text):
+            if word in wanted:
+                score = _definition_score(word, hit.path, hit.line, hit.text)
+                if word not in best or score > best[word]:
+                    best[word] = score
+                    where[word] = Relied(word, hit.path, hit.line, hit.text.strip()[:160])
+    return where
 
 
 def _definition_score(word: str, path: str, line: int, text: str) -> int:

@@ -83,6 +83,11 @@ class ApiItem:
 
 
 _COMMENT = re.compile(r"//.*$|/\*.*?\*/")
+def strip_comments(code: str) -> str:
+    """A C/C++ line without its ``//`` and one-line ``/* */`` comments."""
+    return _COMMENT.sub("", code)
+
+
 _FUNC = re.compile(r"^(?!return\b)[A-Za-z_][\w\s\*&:<>,]*?\b(\w+)\s*\((.*)\)\s*(const\s*)?;$")
 _FIELD = re.compile(r"^(?!return\b)[A-Za-z_][\w\s\*&:<>,]*?\b(\w+)\s*(\[[^\]]*\])?\s*"
                     r"(=[^;]*)?;$")
@@ -106,7 +111,7 @@ def public_api(patch: Patch, base_files: dict[str, str | None]) -> list[ApiItem]
         base = (base_files.get(f.path) or "").splitlines()
         pending: list[AddedLine] = []
         for added in added_lines(f):
-            code = _COMMENT.sub("", added.text).strip()
+            code = strip_comments(added.text).strip()
             if not code:
                 continue
             if pending or ("(" in code and not code.endswith((";", "{", "}"))):
@@ -142,7 +147,7 @@ def _container(base: list[str], line: int) -> tuple[str, str] | None:
     numbers are close enough: the scan only needs the enclosing block)."""
     depth = 0
     for text in reversed(base[: max(0, min(line - 1, len(base)))]):
-        code = _COMMENT.sub("", text)
+        code = strip_comments(text)
         depth += code.count("}") - code.count("{")
         if depth < 0:
             m = _CONTAINER.match(code.split("{")[0])
