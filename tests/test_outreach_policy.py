@@ -38,7 +38,9 @@ def test_rules_are_found_with_file_and_line_and_never_from_code_examples() -> No
 def test_a_mention_without_a_prohibition_is_not_a_ban() -> None:
     """Regression guard: a guide that asks for good PR descriptions must not be reported as
     forbidding machine-written ones."""
-    text = "# Contributing\n\n- Write clear PR descriptions and commit messages.\n"
+    text = ("# Contributing\n\n- Write clear PR descriptions and commit messages.\n"
+            "- Do not write comments that restate the code.\n"
+            "- Never write commit messages longer than 72 columns.\n")
     assert policy.find_rules({"CONTRIBUTING.md": text}) == []
     assert policy.find_rules({}) == []
 

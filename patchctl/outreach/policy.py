@@ -25,6 +25,9 @@ CODEOWNERS_FILES = ("CODEOWNERS", ".github/CODEOWNERS", "docs/CODEOWNERS")
 EDITORCONFIG = ".editorconfig"
 ALL_FILES = (*RULE_FILES, *TEMPLATE_FILES, *CODEOWNERS_FILES, EDITORCONFIG)
 
+_AI = re.compile(r"\bAI\b|machine|\bLLM|\bagents?\b|automat", re.I)
+# files addressed to coding agents: everything in them is about AI use
+AGENT_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 _PROHIBITION = re.compile(
     r"prohibit|forbid|not allowed|\bdo not\b|\bdon't\b|\bnever\b|must not|strictly|\bban", re.I)
 
@@ -35,14 +38,15 @@ class RuleKind:
     title: str  # patchctl's name for the group; the rule itself is the cited text
     patterns: tuple[str, ...]  # every one must match the line
     prohibition: bool = False  # the line, or its section heading, must prohibit something
+    about_ai: bool = False  # the line, its heading or the file must be about AI/agents
 
 
 # Recognizers, not rules: each matches lines that state a rule of this kind.
 KINDS = (
     RuleKind("no-machine-prose", "No machine-written PR descriptions, commit messages or replies",
-             (r"descriptions?\b|commit messages?|\bposts\b|respon\w* to (reviewers|humans)|"
-              r"reviewer responses|\bcomments?\b",
-              r"\bAI\b|machine|\bLLM|agent|\bwrit"), prohibition=True),
+             (r"(PR|pull[- ]request) descriptions?\b|commit messages?|\bposts\b|"
+              r"respon\w* to (reviewer|humans)|reviewer responses",
+              r"\bAI\b|machine|\bLLM|agent|\bwrit|generat"), prohibition=True, about_ai=True),
     RuleKind("no-automated-submission", "No automated commits or submissions",
              (r"automat", r"submi|commits|\bPRs?\b|pull request|push"), prohibition=True),
     RuleKind("issue-first", "Features begin with an issue",
@@ -134,6 +138,9 @@ def find_rules(files: dict[str, str | None]) -> list[Rule]:
                     continue
                 if kind.prohibition and not (_PROHIBITION.search(body) or
                                              _PROHIBITION.search(line.heading)):
+                    continue
+                if kind.about_ai and not (path in AGENT_FILES or _AI.search(body) or
+                                          _AI.search(line.heading)):
                     continue
                 rule = found.setdefault(kind.id, Rule(kind.id, kind.title, []))
                 rule.citations.append(Citation(path, line.number, _quote(body)))
