@@ -40,7 +40,8 @@ def test_a_mention_without_a_prohibition_is_not_a_ban() -> None:
     forbidding machine-written ones."""
     text = ("# Contributing\n\n- Write clear PR descriptions and commit messages.\n"
             "- Do not write comments that restate the code.\n"
-            "- Never write commit messages longer than 72 columns.\n")
+            "- Never write commit messages longer than 72 columns.\n"
+            "- Report vulnerabilities by responsible disclosure.\n")
     assert policy.find_rules({"CONTRIBUTING.md": text}) == []
     assert policy.find_rules({}) == []
 

@@ -58,7 +58,7 @@ KINDS = (
              (r"\bAPI\b", r"higher bar|justify")),
     RuleKind("one-open-pr", "New contributors keep one open PR",
              (r"open (PRs|pull requests)", r"\b(1|one)\b")),
-    RuleKind("ai-disclosure", "Disclose AI assistance", (r"disclos",)),
+    RuleKind("ai-disclosure", "Disclose AI assistance", (r"disclos",), about_ai=True),
     RuleKind("understand-every-line", "Understand and explain every line",
              (r"explain (every|any) (line|change)|understand (their|your) code|"
               r"code you do not understand|fully understand",)),
