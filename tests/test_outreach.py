@@ -263,6 +263,11 @@ def test_out_dir_manifest_detects_stale_briefs(cli, forbids, tmp_path: Path) -> 
     assert stale.code == 1
     assert "input stack/patches/0001-tiny-add-tiny_cube.patch changed" in stale.out
     assert "regenerate with: patchctl draft-outreach" in stale.out
+    (project / "evidence" / "cube").mkdir(parents=True)
+    (project / "evidence" / "cube" / "new.json").write_text(json.dumps(
+        {"schema": "patchctl.evidence/1", "name": "new", "argv": ["true"], "exit_code": 0}))
+    newer = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert "input evidence/cube/new.json added" in newer.out
     brief = out / "series.md"
     brief.write_text(brief.read_text() + "edited\n")
     again = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out), "--json")

@@ -107,9 +107,9 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
                *patches, "--upstream", "UPSTREAM", "--out", str(out),
                *(["--handoff", str(handoff)] if handoff else []),
                *(["--onto", onto] if onto else [])]
-    evidence = sorted({e.file for p in b.patches for e in p.evidence})
+    evidence = output.evidence_files(project, stack, [p.file for p in b.patches])
     meta = {"command": " ".join(command), "name": b.name, "base": b.base, "onto": b.onto,
-            "fingerprint": b.fingerprint,
+            "fingerprint": b.fingerprint, "patches": [p.file for p in b.patches],
             "policy_files": {f.path: f.lines for f in b.policy_files}}
     result = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
                           beside=beside)

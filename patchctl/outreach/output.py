@@ -74,6 +74,18 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
     return out
 
 
+def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
+    """The evidence records the briefs of the patches ``names`` cite, as they are now: a
+    new record about a patch makes its brief stale too."""
+    from patchctl.fingerprint import fingerprint
+    from patchctl.outreach.facts import evidence_for
+
+    patches = stack.patches()
+    fp = fingerprint(stack.pin().commit, patches)
+    return sorted({e.file for p in patches if p.name in names
+                   for e in evidence_for(project, p, fp)})
+
+
 def write(project: Path, stack: Stack, out: Path, files: dict[str, str], *,
           meta: dict, evidence_files: list[str],
           beside: dict[Path, str] | None = None) -> WriteResult:
@@ -118,8 +130,7 @@ def check(project: Path, stack: Stack, out: Path) -> CheckResult:
         raise InputError(f"{path}: not valid JSON ({e})") from e
     result = CheckResult(str(out), command=str(manifest.get("command", "")))
     recorded: dict[str, str] = manifest.get("inputs", {})
-    evidence = [k for k in recorded if k.startswith("evidence/")]
-    now = inputs(project, stack, evidence)
+    now = inputs(project, stack, evidence_files(project, stack, manifest.get("patches", [])))
     for key in sorted(set(recorded) | set(now)):
         if recorded.get(key) != now.get(key):
             what = "added" if key not in recorded else "removed" if key not in now else "changed"
