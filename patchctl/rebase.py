@@ -10,16 +10,15 @@ first commit on NEW's first-parent line after the old pin where it stops
 applying, by binary search: ceil(log2 n) checks plus one at each end.
 
 Nothing in ``stack/`` changes until every patch has a new form: the new stack
-is staged and swapped in at once (stackwrite.py). A conflict stops the rebase
-with a resumable state (rebase_state.py).
+is staged and swapped in at once (stackwrite.py). The command itself, and a
+stop at a conflict with its resumable state, are rebasing.py and
+rebase_state.py; this module imports neither.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -28,9 +27,9 @@ from patchctl import gitrepo, patchtext, stackwrite
 from patchctl.errors import GitError, InputError
 from patchctl.fingerprint import fingerprint, make_lock
 from patchctl.patchfile import Patch
-from patchctl.stack import Pin, Stack, render_lock
+from patchctl.schemas import REBASE as SCHEMA
+from patchctl.stack import Pin, Stack, render_lock, rewrite_series
 
-SCHEMA = "patchctl.rebase/1"
 EXACT, OFFSET, THREE_WAY, CONFLICT, UPSTREAM = "exact", "offset", "3way", "conflict", "upstream"
 APPLIES = {EXACT, OFFSET, THREE_WAY}
 BROKEN = {THREE_WAY, CONFLICT}  # no longer applies as it is: worth a bisect
@@ -161,8 +160,15 @@ def sources_of(stack: Stack) -> list[Source]:
 
 
 def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
-             progress: Progress | None = None, first: int | None = None) -> list[Step]:
-    """Each patch in order on ``tree`` plus the patches before it that applied."""
+             progress: Progress | None = None, first: int | None = None,
+             landable: frozenset[str] | None = None) -> list[Step]:
+    """Each patch in order on ``tree`` plus the patches before it that applied.
+
+    ``landable``: the paths upstream changed between the old and the new pin. A
+    patch touching none of them cannot have landed upstream, however well it
+    reverse-applies (it is then already in ``tree`` from our own side: a
+    duplicate, or a commit of an interrupted --continue): it is a conflict.
+    """
     index.read_tree(tree)
     current = index.write_tree()
     after_conflict = False
@@ -173,17 +179,27 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         result = PatchResult(index=s.index, name=s.name, grade=CONFLICT,
                              after_conflict=after_conflict)
         step = Step(s, result)
+        could_land = landable is None or any(
+            p in landable for f in s.patch.files for p in f.paths)
         run = index.apply([s.path], strip=s.strip)
+        after = current
         if run.ok:
             result.offsets = [Offset(h.path, h.hunk, h.offset) for h in run.offsets()]
             result.grade = OFFSET if result.offsets else EXACT
             after = index.write_tree()
         elif index.apply([s.path], strip=s.strip, reverse=True, check_only=True).ok:
-            result.grade, after = UPSTREAM, current
+            if could_land:
+                result.grade = UPSTREAM
         elif index.apply([s.path], strip=s.strip, three_way=True).ok:
             after = index.write_tree()
-            result.grade = UPSTREAM if after == current else THREE_WAY
-        else:
+            if after != current:
+                result.grade = THREE_WAY
+            elif could_land:
+                result.grade = UPSTREAM
+            else:
+                index.read_tree(current)
+                after = current
+        if result.grade == CONFLICT:
             result.conflicts = gitrepo.unmerged_paths(index) or [f.path for f in s.patch.files]
             index.read_tree(current)
             after = current
@@ -199,6 +215,11 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         current = after
         steps.append(step)
     return steps
+
+
+def upstream_paths(repo: Path, old: str, new: str) -> frozenset[str]:
+    """The paths upstream changed between the two pins: where a patch can have landed."""
+    return frozenset(gitrepo.changed_paths(repo, old, new))
 
 
 def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) -> str:
@@ -311,55 +332,7 @@ class Searcher:
         return Commit(self.line[pos], gitrepo.subject(self.repo, self.line[pos]))
 
 
-# -- the command --------------------------------------------------------------------------
-
-
-def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, check: bool = False,
-               bisect: bool = False, allow_downgrade: bool = False, drop_upstream: bool = False,
-               progress: Progress | None = None) -> RebaseResult:
-    from patchctl import rebase_state
-
-    started = time.perf_counter()
-    rebase_state.refuse_if_in_progress(project)
-    upstream = gitrepo.git_dir(upstream)  # a work tree path would not reach its objects
-    lock = stackwrite.stack_lock(project, f"rebase-pin on {stack.root}") if not check else None
-    with lock or contextlib.nullcontext():
-        pin = stack.pin()
-        if not check:
-            refuse_hand_edits(project, stack)
-        new = resolve_new(upstream, pin, new_ref, allow_downgrade=allow_downgrade)
-        tag = new_ref if new_ref != new and gitrepo.is_tag(upstream, new_ref) else None
-        sources = sources_of(stack)
-        snap = stackwrite.snapshot(stack.root)
-        with gitrepo.temp_index(upstream) as index:
-            seed(index, pin.commit, sources)
-            steps = classify(index, sources, new, progress=progress)
-            searcher = None
-            if pin.commit != new and gitrepo.is_ancestor(upstream, pin.commit, new):
-                searcher = Searcher(index, upstream, pin.commit, new, sources, progress)
-            checks = name_and_bisect(steps, searcher, bisect=bisect)
-        result = RebaseResult(stack=str(stack.root), old=pin.commit, new=new, new_ref=new_ref,
-                              mode="check" if check else "rebase", status="checked",
-                              patches=[s.result for s in steps],
-                              commits=searcher.commits if searcher else None,
-                              bisect_checks=checks)
-        grades = {s.result.grade for s in steps}
-        if check:
-            pass
-        elif new == pin.commit and grades <= {EXACT}:
-            result.status, result.message = "up-to-date", "the stack is already at this commit"
-        elif UPSTREAM in grades and not drop_upstream:
-            result.status = "needs-drop"
-            result.message = "patches already upstream: re-run with --drop-upstream to drop them"
-        elif CONFLICT not in grades:
-            pin_new = Pin(name=pin.name, url=pin.url, commit=new, tag=tag)
-            result.fingerprint = finalize(stack, snap, pin_new, steps)
-            result.status = "rebased"
-        else:
-            rebase_state.stop(project, stack, upstream, result, steps, snap, tag=tag,
-                              drop_upstream=drop_upstream)
-        result.seconds = round(time.perf_counter() - started, 3)
-        return result
+# -- naming and the final swap -----------------------------------------------------------
 
 
 def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect: bool) -> int:
@@ -443,23 +416,3 @@ def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step]
     changes["stack.lock"] = render_lock(lock).encode()
     stackwrite.replace_stack(stack, changes, expect=snap)
     return lock.fingerprint
-
-
-def rewrite_series(text: str, *, dropped: set[str], restrip: set[str],
-                   append: Sequence[str] = ()) -> str:
-    """The series with entries dropped, strip levels reset to -p1, names appended;
-    comments and order kept."""
-    out: list[str] = []
-    for raw in text.splitlines():
-        body, hash_, comment = raw.partition("#")
-        words = body.split()
-        if not words or raw.lstrip().startswith("#"):
-            out.append(raw)
-            continue
-        if words[0] in dropped:
-            continue
-        if words[0] in restrip:
-            raw = words[0] + (f"  {hash_}{comment}" if hash_ else "")
-        out.append(raw)
-    out += list(append)
-    return "\n".join(out) + "\n"

@@ -6,6 +6,7 @@ No git here. Formats are documented in docs/FORMATS.md.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -152,11 +153,24 @@ def parse_series(text: str, *, source: Path | str = SERIES) -> list[SeriesEntry]
     return entries
 
 
-def render_series(entries: list[SeriesEntry], header: str = "") -> str:
-    lines = [header.rstrip("\n")] if header else []
-    for e in entries:
-        lines.append(e.name if e.strip == 1 else f"{e.name} -p{e.strip}")
-    return "\n".join(lines) + "\n"
+def rewrite_series(text: str, *, dropped: Collection[str] = (), restrip: Collection[str] = (),
+                   append: Sequence[str] = ()) -> str:
+    """The series with entries dropped, strip levels reset to -p1, names appended;
+    comments, blank lines and order kept. The one way any command edits a series."""
+    out: list[str] = []
+    for raw in text.splitlines():
+        body, hash_, comment = raw.partition("#")
+        words = body.split()
+        if not words or raw.lstrip().startswith("#"):
+            out.append(raw)
+            continue
+        if words[0] in dropped:
+            continue
+        if words[0] in restrip:
+            raw = words[0] + (f"  {hash_}{comment}" if hash_ else "")
+        out.append(raw)
+    out += list(append)
+    return "\n".join(out) + "\n"
 
 
 def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:

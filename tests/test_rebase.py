@@ -389,12 +389,85 @@ def test_empty_stack_moves_its_pin(cli, tmp_path: Path, history: History) -> Non
 
 
 def test_progress_reports_patches_and_bisect_checks(proj: Path, history: History) -> None:
-    from patchctl import rebase
+    from patchctl import rebasing
     from patchctl.stack import find_stack
 
     seen: list[str] = []
-    result = rebase.rebase_pin(proj, find_stack(proj), history.upstream.path, "master",
+    result = rebasing.rebase_pin(proj, find_stack(proj), history.upstream.path, "master",
                                check=True, bisect=True, progress=seen.append)
     assert result.status == "checked"
     assert f"[1/8] {P[1]}" in seen
     assert any(m.startswith(f"bisect {P[4]}: check 3,") for m in seen)
+
+
+def _resolve_tiny(work: Path) -> None:
+    text = (work / "src/tiny.c").read_text()
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>>")
+    end = text.index("\n", end) + 1
+    (work / "src/tiny.c").write_text(text[:start] + "        y -= 19;\n" + text[end:])
+    git(work, "add", "src/tiny.c")
+
+
+def test_continue_killed_at_every_step_loses_nothing(cli, tmp_path: Path,
+                                                      history: History) -> None:
+    """Bug (issue 9.1): --continue committed the resolution in the work tree and saved its
+    state only after; killed in between, the next --continue saw the committed patch as
+    'resolved to nothing' (or 'upstream') and dropped it from stack/."""
+    ref = make_project(tmp_path / "ref", history.upstream, history.patches)
+    _resolve_tiny(_stop_at_conflict(cli, ref))
+    assert rebase(cli, ref, "--continue").code == 0
+    new = snap(ref)
+    project = make_project(tmp_path / "p", history.upstream, history.patches)
+    old = snap(project)
+    _resolve_tiny(_stop_at_conflict(cli, project))
+    killed = 0
+    for n in range(1, 40):
+        run = _killed(project, n, "--continue", "--drop-upstream")
+        if run.returncode == 0:
+            break
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        killed += 1
+        assert snap(project) in (old, new), n
+        if snap(project) == new:
+            break
+    assert killed >= 1
+    if (project / ".patchctl/rebase/state.json").exists():
+        assert rebase(cli, project, "--continue").code == 0
+    assert snap(project) == new
+    assert P[5] in (project / "stack/series").read_text()
+
+
+def test_work_tree_commits_are_never_graded_upstream(cli, proj: Path) -> None:
+    """Bug (issue 9.1): a patch that reverse-applies only because our own work tree
+    already carries it was graded 'upstream' and dropped with --drop-upstream."""
+    work = _stop_at_conflict(cli, proj)
+    _resolve_tiny(work)
+    # The user commits the resolution by hand, then --continue: the commit is the
+    # resolution, not an upstream landing.
+    git(work, "commit", "-q", "-m", "resolved")
+    code, data = rebase_json(cli, proj, "--continue")
+    assert (code, data["status"]) == (0, "rebased"), data
+    pats = by_name(data)
+    assert pats[P[5]]["resolved"] is True and pats[P[5]]["change"] == "content-changed"
+    assert "y -= 19;" in (proj / "stack/patches" / P[5]).read_text()
+
+
+def test_a_patch_upstream_never_touched_is_not_graded_upstream(proj: Path,
+                                                               history: History) -> None:
+    """Bug (issue 9.1): classify graded 'upstream' any patch that reverse-applied, even one
+    whose files upstream never changed (it was only in our own tree), so --drop-upstream
+    deleted it."""
+    from patchctl import gitrepo, rebase
+    from patchctl.stack import find_stack
+
+    sources = rebase.sources_of(find_stack(proj))
+    first = sources[:1]
+    repo = gitrepo.git_dir(history.upstream.path)
+    with gitrepo.temp_index(repo) as index:
+        index.read_tree(history.upstream.commits["base"])
+        assert index.apply([first[0].path]).ok
+        ours = index.write_tree()  # the pin with patch 1 already in it
+        unguarded = rebase.classify(index, first, ours)
+        guarded = rebase.classify(index, first, ours, landable=frozenset({"README.md"}))
+    assert unguarded[0].result.grade == "upstream"
+    assert guarded[0].result.grade == "conflict"

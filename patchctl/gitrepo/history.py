@@ -301,3 +301,25 @@ def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) ->
         for patch, strip in patches:
             run_git(["apply", "--cached", f"-p{strip}", str(patch)], repo=repo, env=env,
                     check=False)
+
+
+def head_commit(work: Path) -> str:
+    return run_git(["rev-parse", "--verify", "HEAD^{commit}"], repo=work).stdout.strip()
+
+
+def reset_work(work: Path, commit: str, *, keep: bool) -> None:
+    """Move ``work``'s branch back to ``commit``. ``keep``: the index and files stay as
+    they are (what was committed since becomes staged); else both are reset to
+    ``commit`` and untracked files (.rej leftovers) removed."""
+    if keep:
+        run_git(["reset", "-q", "--soft", commit], repo=work)
+    else:
+        run_git(["reset", "-q", "--hard", commit], repo=work)
+        run_git(["clean", "-q", "-f", "-d"], repo=work)
+
+
+def changed_paths(repo: Path, old: str, new: str) -> list[str]:
+    """Paths that differ between two commits' trees (trees only: no blob is read)."""
+    out = run_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", old, new],
+                  repo=repo, env=git_env(**_STABLE)).stdout
+    return [p for p in out.split("\0") if p]
