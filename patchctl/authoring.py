@@ -341,7 +341,7 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         unchanged = old is not None and path.read_bytes() == text.encode("utf-8",
                                                                          "surrogateescape")
         if not unchanged or stack.lock() != lock:
-            from patchctl.rebase import rewrite_series
+            from patchctl.stack import rewrite_series
 
             series = stack.series_path.read_text(encoding="utf-8")
             changes: dict[str, bytes | None] = {
