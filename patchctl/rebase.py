@@ -353,11 +353,15 @@ def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect:
     return checks
 
 
-def resolve_new(upstream: Path, pin: Pin, new_ref: str, *, allow_downgrade: bool) -> str:
+def resolve_new(upstream: Path, pin: Pin, new_ref: str, *,
+                allow_downgrade: bool) -> tuple[str, str | None]:
+    """NEW_REF's commit, and its name when it is a tag (recorded in the pin file)."""
     if gitrepo.resolve_commit(upstream, pin.commit) is None:
         raise InputError(f"the current pin {pin.commit} is not in upstream {upstream}; "
                          "pass --upstream with a clone that has it")
-    new = gitrepo.resolve_commit(upstream, new_ref)
+    ref = gitrepo.resolve_ref(upstream, new_ref, what="NEW_REF")
+    new = ref.commit if ref else None
+    tag = new_ref if ref and ref.kind == "tag" else None
     if new is None and (re.match(r"^[a-z][a-z0-9+.-]*://", pin.url) or "@" in pin.url):
         new = gitrepo.fetch_ref(upstream, new_ref)
     if new is None:
@@ -367,7 +371,7 @@ def resolve_new(upstream: Path, pin: Pin, new_ref: str, *, allow_downgrade: bool
         raise InputError(f"{new_ref} ({new[:12]}) is older than the current pin "
                          f"{pin.commit[:12]} (an ancestor of it); pass --allow-downgrade "
                          "to move the pin back")
-    return new
+    return new, tag
 
 
 def refuse_hand_edits(project: Path, stack: Stack) -> None:

@@ -60,8 +60,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         pin = stack.pin()
         if not check:
             refuse_hand_edits(project, stack)
-        new = resolve_new(upstream, pin, new_ref, allow_downgrade=allow_downgrade)
-        tag = new_ref if new_ref != new and gitrepo.is_tag(upstream, new_ref) else None
+        new, tag = resolve_new(upstream, pin, new_ref, allow_downgrade=allow_downgrade)
         sources = sources_of(stack)
         snap = stackwrite.snapshot(stack.root)
         with gitrepo.temp_index(upstream) as index:

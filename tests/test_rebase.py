@@ -471,3 +471,28 @@ def test_a_patch_upstream_never_touched_is_not_graded_upstream(proj: Path,
         guarded = rebase.classify(index, first, ours, landable=frozenset({"README.md"}))
     assert unguarded[0].result.grade == "upstream"
     assert guarded[0].result.grade == "conflict"
+
+
+def test_new_ref_is_never_an_option_to_git_fetch(cli, proj: Path, history: History,
+                                                 tmp_path: Path) -> None:
+    """Bug (issue 9.3): with a URL pin, a NEW_REF beginning with '-' reached `git fetch`:
+    `--upload-pack=touch X; git-upload-pack` ran the command and exited 0."""
+    pin = proj / "stack/upstream.toml"
+    pin.write_text(pin.read_text().replace(f'url = "{history.upstream.path}"',
+                                           f'url = "file://{history.upstream.path}"'))
+    marker = tmp_path / "pwned"
+    for ref in (f"--upload-pack=touch {marker}; git-upload-pack", "-oops"):
+        r = rebase(cli, proj, "--check", "--", ref)
+        assert r.code == 2 and "starts with '-'" in r.err, r.err
+    assert not marker.exists()
+    bad = rebase(cli, proj, "--check", "no..such..ref")
+    assert bad.code == 2 and not marker.exists()
+
+
+def test_ambiguous_new_ref_is_refused(cli, proj: Path, history: History) -> None:
+    """Bug (issue 9, smaller): a tag and a branch of one name were resolved silently."""
+    git(history.upstream.path, "tag", "twin", history.upstream.commits["c10"])
+    git(history.upstream.path, "branch", "twin", history.upstream.commits["c20"])
+    r = rebase(cli, proj, "--check", "twin")
+    _refused(r, 2, "ambiguous")
+    assert "refs/tags/twin" in r.err and "refs/heads/twin" in r.err
