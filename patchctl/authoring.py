@@ -49,15 +49,15 @@ def init_stack(project: Path, *, url: str, pin: str, name: str | None = None,
     name = name or recorded_url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git") or "upstream"
     commit, tag, checked, why = pin.lower(), None, False, ""
     try:
-        repo = gitrepo.git_dir(local) if is_local else None
-        if repo is None and check_commit_id(commit, what="--pin"):
-            repo = gitrepo.cached_upstream(url, commit)
-        resolved = gitrepo.resolve_commit(repo, pin)
-        if resolved is None:
+        if is_local:  # a clone, or a bundle (made into a repo in the cache)
+            repo = gitrepo.bundle_repo(local) if local.is_file() else gitrepo.git_dir(local)
+        else:
+            repo = gitrepo.cached_upstream(url, check_commit_id(commit, what="--pin"))
+        ref = gitrepo.resolve_ref(repo, pin, what="--pin")
+        if ref is None:
             raise InputError(f"--pin {pin} is not a commit in upstream {url}")
-        if resolved != commit:
-            tag = pin  # a tag or branch: keep it as information next to the real pin
-        commit, checked = resolved, True
+        tag = ref.name  # a tag or branch: kept as information next to the real pin
+        commit, checked = ref.commit, True
     except EnvironmentFailure as e:
         check_commit_id(commit, what="--pin")
         why = str(e)
