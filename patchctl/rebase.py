@@ -25,7 +25,7 @@ from pathlib import Path
 
 from patchctl import gitrepo, patchtext, stackwrite
 from patchctl.errors import GitError, InputError
-from patchctl.fingerprint import fingerprint, make_lock
+from patchctl.fingerprint import make_lock, staleness
 from patchctl.patchfile import Patch
 from patchctl.schemas import REBASE as SCHEMA
 from patchctl.stack import Pin, Stack, render_lock, rewrite_series
@@ -381,11 +381,10 @@ def refuse_hand_edits(project: Path, stack: Stack) -> None:
         more = f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
         raise InputError(f"{stack.root} has uncommitted changes ({', '.join(dirty[:3])}{more}); "
                          "commit or stash them first, so the rewrite cannot lose them")
-    lock = stack.lock()
-    pin = stack.pin()
-    if lock is None or lock.fingerprint != fingerprint(pin.commit, stack.patches()):
-        raise InputError(f"{stack.lock_path} does not match the patches (edited by hand?); "
-                         "review the edits and run `patchctl lock` first")
+    why = staleness(stack.lock(), make_lock(stack.pin(), stack.patches()))
+    if why is not None:
+        raise InputError(f"{stack.lock_path} is not current ({why}); "
+                         "review the stack and run `patchctl lock` first")
 
 
 def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step],

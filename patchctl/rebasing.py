@@ -25,7 +25,7 @@ from pathlib import Path
 
 from patchctl import gitrepo, patchtext, rebase_state, stackwrite
 from patchctl.errors import InputError
-from patchctl.fingerprint import fingerprint
+from patchctl.fingerprint import fingerprint, make_lock, staleness
 from patchctl.rebase import (
     CONFLICT,
     DROPPED,
@@ -175,9 +175,9 @@ def _rewind(work: Path, state: RebaseState) -> None:
 
 def _finished(stack: Stack, state: RebaseState) -> bool:
     """The stack is the rebase's result: it pins the new commit and its lock is current."""
-    pin, lock = stack.pin(), stack.lock()
-    return pin.commit == state.new and lock is not None and \
-        lock.fingerprint == fingerprint(pin.commit, stack.patches())
+    pin = stack.pin()
+    return pin.commit == state.new and \
+        staleness(stack.lock(), make_lock(pin, stack.patches())) is None
 
 
 def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,

@@ -18,6 +18,7 @@ SERIES = "series"
 PATCHES = "patches"
 PIN_FILE = "upstream.toml"
 LOCK_FILE = "stack.lock"
+LOCK_FORMAT = 1
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _STRIP = re.compile(r"^-p(\d+)$")
@@ -63,6 +64,7 @@ class Lock:
     pin: str
     fingerprint: str
     patches: tuple[LockedPatch, ...]
+    format: int = LOCK_FORMAT
 
 
 @dataclass
@@ -206,6 +208,7 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
             pin=data["pin"],
             fingerprint=data["fingerprint"],
             patches=patches,
+            format=int(data.get("format", 0)),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise StackError(f"{source}: malformed lock ({e}); rewrite it with `patchctl lock`") from e
@@ -214,7 +217,7 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
 def render_lock(lock: Lock) -> str:
     lines = [
         "# patchctl stack lock: written by `patchctl lock`; do not edit by hand.",
-        "format = 1",
+        f"format = {lock.format}",
         f"algorithm = {_quote(lock.algorithm)}",
         f"name = {_quote(lock.name)}",
         f"pin = {_quote(lock.pin)}",

@@ -154,7 +154,7 @@ def verify(
     fp, lock_state = None, "unknown"
     if len(patches) == len(reports):
         fp = fingerprint(pin.commit, [patches[r.index] for r in reports])
-        lock_state, finding = _check_lock(stack, fp, pin, [patches[r.index] for r in reports])
+        lock_state, finding = _check_lock(stack, pin, [patches[r.index] for r in reports])
         if finding:
             stack_findings.append(finding)
     return VerifyReport(
@@ -383,12 +383,13 @@ class _Run:
         return Failure(reason=reason, file=file, line=line)
 
 
-def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):
-    from patchctl.fingerprint import make_lock
+def _check_lock(stack: Stack, pin: Pin, patches: list[Patch]):
+    from patchctl.fingerprint import make_lock, staleness
     from patchctl.stack import render_lock
 
+    new = make_lock(pin, patches)
     try:  # the lock is ours and canonical: equal text means current, no TOML parse needed
-        if stack.lock_path.read_text(encoding="utf-8") == render_lock(make_lock(pin, patches)):
+        if stack.lock_path.read_text(encoding="utf-8") == render_lock(new):
             return "current", None
     except (OSError, UnicodeDecodeError):
         pass
@@ -396,15 +397,8 @@ def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):
     if lock is None:
         return "missing", Finding(ERROR, "lock", f"{stack.lock_path} is missing; "
                                   "write it with `patchctl lock`")
-    if lock.fingerprint == fp:
+    why = staleness(lock, new)
+    if why is None:
         return "current", None
-    changed = [p.name for p, lp in zip(patches, lock.patches, strict=False)
-               if (lp.file, lp.digest) != (p.name, p.digest)]
-    if lock.pin != pin.commit:
-        why = "the pin changed"
-    elif len(lock.patches) != len(patches):
-        why = f"the series has {len(patches)} patches, the lock {len(lock.patches)}"
-    else:
-        why = "changed: " + ", ".join(changed) if changed else "the patch order changed"
     return "stale", Finding(ERROR, "lock", f"{stack.lock_path.name} is stale ({why}); "
                             "run `patchctl lock` after reviewing the change")

@@ -320,7 +320,7 @@ def test_stale_lock_is_refused(cli, proj: Path) -> None:
     edited = proj / "stack/patches" / P[2]
     edited.write_text(edited.read_text().replace("x * 4 + 1;", "x * 4 + 2;"))
     before = snap(proj)
-    _refused(rebase(cli, proj, "v2"), 2, "does not match the patches")
+    _refused(rebase(cli, proj, "v2"), 2, f"is not current (changed: {P[2]})")
     assert snap(proj) == before
 
 
