@@ -10,16 +10,14 @@ leaves the work tree ahead of the state, and --continue puts it back to
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import fsutil, stackwrite
+from patchctl import stackwrite, statefile
 from patchctl.errors import InputError
 from patchctl.rebase import PatchResult
 from patchctl.schemas import REBASE_STATE
-
-_OLDER = ("patchctl.rebase-state/1",)
+from patchctl.statefile import NONE
 
 
 def rebase_dir(project: Path, *, create: bool = False) -> Path:
@@ -51,29 +49,19 @@ class RebaseState:
     done: list[DoneEntry] = field(default_factory=list)
     conflict: PatchResult | None = None  # the patch waiting in the work tree, if any
 
-    def to_dict(self) -> dict:
-        return {"schema": REBASE_STATE, **asdict(self)}
-
     @classmethod
     def from_dict(cls, d: dict) -> RebaseState:
+        f = statefile.field
         return cls(
-            stack=_typed(d, "stack", str), upstream=_typed(d, "upstream", str),
-            old=_typed(d, "old", str), new=_typed(d, "new", str),
-            new_ref=_typed(d, "new_ref", str), tag=_typed(d, "tag", (str, type(None))),
-            drop_upstream=_typed(d, "drop_upstream", bool),
-            commits=_typed(d, "commits", (int, type(None))),
-            bisect_checks=_typed(d, "bisect_checks", int),
-            snapshot=_typed(d, "snapshot", dict), head=_typed(d, "head", str),
-            done=[DoneEntry(PatchResult.from_dict(_typed(e, "result", dict)),
-                            _typed(e, "strip", int), _typed(e, "staged", (str, type(None))))
-                  for e in _typed(d, "done", list)],
-            conflict=PatchResult.from_dict(d["conflict"]) if d.get("conflict") else None)
-
-
-def _typed(d: object, key: str, kind: type | tuple[type, ...]):
-    if not isinstance(d, dict) or key not in d or not isinstance(d[key], kind):
-        raise ValueError(f"{key!r} missing or of the wrong type")
-    return d[key]
+            stack=f(d, "stack", str), upstream=f(d, "upstream", str), old=f(d, "old", str),
+            new=f(d, "new", str), new_ref=f(d, "new_ref", str), tag=f(d, "tag", (str, NONE)),
+            drop_upstream=f(d, "drop_upstream", bool), commits=f(d, "commits", (int, NONE)),
+            bisect_checks=f(d, "bisect_checks", int), snapshot=f(d, "snapshot", dict),
+            head=f(d, "head", str),
+            done=[DoneEntry(PatchResult.from_dict(f(e, "result", dict)), f(e, "strip", int),
+                            f(e, "staged", (str, NONE))) for e in f(d, "done", list)],
+            conflict=PatchResult.from_dict(f(d, "conflict", dict))
+            if d.get("conflict") is not None else None)
 
 
 def state_path(project: Path) -> Path:
@@ -82,29 +70,14 @@ def state_path(project: Path) -> Path:
 
 def load(project: Path) -> RebaseState | None:
     """The state of the rebase in progress; None when there is none."""
-    path = state_path(project)
-    if not path.is_file():
-        return None
-    again = "run `patchctl rebase-pin --abort` and start again"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: unreadable rebase state ({e}); {again}") from e
-    schema = data.get("schema") if isinstance(data, dict) else None
-    if schema in _OLDER:
-        raise InputError(f"{path}: a rebase state from an older patchctl ({schema}); {again}")
-    if schema != REBASE_STATE:
-        raise InputError(f"{path}: not a patchctl rebase state this version understands; "
-                         f"{again}")
-    try:
-        return RebaseState.from_dict(data)
-    except (KeyError, TypeError, ValueError) as e:
-        raise InputError(f"{path}: damaged rebase state ({e}); {again}") from e
+    return statefile.load(state_path(project), REBASE_STATE, RebaseState.from_dict,
+                          what="rebase state",
+                          again="run `patchctl rebase-pin --abort` and start again",
+                          older=("patchctl.rebase-state/1",))
 
 
 def save(project: Path, state: RebaseState) -> None:
-    fsutil.atomic_write(state_path(project),
-                        json.dumps(state.to_dict(), indent=2, sort_keys=True) + "\n")
+    statefile.save(state_path(project), REBASE_STATE, asdict(state))
 
 
 def refuse_if_in_progress(project: Path) -> None:

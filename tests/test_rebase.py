@@ -287,6 +287,26 @@ def test_continue_with_a_damaged_state(cli, proj: Path) -> None:
     assert rebase(cli, proj, "--abort").code == 0
 
 
+@pytest.mark.parametrize(("edit", "fragment"), [
+    (lambda d: d.pop("head"), "damaged rebase state ('head' missing"),
+    (lambda d: d.update(commits="many"), "damaged rebase state ('commits' missing or of the"),
+    (lambda d: d["done"][0].pop("result"), "damaged rebase state ('result'"),
+    (lambda d: d.update(schema="patchctl.rebase-state/1"), "from an older patchctl"),
+    (lambda d: d.update(schema="patchctl.rebase/1"), "not a rebase state this patchctl"),
+])
+def test_rebase_state_is_validated_on_load(cli, proj: Path, edit, fragment: str) -> None:
+    """Typed state (issue 10.4): a field missing or of the wrong type is one line, exit 2,
+    not a KeyError later."""
+    _stop_at_conflict(cli, proj)
+    path = proj / ".patchctl/rebase/state.json"
+    data = json.loads(path.read_text())
+    assert data["schema"] == "patchctl.rebase-state/2" and data["done"]
+    edit(data)
+    path.write_text(json.dumps(data))
+    _refused(rebase(cli, proj, "--continue"), 2, fragment)
+    assert rebase(cli, proj, "--abort").code == 0
+
+
 def test_usage_errors(cli, proj: Path) -> None:
     _refused(rebase(cli, proj), 2, "missing NEW_REF")
     _refused(rebase(cli, proj, "--continue", "--abort"), 2, "cannot be combined")
