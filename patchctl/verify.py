@@ -17,14 +17,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from patchctl import gitrepo
+from patchctl import gitrepo, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.lint import ERROR, WARNING, Finding, lint_patch
 from patchctl.patchfile import Patch, read_patch
 from patchctl.stack import Pin, SeriesEntry, Stack
-
-SCHEMA = "patchctl.verify/1"
 
 EXACT, OFFSET, FAILED, IRREVERSIBLE, SKIPPED, INVALID = (
     "exact", "offset", "failed", "irreversible", "skipped", "invalid"
@@ -101,7 +99,7 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data = {"schema": SCHEMA, "ok": self.ok, "git_version": gitrepo.version(), **data}
+        data = {"schema": schemas.VERIFY, "ok": self.ok, "git_version": gitrepo.version(), **data}
         for p, d in zip(self.patches, data["patches"], strict=True):
             d["ok"] = p.ok(self.strict)
         return data

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from patchctl import schemas
 from patchctl.commands._common import emit_json, stack_of
 
 
@@ -40,7 +41,8 @@ def fingerprint_cmd(ctx: click.Context, as_json: bool, cmake: bool) -> None:
     lk = make_lock(stack.pin(), stack.patches())
     if as_json:
         emit_json({
-            "algorithm": lk.algorithm, "name": lk.name, "pin": lk.pin,
+            "schema": schemas.FINGERPRINT, "algorithm": lk.algorithm, "name": lk.name,
+            "pin": lk.pin,
             "fingerprint": lk.fingerprint, "short": short(lk.fingerprint),
             "patches": [{"file": p.file, "strip": p.strip, "digest": p.digest}
                         for p in lk.patches],
