@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo
+from patchctl import fsutil, gitrepo, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import ALGORITHM, fingerprint
 from patchctl.lint import glob_match
@@ -106,7 +106,7 @@ class ApplyResult:
     unchanged: bool
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.apply/1", "into": str(self.into),
+        return {"schema": schemas.APPLY, "into": str(self.into),
                 "unchanged": self.unchanged, "stamp": asdict(self.stamp)}
 
 
