@@ -45,13 +45,6 @@ class Commit:
     subject: str
 
 
-@dataclass(frozen=True)
-class Offset:
-    file: str
-    hunk: int
-    offset: int
-
-
 @dataclass
 class Bisect:
     """Where a patch stopped applying (or, for ``landed``, started reverse-applying)."""
@@ -75,7 +68,7 @@ class PatchResult:
     index: int
     name: str
     grade: str
-    offsets: list[Offset] = field(default_factory=list)
+    offsets: list[gitrepo.HunkOffset] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)  # files left with conflict markers
     after_conflict: bool = False  # classified with an earlier conflicting patch left out
     landed: Landing | None = None
@@ -93,7 +86,7 @@ class PatchResult:
         bis = d.get("bisect")
         return cls(
             index=d["index"], name=d["name"], grade=d["grade"],
-            offsets=[Offset(**o) for o in d.get("offsets", [])],
+            offsets=[gitrepo.HunkOffset(**o) for o in d.get("offsets", [])],
             conflicts=list(d.get("conflicts", [])), after_conflict=d.get("after_conflict", False),
             landed=Landing(commit(landed["commit"]), landed["how"], landed["checks"])
             if landed else None,
@@ -184,7 +177,7 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         run = index.apply([s.path], strip=s.strip)
         after = current
         if run.ok:
-            result.offsets = [Offset(h.path, h.hunk, h.offset) for h in run.offsets()]
+            result.offsets = [h for _, h in run.offsets()]
             result.grade = OFFSET if result.offsets else EXACT
             after = index.write_tree()
         elif index.apply([s.path], strip=s.strip, reverse=True, check_only=True).ok:
@@ -232,22 +225,11 @@ def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) 
 
 
 def _apply_priors(index: gitrepo.TempIndex, priors: Sequence[Source]) -> None:
-    """The patches before the one under test, as well as they go on this commit.
-
-    One call when they all apply; otherwise each on its own: plain, else
-    three-way, else left out (it conflicts here, or is already upstream).
-    """
-    if not priors:
-        return
-    if len({p.strip for p in priors}) == 1 and \
-            index.apply([p.path for p in priors], strip=priors[0].strip).ok:
-        return
-    for p in priors:
-        if index.apply([p.path], strip=p.strip).ok:
-            continue
-        before = index.write_tree()
-        if not index.apply([p.path], strip=p.strip, three_way=True).ok:
-            index.read_tree(before)
+    """The patches before the one under test, as well as they go on this commit:
+    all in one call when they apply; else each plain, else three-way, else left out
+    (it conflicts here, or is already upstream)."""
+    index.apply_series([gitrepo.SeriesItem(p.path, p.strip, len(p.patch.files))
+                        for p in priors], on_failure="three_way")
 
 
 def seed(index: gitrepo.TempIndex, old: str, sources: Sequence[Source]) -> None:

@@ -76,7 +76,7 @@ def test_check_classifies_every_patch_and_writes_nothing(cli, proj: Path) -> Non
         "exact", "offset", "offset", "3way", "conflict", "upstream", "3way", "upstream"]
     assert data["commits"] == 48
     pats = by_name(data)
-    assert pats[P[2]]["offsets"] == [{"file": "src/tiny.c", "hunk": 1, "offset": 3}]
+    assert pats[P[2]]["offsets"] == [{"file": "src/tiny.c", "hunk": 1, "offset": 3, "line": 29}]
     assert pats[P[5]]["conflicts"] == ["src/tiny.c"]
     assert pats[P[6]]["after_conflict"] is True
     assert snap(proj) == before

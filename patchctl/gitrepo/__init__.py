@@ -65,8 +65,12 @@ from patchctl.gitrepo.history import (
     worktree_status,
 )
 from patchctl.gitrepo.index import (
+    Applied,
+    ApplyError,
     ApplyRun,
     HunkOffset,
+    SeriesItem,
+    SeriesResult,
     StoreIndex,
     TempIndex,
     index_paths,
@@ -79,11 +83,15 @@ from patchctl.gitrepo.index import (
 
 __all__ = [
     "EMPTY_TREE",
+    "Applied",
+    "ApplyError",
     "ApplyRun",
     "CommitInfo",
     "HunkOffset",
     "Ref",
     "Result",
+    "SeriesItem",
+    "SeriesResult",
     "StoreIndex",
     "TempIndex",
     "WorktreeStatus",

@@ -21,7 +21,7 @@ from patchctl.gitrepo.core import (
     tree_of,
     user_config_env,
 )
-from patchctl.gitrepo.index import ApplyRun, TempIndex
+from patchctl.gitrepo.index import ApplyRun, SeriesItem, TempIndex, store_index
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
@@ -319,15 +319,14 @@ def dirty_paths(path: Path, pathspec: Path) -> list[str] | None:
 
 
 def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) -> None:
-    """Apply ``(patch, strip)`` in order on ``treeish`` in a throwaway index, for the side
+    """Apply ``(patch, strip)`` one by one on ``treeish`` in a throwaway index, for the side
     effect: every intermediate blob lands in ``repo``'s own object store, where a later
-    ``git apply --3way`` looks up each patch's preimage. Failures are ignored."""
-    with tempfile.TemporaryDirectory(prefix="patchctl-seed-") as tmp:
-        env = git_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
-        run_git(["read-tree", treeish], repo=repo, env=env)
-        for patch, strip in patches:
-            run_git(["apply", "--cached", f"-p{strip}", str(patch)], repo=repo, env=env,
-                    check=False)
+    ``git apply --3way`` looks up each patch's preimage. Failures are skipped."""
+    git_dir = repo / ".git" if (repo / ".git").is_dir() else repo
+    with store_index(git_dir, git_dir / "objects") as index:
+        index.read_tree(treeish)
+        index.apply_series([SeriesItem(p, strip) for p, strip in patches], on_failure="skip",
+                           batch=False)
 
 
 def head_commit(work: Path) -> str:
