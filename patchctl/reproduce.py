@@ -321,11 +321,11 @@ def _prefix_trees(upstream: Path, objects: Path, pin: str, patches: Sequence[Pat
         index.read_tree(pin)
         trees = [index.write_tree()]
         for p in patches[:upto]:
-            run = index.apply([p.path.absolute()], strip=p.strip)
-            if not run.ok:
-                last = next((ln for ln in reversed(run.stderr.splitlines()) if ln.strip()), "")
+            failed = index.apply_series([gitrepo.SeriesItem(p.path.absolute(), p.strip)]).failed
+            if failed is not None:
+                assert failed.error is not None
                 raise StackError(f"{p.name} does not apply on pin + the patches before it "
-                                 f"({last.removeprefix('error: ')}); run `patchctl verify`")
+                                 f"({failed.error.message}); run `patchctl verify`")
             trees.append(index.write_tree())
     return trees
 
