@@ -146,24 +146,27 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         return ImportResult(str(stack.root), report, lock.fingerprint)
 
 
+def _items(patches: list[Patch]) -> list[gitrepo.SeriesItem]:
+    return [gitrepo.SeriesItem(p.path.absolute(), p.strip, len(p.files)) for p in patches]
+
+
 def _apply_stack(index: gitrepo.TempIndex, pin: Pin, patches: list[Patch]) -> None:
     index.read_tree(pin.commit)
-    for p in patches:
-        if not index.apply([p.path.absolute()], strip=p.strip).ok:
+    done = index.apply_series(_items(patches))
+    for p, a in zip(patches, done.applied, strict=False):
+        if not a.ok:
             raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
                              "(`patchctl verify` says why)")
 
 
 def _apply_candidate(index: gitrepo.TempIndex, c: importing.Candidate) -> str:
-    run = index.apply([c.diff], strip=c.strip)
-    if run.ok:
-        return "offset" if "(offset " in run.stdout + run.stderr else "exact"
-    if index.apply([c.diff], strip=c.strip, three_way=True).ok:
-        return "3way"
-    index_reason = next((ln for ln in run.stderr.splitlines() if ln.startswith("error:")),
-                        "git apply failed")
+    done = index.apply_series([gitrepo.SeriesItem(c.diff, c.strip)], on_failure="three_way")
+    a = done.applied[0]
+    if a.ok:
+        return "3way" if a.three_way else "offset" if a.offsets else "exact"
+    assert a.error is not None
     raise InputError(f"{c.source}: does not apply on top of the stack at the pin "
-                     f"({index_reason.removeprefix('error: ')}); nothing was imported")
+                     f"({a.error.message}); nothing was imported")
 
 
 def _diff_paths(diff: str) -> list[str]:
@@ -372,10 +375,7 @@ def _find_name(stack: Stack, name: str, target: str) -> str:
 
 def _later_failing(git_dir: Path, tree: str, later: list[Patch]) -> list[str]:
     """The patches after the refreshed one that no longer apply on top of it."""
-    failing: list[str] = []
     with gitrepo.temp_index(git_dir) as index:
         index.read_tree(tree)
-        for p in later:
-            if not index.apply([p.path.absolute()], strip=p.strip).ok:
-                failing.append(p.name)
-    return failing
+        done = index.apply_series(_items(later), on_failure="skip", base=tree)
+    return [p.name for p, a in zip(later, done.applied, strict=True) if not a.ok]
