@@ -23,15 +23,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import gitrepo, patchtext, stackwrite
+from patchctl import gitrepo, grades, patchtext, stackwrite
 from patchctl.errors import GitError, InputError
 from patchctl.fingerprint import make_lock, staleness
+from patchctl.grades import APPLIES, CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
 from patchctl.patchfile import Patch
 from patchctl.schemas import REBASE as SCHEMA
 from patchctl.stack import Pin, Stack, render_lock, rewrite_series
 
-EXACT, OFFSET, THREE_WAY, CONFLICT, UPSTREAM = "exact", "offset", "3way", "conflict", "upstream"
-APPLIES = {EXACT, OFFSET, THREE_WAY}
 BROKEN = {THREE_WAY, CONFLICT}  # no longer applies as it is: worth a bisect
 DROPPED = "dropped"
 
@@ -178,7 +177,7 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         after = current
         if run.ok:
             result.offsets = [h for _, h in run.offsets()]
-            result.grade = OFFSET if result.offsets else EXACT
+            result.grade = grades.clean(result.offsets)
             after = index.write_tree()
         elif index.apply([s.path], strip=s.strip, reverse=True, check_only=True).ok:
             if could_land:

@@ -26,11 +26,9 @@ from pathlib import Path
 from patchctl import gitrepo, patchtext, rebase_state, stackwrite
 from patchctl.errors import InputError
 from patchctl.fingerprint import fingerprint, make_lock, staleness
+from patchctl.grades import CONFLICT, EXACT, UPSTREAM
 from patchctl.rebase import (
-    CONFLICT,
     DROPPED,
-    EXACT,
-    UPSTREAM,
     Progress,
     RebaseResult,
     Searcher,

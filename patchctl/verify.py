@@ -17,16 +17,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from patchctl import gitrepo, schemas
+from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
+from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
 from patchctl.lint import ERROR, WARNING, Finding, lint_patch
 from patchctl.patchfile import Patch, read_patch
 from patchctl.stack import Pin, SeriesEntry, Stack
 
-EXACT, OFFSET, FAILED, IRREVERSIBLE, SKIPPED, INVALID = (
-    "exact", "offset", "failed", "irreversible", "skipped", "invalid"
-)
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
 
 _WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:]+?)\.$")
@@ -215,7 +213,7 @@ class _Run:
     def _grade(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]]) -> None:
         for r, a in pairs:
             r.offsets = list(a.offsets)
-            r.grade = OFFSET if r.offsets else EXACT
+            r.grade = grades.clean(r.offsets)
         self._read_warnings(pairs)
 
     def run(self, pin_tree: str) -> None:
