@@ -16,7 +16,16 @@ import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo, importing, patchtext, schemas, stackwrite, statefile
+from patchctl import (
+    fsutil,
+    gitrepo,
+    grades,
+    importing,
+    patchtext,
+    schemas,
+    stackwrite,
+    statefile,
+)
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
@@ -163,7 +172,7 @@ def _apply_candidate(index: gitrepo.TempIndex, c: importing.Candidate) -> str:
     done = index.apply_series([gitrepo.SeriesItem(c.diff, c.strip)], on_failure="three_way")
     a = done.applied[0]
     if a.ok:
-        return "3way" if a.three_way else "offset" if a.offsets else "exact"
+        return grades.THREE_WAY if a.three_way else grades.clean(a.offsets)
     assert a.error is not None
     raise InputError(f"{c.source}: does not apply on top of the stack at the pin "
                      f"({a.error.message}); nothing was imported")
