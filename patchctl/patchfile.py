@@ -8,6 +8,7 @@ the rest of the report.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ _KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _DIFF_START = re.compile(r"^(diff --git |Index: |--- )")
 _FILE_HEADER = re.compile(r"^diff --git ")
+_HUNK_HEADING = re.compile(r"^(@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@).*$")  # drops the heading
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -133,17 +135,15 @@ class Patch:
         return sum(1 for f in self.files for h in f.hunks for ln in h.lines if ln[:1] == "-")
 
     def normalized_diff(self) -> str:
-        """The diff as the fingerprint sees it (docs/FORMATS.md, algorithm pcfp1)."""
-        out: list[str] = []
-        for f in self.files:
-            out.append(f"--- {f.raw_source}")
-            out.append(f"+++ {f.raw_target}")
-            for h in f.hunks:
-                out.append(
-                    f"@@ -{h.source_start},{h.source_length} +{h.target_start},{h.target_length} @@"
-                )
-                out.extend(h.lines)
-        return "".join(line + "\n" for line in out)
+        """The diff as the fingerprint sees it (docs/FORMATS.md, algorithm pcfp2): every
+        line git apply reads, verbatim, from the first file header to the last line of
+        the diff (mode lines, index lines, binary payloads included); only hunk section
+        headings, the signature and trailing blank lines are left out."""
+        lines = _without_signature(self.text.split("\n")[self.diff_line - 1:])
+        while lines and not lines[-1]:
+            lines.pop()
+        return "".join((_HUNK_HEADING.sub(r"\1", ln) if ln.startswith("@@") else ln) + "\n"
+                       for ln in lines)
 
     def reversed_diff(self) -> str | None:
         """The inverse as a plain unified diff, or None when it cannot be one.
@@ -164,7 +164,7 @@ class Patch:
                 out.extend(_swap_sign(line) for line in h.lines)
         return "".join(line + "\n" for line in out)
 
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         return hashlib.sha256(self.normalized_diff().encode("utf-8", "surrogateescape")).hexdigest()
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from patchctl import schemas
 from patchctl.commands._common import emit_json, stack_of
 
 
@@ -11,17 +12,17 @@ from patchctl.commands._common import emit_json, stack_of
 @click.pass_context
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""
-    from patchctl.fingerprint import make_lock, short
-    from patchctl.stack import render_lock, write_lock
+    from patchctl.fingerprint import make_lock, short, staleness
+    from patchctl.stack import write_lock
 
     stack = stack_of(ctx)
     new = make_lock(stack.pin(), stack.patches())
-    old = stack.lock()
-    if old is not None and render_lock(old) == render_lock(new):
+    why = staleness(stack.lock(), new)
+    if why is None:
         click.echo(f"{stack.lock_path}: current ({short(new.fingerprint)})")
         return 0
     if check:
-        click.echo(f"{stack.lock_path}: stale (would be {short(new.fingerprint)})")
+        click.echo(f"{stack.lock_path}: stale: {why} (would be {short(new.fingerprint)})")
         return 1
     write_lock(stack, new)
     click.echo(f"{stack.lock_path}: written ({short(new.fingerprint)})")
@@ -40,7 +41,8 @@ def fingerprint_cmd(ctx: click.Context, as_json: bool, cmake: bool) -> None:
     lk = make_lock(stack.pin(), stack.patches())
     if as_json:
         emit_json({
-            "algorithm": lk.algorithm, "name": lk.name, "pin": lk.pin,
+            "schema": schemas.FINGERPRINT, "algorithm": lk.algorithm, "name": lk.name,
+            "pin": lk.pin,
             "fingerprint": lk.fingerprint, "short": short(lk.fingerprint),
             "patches": [{"file": p.file, "strip": p.strip, "digest": p.digest}
                         for p in lk.patches],
