@@ -60,7 +60,7 @@ def _lint_metadata(patch: Patch, header_end: int) -> list[Finding]:
     for key in REQUIRED_KEYS:
         if key == "Upstream-Status":
             continue  # checked against the raw text below, as Yocto does
-        if not patch.metadata.get(key):
+        if not any(v.strip() for v in patch.metadata.get(key, [])):  # `Scope:` alone: none
             out.append(Finding(ERROR, "missing-trailer", f"missing `{key}:` trailer"))
     if not patch.reproducer:
         out.append(Finding(WARNING, "no-reproducer",
