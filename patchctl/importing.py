@@ -117,7 +117,10 @@ def _from_file(path: Path, work: Path, *, strip: int, label: str) -> list[Candid
 def _from_mail(mail: Path, work: Path, *, strip: int, label: str) -> Candidate:
     work.mkdir(parents=True, exist_ok=True)
     msg, diff = work / "msg", work / "patch"
-    info = gitrepo.mailinfo(mail, msg, diff)
+    try:
+        info = gitrepo.mailinfo(mail, msg, diff)
+    except InputError as e:
+        raise InputError(f"{label}: {e}") from e
     if not diff.is_file() or not diff.read_bytes().strip():
         raise InputError(f"{label}: the mail holds no diff")
     body, trailers = patchtext.split_trailers(msg.read_text(encoding="utf-8", errors="replace"))

@@ -290,12 +290,14 @@ def mailsplit(mbox: Path, outdir: Path) -> list[Path]:
 def mailinfo(mail: Path, msg: Path, patch: Path) -> dict[str, str]:
     """``git mailinfo``: decoded Author/Email/Subject/Date; body to ``msg``, diff to ``patch``."""
     text = mail.read_bytes().decode("utf-8", "surrogateescape")
-    out = run_git(["mailinfo", "-u", str(msg), str(patch)], input=text).stdout
+    r = run_git(["mailinfo", "-u", str(msg), str(patch)], input=text, check=False)
+    if r.returncode != 0:  # the mail is bad (an unknown charset, ...), not git
+        raise InputError(f"git cannot read the mail: {last_line(r.stderr)}")
     info: dict[str, str] = {}
-    for line in out.splitlines():
+    for line in r.stdout.splitlines():
         key, sep, value = line.partition(": ")
-        if sep:
-            info[key] = value
+        if sep:  # header fields are text: bytes that are not UTF-8 cannot be kept there
+            info[key] = value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
     return info
 
 
