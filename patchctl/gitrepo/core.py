@@ -199,8 +199,9 @@ def resolve_ref(repo: Path, ref: str, *, what: str = "ref") -> Ref | None:
 
 def commit_and_tree(repo: Path, commit: str) -> tuple[Path, str] | None:
     """(git dir, tree id) of ``commit`` in one git process; None if the commit is missing."""
-    r = run_git(["rev-parse", "--absolute-git-dir", "--verify", "--quiet", f"{commit}^{{tree}}"],
-                repo=repo, check=False)
+    # ^{commit} first: a tree id is no pin (its ^{tree} would be itself)
+    r = run_git(["rev-parse", "--absolute-git-dir", "--verify", "--quiet",
+                 f"{commit}^{{commit}}^{{tree}}"], repo=repo, check=False)
     lines = r.stdout.split()
     if r.returncode != 0 or len(lines) != 2:
         git_dir(repo)  # raises when it is no repository at all
