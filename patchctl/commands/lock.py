@@ -12,12 +12,19 @@ from patchctl.commands._common import emit_json, stack_of
 @click.pass_context
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""
+    from patchctl.errors import StackError
     from patchctl.fingerprint import make_lock, short, staleness
     from patchctl.stack import write_lock
 
     stack = stack_of(ctx)
     new = make_lock(stack.pin(), stack.patches())
-    why = staleness(stack.lock(), new)
+    try:
+        old = stack.lock()
+    except StackError:
+        if check:
+            raise
+        old = None  # a damaged lock is what `patchctl lock` is there to rewrite
+    why = staleness(old, new)
     if why is None:
         click.echo(f"{stack.lock_path}: current ({short(new.fingerprint)})")
         return 0
