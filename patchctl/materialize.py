@@ -64,11 +64,13 @@ def read_stamp(directory: Path) -> Stamp | None:
         return None
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != 1 or not isinstance(data.get("patches"), list):
+            raise ValueError(f"format {data.get('format')!r}, not format 1")
         return Stamp(name=data["name"], pin=data["pin"], fingerprint=data["fingerprint"],
                      tree=data["tree"], manifest=data["manifest"],
                      patches=tuple(data["patches"]), exclude=tuple(data.get("exclude", ())),
                      algorithm=data.get("algorithm", ALGORITHM))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, KeyError, TypeError) as e:
+    except (OSError, ValueError, KeyError, TypeError) as e:  # TOML and UTF-8 errors included
         raise InputError(f"{path}: unreadable stamp ({e}); re-run with --force") from e
 
 
@@ -133,7 +135,12 @@ def materialize(
     lock_path = into.parent / f".{into.name}.patchctl-lock"
     with fsutil.exclusive_lock(lock_path, f"apply --into {into}"):
         _recover(into)
-        existing = read_stamp(into) if into.is_dir() else None
+        try:
+            existing = read_stamp(into) if into.is_dir() else None
+        except InputError:
+            if not force:
+                raise
+            existing = None  # --force replaces a tree whatever its stamp says
         if existing is not None:
             edited = manifest(into) != existing.manifest
             if edited and not force:
