@@ -390,8 +390,10 @@ def load_outreach(stack_root: Path, concern: str | None) -> OutreachData | None:
         checks = [UpstreamCheck(str(c["what"]), str(c["path"]), str(c["text"]),
                                 int(c.get("context", 0)))
                   for c in data.get("upstream_check", [])]
-    except (KeyError, TypeError) as e:
+    except KeyError as e:
         raise StackError(f"{path}: malformed outreach entry (missing {e})") from e
+    except (TypeError, AttributeError, ValueError) as e:  # a table where a list belongs, ...
+        raise StackError(f"{path}: malformed outreach data ({e}); see docs/FORMATS.md") from e
     fields = {k: str(data[k]) for k in _TEXT_FIELDS if k in data}
     return OutreachData(path.relative_to(stack_root.parent).as_posix(), fields, prior,
                         questions, checks)
