@@ -259,7 +259,7 @@ def _load_edit(project: Path) -> EditState | None:
 
 def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
                 target: str, header: str | None) -> EditResult:
-    state = _load_edit(project)
+    state = None if reset else _load_edit(project)  # --reset is the way out of a bad state
     work = edit_dir(project, create=True) / "work"
     if state is not None and not reset and (work / ".git").is_dir() and \
             gitrepo.snapshot_tree(work) != state.tree:
