@@ -38,7 +38,7 @@ def load(path: Path, schema: str, parse: Callable[[dict], T], *, what: str, agai
         return None
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
+    except (OSError, ValueError, RecursionError) as e:  # RecursionError: nested too deep
         raise InputError(f"{path}: unreadable {what} ({e}); {again}") from e
     found = data.get("schema") if isinstance(data, dict) else None
     if found in older:
