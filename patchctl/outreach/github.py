@@ -38,12 +38,21 @@ class Settings:
     @classmethod
     def from_env(cls) -> Settings:
         env = os.environ
+
+        def number(name: str, default: str, kind: type[float] | type[int] = float):
+            try:
+                return kind(env.get(name, default))
+            except ValueError as e:
+                from patchctl.errors import InputError
+
+                raise InputError(f"{name}={env[name]!r} is not a number") from e
+
         return cls(api=env.get("PATCHCTL_GITHUB_API", DEFAULT_API).rstrip("/"),
                    token=env.get("GITHUB_TOKEN") or None,
-                   timeout=float(env.get("PATCHCTL_GITHUB_TIMEOUT", "10")),
-                   retries=int(env.get("PATCHCTL_GITHUB_RETRIES", "3")),
-                   backoff=float(env.get("PATCHCTL_GITHUB_BACKOFF", "1")),
-                   max_wait=float(env.get("PATCHCTL_GITHUB_MAX_WAIT", "60")))
+                   timeout=number("PATCHCTL_GITHUB_TIMEOUT", "10"),
+                   retries=number("PATCHCTL_GITHUB_RETRIES", "3", int),
+                   backoff=number("PATCHCTL_GITHUB_BACKOFF", "1"),
+                   max_wait=number("PATCHCTL_GITHUB_MAX_WAIT", "60"))
 
 
 def parse_ref(text: str) -> tuple[str, str, int] | None:
