@@ -102,9 +102,7 @@ def fetch(ref: tuple[str, str, int], settings: Settings, session=None, sleep=tim
             wait = _rate_limit_wait(r)
             if wait is not None:
                 if wait > settings.max_wait:
-                    reset = r.headers.get("X-RateLimit-Reset", "")
-                    when = dt.datetime.fromtimestamp(int(reset), dt.UTC).isoformat() \
-                        if reset.isdigit() else "later"
+                    when = _reset_time(r.headers.get("X-RateLimit-Reset", ""))
                     return {"error": f"rate limited until {when}; set GITHUB_TOKEN for a "
                             "higher limit"}
                 error = "rate limited"
@@ -116,6 +114,14 @@ def fetch(ref: tuple[str, str, int], settings: Settings, session=None, sleep=tim
         if attempt < settings.retries:
             sleep(settings.backoff * (2 ** attempt))
     return {"error": _scrub(f"{error} (after {settings.retries + 1} tries)", settings.token)}
+
+
+def _reset_time(reset: str) -> str:
+    """X-RateLimit-Reset (epoch seconds) as an ISO time; "later" when it is not one."""
+    try:
+        return dt.datetime.fromtimestamp(int(reset), dt.UTC).isoformat()
+    except (ValueError, OverflowError, OSError):  # not digits, or past what time_t holds
+        return "later"
 
 
 def _rate_limit_wait(r) -> float | None:
