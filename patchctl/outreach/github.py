@@ -158,9 +158,21 @@ def load_cache(path: Path) -> dict[str, dict]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA:
+    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA or \
+            not isinstance(data.get("answers"), dict):
         return {}
-    return data.get("answers", {})
+    return {k: v for k, v in data["answers"].items() if _cached_answer(v)}
+
+
+def _cached_answer(value: object) -> bool:
+    """A cache entry this patchctl wrote: a dict with an aware ISO ``fetched_at``
+    (a damaged one is dropped, as a missing cache is)."""
+    if not isinstance(value, dict) or not isinstance(value.get("fetched_at"), str):
+        return False
+    try:
+        return dt.datetime.fromisoformat(value["fetched_at"]).tzinfo is not None
+    except ValueError:
+        return False
 
 
 def save_cache(path: Path, answers: dict[str, dict]) -> None:
