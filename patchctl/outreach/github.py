@@ -94,7 +94,7 @@ def fetch(ref: tuple[str, str, int], settings: Settings, session=None, sleep=tim
         else:
             if r.status_code == 200:
                 try:
-                    return _state(r.json())
+                    return _without_token(_state(r.json()), settings.token)
                 except (ValueError, KeyError, TypeError, AttributeError):
                     return {"error": "malformed answer (not the JSON of an issue)"}
             if r.status_code == 404:
@@ -114,6 +114,13 @@ def fetch(ref: tuple[str, str, int], settings: Settings, session=None, sleep=tim
         if attempt < settings.retries:
             sleep(settings.backoff * (2 ** attempt))
     return {"error": _scrub(f"{error} (after {settings.retries + 1} tries)", settings.token)}
+
+
+def _without_token(answer: dict, token: str | None) -> dict:
+    """``answer`` with the token scrubbed wherever a server echoed it (a title, a date)."""
+    if not token:
+        return answer
+    return json.loads(_scrub(json.dumps(answer), json.dumps(token)[1:-1]))
 
 
 def _reset_time(reset: str) -> str:
