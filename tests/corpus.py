@@ -46,9 +46,12 @@ def check(r, case: Case | int | tuple[int, ...], fragment: str = "") -> None:
     assert r.code in codes, (r.code, r.out[-2000:], r.err[-2000:])
     if r.code in (USAGE, ENVIRONMENT):
         lines = r.err.strip().splitlines()
-        assert len(lines) == 1, r.err
-        assert lines[0].startswith(("patchctl: error: ", "Error: ")), r.err
-        assert len(lines[0]) < 2000, "an error line must stay readable"
+        if r.err.startswith("Usage: "):  # click's own usage error: usage, hint, one Error line
+            assert lines[-1].startswith("Error: ") or "Commands:" in r.err, r.err
+        else:
+            assert len(lines) == 1, r.err
+            assert lines[0].startswith("patchctl: error: "), r.err
+        assert len(lines[-1]) < 2000, "an error line must stay readable"
     if fragment:
         assert fragment in text, (fragment, text[-2000:])
 

@@ -1,0 +1,458 @@
+"""Corpus: hostile command-line arguments, upstream repositories and HTTP answers.
+
+Arguments: each case is an argv (``{P}`` the project, ``{T}`` a scratch dir, ``{C}`` a
+canary path that must never be created) with its exit code and error fragment; a
+refused command leaves the stack as it was. Upstreams: not a repo, empty, shallow,
+partial, missing the pin, a corrupt object, unreachable or stalled URLs (fail fast).
+HTTP: GitHub answers of every odd shape, each a state or an error per reference.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from tests.builders import Upstream, git, make_project
+from tests.corpus import ENVIRONMENT, FINDINGS, OK, USAGE, Case, check, params, tree_digest
+
+ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
+    ("no-command", [], (OK, USAGE), ""),
+    ("unknown-command", ["frobnicate"], USAGE, "No such command"),
+    ("unknown-option", ["verify", "--frob"], USAGE, "No such option"),
+    ("project-missing", ["-C", "{T}/absent", "verify"], USAGE, ""),
+    ("project-is-a-file", ["-C", "{P}/stack/series", "verify"], USAGE, ""),
+    ("upstream-empty-string", ["verify", "--upstream", ""], USAGE, ""),
+    ("upstream-option-like", ["verify", "--upstream", "--output={C}"], USAGE, ""),
+    ("upstream-ext-transport", ["verify", "--upstream", "ext::sh -c touch% {C}"], (USAGE, 3), ""),
+    ("upstream-file-url", ["verify", "--upstream", "file:///nonexistent/repo"], (USAGE, 3), ""),
+    ("rebase-option-ref", ["rebase-pin", "--check", "--", "--upload-pack=touch {C}"], USAGE, ""),
+    ("rebase-output-ref", ["rebase-pin", "--check", "--", "--output={C}"], USAGE, ""),
+    ("rebase-unknown-ref", ["rebase-pin", "--check", "no-such-ref"], USAGE, "no-such-ref"),
+    ("rebase-range-ref", ["rebase-pin", "--check", "HEAD..HEAD~1"], USAGE, ""),
+    ("rebase-no-ref", ["rebase-pin"], USAGE, ""),
+    ("rebase-continue-none", ["rebase-pin", "--continue"], USAGE, "no rebase-pin in progress"),
+    ("rebase-abort-none", ["rebase-pin", "--abort"], (OK, USAGE), ""),
+    ("rebase-continue-abort", ["rebase-pin", "--continue", "--abort"], USAGE, ""),
+    ("import-missing-file", ["import", "{T}/absent.patch"], USAGE, "absent.patch"),
+    ("import-empty-dir", ["import", "{T}"], USAGE, ""),
+    ("import-dev-null", ["import", "/dev/null"], USAGE, ""),
+    ("import-range-option", ["import", "--from-repo", "{U}", "--", "--output={C}"], USAGE, ""),
+    ("import-range-bad", ["import", "--from-repo", "{U}", "nope..nope"], USAGE, ""),
+    ("import-from-repo-not-repo", ["import", "--from-repo", "{T}", "HEAD~1..HEAD"], USAGE, ""),
+    ("new-dotdot", ["new", "0009-../../escape", "--concern", "c", "--scope", "x"], OK, "0004-0009-.-.-escape"),
+    ("new-absolute", ["new", "/tmp/escape", "--concern", "c", "--scope", "x"], OK, "0004-tmp-escape"),
+    ("new-slash", ["new", "a/b", "--concern", "c", "--scope", "x"], OK, "0004-a-b.patch"),
+    ("new-empty", ["new", "", "--concern", "c", "--scope", "x"], (OK, USAGE), ""),
+    ("new-no-scope", ["new", "x", "--concern", "c"], USAGE, "scope"),
+    ("edit-unknown", ["edit", "nope"], USAGE, "nope"),
+    ("edit-option-like", ["edit", "--", "--help"], USAGE, ""),
+    ("edit-number-out-of-range", ["edit", "99"], USAGE, ""),
+    ("refresh-nothing", ["refresh"], USAGE, "nothing to refresh"),
+    ("export-into-stack", ["export", "--format", "quilt", "{P}/stack", "--force"], USAGE, ""),
+    ("export-into-project", ["export", "--format", "quilt", "{P}", "--force"], USAGE, ""),
+    ("export-to-a-file", ["export", "--format", "mbox", "{P}/stack/series"], USAGE, ""),
+    ("export-bad-format", ["export", "--format", "zip", "{T}/x"], USAGE, ""),
+    ("apply-into-project", ["apply", "--into", "{P}", "--force"], USAGE, ""),
+    ("apply-into-stack", ["apply", "--into", "{P}/stack", "--force"], USAGE, ""),
+    ("apply-into-upstream", ["apply", "--into", "{U}", "--force"], USAGE, ""),
+    ("apply-into-a-file", ["apply", "--into", "{P}/stack/series"], USAGE, ""),
+    ("apply-into-root", ["apply", "--into", "/", "--force"], USAGE, ""),
+    ("apply-exclude-touched", ["apply", "--into", "{T}/o", "--exclude", "src/*"], USAGE,
+     "--exclude"),
+    ("verify-junit-into-dir", ["verify", "--junit", "{P}/stack"], (USAGE, ENVIRONMENT), ""),
+    ("verify-format-bad", ["verify", "--format", "xml"], USAGE, ""),
+    ("outreach-unknown-patch", ["draft-outreach", "nope"], USAGE, "nope"),
+    ("outreach-out-is-stack", ["draft-outreach", "--series", "--out", "{P}/stack"], USAGE, ""),
+    ("outreach-onto-option", ["draft-outreach", "--series", "--onto", "--output={C}"], USAGE, ""),
+    ("status-ref-option", ["upstream-status", "--ref", "--output={C}"], USAGE, ""),
+    ("status-ref-unknown", ["upstream-status", "--ref", "nope"], USAGE, "nope"),
+    ("record-no-command", ["record", "--name", "x"], USAGE, ""),
+    ("record-name-escape", ["record", "--name", "../../escape", "--", "true"], USAGE, ""),
+    ("record-missing-binary", ["record", "--name", "x", "--", "/nonexistent/bin"], (FINDINGS, USAGE,
+                                                                                    ENVIRONMENT), ""),
+    ("init-over-existing", ["init", "--upstream", "{U}", "--pin", "master"], USAGE, ""),
+    ("init-pin-option", ["init", "--upstream", "{U}", "--pin", "--output={C}"], USAGE, ""),
+    ("fingerprint-both", ["fingerprint", "--json", "--cmake"], (OK, USAGE), ""),
+    ("lock-extra-arg", ["lock", "extra"], USAGE, ""),
+    ("series-nul-arg", ["series", "x\x00y"], USAGE, ""),
+]]
+
+
+@params(ARGS)
+def test_argument_corpus(cli, case: Case, tmp_path: Path, project: Path,
+                         upstream: Upstream) -> None:
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    canary = tmp_path / "canary"
+    argv = [a.replace("{P}", str(project)).replace("{T}", str(scratch))
+            .replace("{C}", str(canary)).replace("{U}", str(upstream.path)) for a in case.data]
+    if argv and argv[0] != "-C" and case.id != "no-command":
+        argv = ["-C", str(project), *argv]
+    before = tree_digest(project, skip=(".patchctl",))
+    up_before = git(upstream.path, "for-each-ref") + git(upstream.path, "status", "--short")
+    check(cli(*argv), case)
+    assert not canary.exists(), "an argument reached a command as an option"
+    if case.id not in ("record-missing-binary",):
+        assert tree_digest(project, skip=(".patchctl", "evidence")) == \
+            {k: v for k, v in before.items() if not k.startswith("evidence")}
+    assert git(upstream.path, "for-each-ref") + git(upstream.path, "status", "--short") == \
+        up_before, "the upstream was modified"
+
+
+# -- upstream repositories ----------------------------------------------------------------
+
+
+def _plain_dir(tmp: Path, up: Upstream) -> str:
+    (tmp / "plain").mkdir()
+    return str(tmp / "plain")
+
+
+def _empty_repo(tmp: Path, up: Upstream) -> str:
+    git(tmp, "init", "-q", "empty")
+    return str(tmp / "empty")
+
+
+def _shallow(tmp: Path, up: Upstream) -> str:
+    (up.path / "later.txt").write_text("after the pin\n")
+    git(up.path, "add", "later.txt")
+    git(up.path, "commit", "-qm", "later")
+    git(tmp, "clone", "-q", "--depth", "1", f"file://{up.path}", "shallow")
+    return str(tmp / "shallow")
+
+
+def _shallow_with_pin(tmp: Path, up: Upstream) -> str:
+    git(tmp, "clone", "-q", "--depth", "1", "--branch", "master", f"file://{up.path}", "sh")
+    return str(tmp / "sh")
+
+
+def _partial(tmp: Path, up: Upstream) -> str:
+    git(tmp, "clone", "-q", "--bare", "--filter=blob:none", f"file://{up.path}", "partial.git")
+    return str(tmp / "partial.git")
+
+
+def _partial_offline(tmp: Path, up: Upstream) -> str:
+    """A blobless clone whose promisor remote has gone: blobs cannot be fetched."""
+    path = _partial(tmp, up)
+    git(Path(path), "remote", "set-url", "origin", str(tmp / "gone"))
+    return path
+
+
+def _missing_pin(tmp: Path, up: Upstream) -> str:
+    git(tmp, "init", "-q", "other")
+    (tmp / "other/f").write_text("x\n")
+    git(tmp / "other", "add", "f")
+    git(tmp / "other", "commit", "-qm", "x")
+    return str(tmp / "other")
+
+
+def _corrupt_object(tmp: Path, up: Upstream) -> str:
+    dest = tmp / "corrupt"
+    shutil.copytree(up.path, dest, symlinks=True)
+    blob = git(dest, "rev-parse", f"{up.commits['base']}:src/util.c").strip()
+    obj = dest / ".git/objects" / blob[:2] / blob[2:]
+    obj.chmod(0o644)
+    obj.write_bytes(b"garbage, not zlib")
+    return str(dest)
+
+
+def _missing_object(tmp: Path, up: Upstream) -> str:
+    dest = tmp / "missing"
+    shutil.copytree(up.path, dest, symlinks=True)
+    blob = git(dest, "rev-parse", f"{up.commits['base']}:src/tiny.c").strip()
+    (dest / ".git/objects" / blob[:2] / blob[2:]).unlink()
+    return str(dest)
+
+
+def _not_a_bundle(tmp: Path, up: Upstream) -> str:
+    (tmp / "x.bundle").write_bytes(b"# v2 git bundle\ngarbage\n")
+    return str(tmp / "x.bundle")
+
+
+def _bundle_without_pin(tmp: Path, up: Upstream) -> str:
+    git(Path(_missing_pin(tmp, up)), "bundle", "create", str(tmp / "o.bundle"), "--all")
+    return str(tmp / "o.bundle")
+
+
+def _closed_port(tmp: Path, up: Upstream) -> str:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"http://127.0.0.1:{port}/up.git"
+
+
+def _git_closed_port(tmp: Path, up: Upstream) -> str:
+    return _closed_port(tmp, up).replace("http://", "git://")
+
+
+def _dev_null(tmp: Path, up: Upstream) -> str:
+    return "/dev/null"
+
+
+def _symlink_loop(tmp: Path, up: Upstream) -> str:
+    (tmp / "loop").symlink_to(tmp / "loop")
+    return str(tmp / "loop")
+
+
+UPSTREAMS = [Case(i, fn, code, frag) for i, fn, code, frag in [
+    ("not-a-repo", _plain_dir, USAGE, "not a git repository"),
+    ("empty-repo", _empty_repo, USAGE, "not in upstream"),
+    ("shallow-without-pin", _shallow, (USAGE, ENVIRONMENT), ""),
+    ("shallow-at-pin", _shallow_with_pin, (OK, USAGE, ENVIRONMENT), ""),
+    ("partial-blobless", _partial, OK, ""),
+    # Missing or corrupt objects are reported as the patch that needed them failing, with
+    # git's reason (verify: a finding; apply and edit: one line).
+    ("partial-promisor-gone", _partial_offline, (FINDINGS, USAGE, ENVIRONMENT), ""),
+    ("missing-pin", _missing_pin, USAGE, "not in upstream"),
+    ("corrupt-object", _corrupt_object, FINDINGS, ""),
+    ("missing-object", _missing_object, FINDINGS, ""),
+    ("not-a-bundle", _not_a_bundle, USAGE, ""),
+    ("bundle-without-pin", _bundle_without_pin, USAGE, "not in upstream"),
+    ("unreachable-http", _closed_port, ENVIRONMENT, ""),
+    ("unreachable-git", _git_closed_port, ENVIRONMENT, ""),
+    ("dev-null", _dev_null, USAGE, ""),
+    ("symlink-loop", _symlink_loop, (USAGE, ENVIRONMENT), ""),
+]]
+
+
+@params(UPSTREAMS)
+def test_upstream_corpus(cli, case: Case, tmp_path: Path, project: Path, upstream: Upstream,
+                         monkeypatch) -> None:
+    """verify, apply and edit against a bad upstream: one line, fast, nothing written."""
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(tmp_path / "cache"))
+    spec = case.data(tmp_path, upstream)
+    before = tree_digest(project / "stack")
+    started = time.monotonic()
+    check(cli("-C", str(project), "verify", "--upstream", spec), case)
+    r = cli("-C", str(project), "apply", "--into", str(tmp_path / "out"), "--upstream", spec)
+    check(r, case.code if case.code != FINDINGS else (USAGE, ENVIRONMENT))
+    if r.code != OK:
+        assert not (tmp_path / "out").exists()
+    check(cli("-C", str(project), "edit", "0001", "--upstream", spec), (OK, USAGE, ENVIRONMENT))
+    assert time.monotonic() - started < 60, "a bad upstream must fail fast"
+    assert tree_digest(project / "stack") == before
+
+
+def test_a_stalled_server_fails_fast(cli, tmp_path: Path, project: Path, monkeypatch) -> None:
+    """A git:// server that accepts and never answers: the network timeout ends the fetch."""
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(4)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(OSError):
+                held.append(server.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATCHCTL_NETWORK_TIMEOUT", "3")
+    try:
+        started = time.monotonic()
+        r = cli("-C", str(project), "verify", "--upstream",
+                f"git://127.0.0.1:{server.getsockname()[1]}/up.git")
+        elapsed = time.monotonic() - started
+    finally:
+        stop.set()
+        thread.join()
+        for s in held:
+            s.close()
+        server.close()
+    check(r, ENVIRONMENT)
+    assert elapsed < 30, elapsed
+
+
+# -- HTTP answers (upstream-status --online) ----------------------------------------------
+
+
+TOKEN = "ghp_CORPUSSECRET0123456789abcdefABCDEF"
+
+# path number -> (status, headers, body)
+HTTP = [Case(i, answer, OK, frag) for i, answer, frag in [
+    ("ok", (200, {}, {"state": "open", "title": "t"}), "open"),
+    ("merged", (200, {}, {"state": "closed", "pull_request": {"merged_at": "2026-01-01"}}),
+     "merged"),
+    ("not-json", (200, {}, b"<html>hello</html>"), "malformed"),
+    ("json-list", (200, {}, [1, 2, 3]), "malformed"),
+    ("json-string", (200, {}, "open"), "malformed"),
+    ("json-null", (200, {}, None), "malformed"),
+    ("no-state", (200, {}, {"title": "t"}), "malformed"),
+    ("state-object", (200, {}, {"state": {"a": 1}}), ""),
+    ("pull-request-string", (200, {}, {"state": "open", "pull_request": "x"}), "malformed"),
+    ("title-huge", (200, {}, {"state": "open", "title": "t" * 1_000_000}), ""),
+    ("title-escapes", (200, {}, {"state": "open", "title": "\x1b[2J\x1b]0;pwned\x07\r\n"}), ""),
+    ("empty-body", (200, {}, b""), "malformed"),
+    ("truncated", (200, {"Content-Length": "100"}, b'{"state": "op'), ""),
+    ("gzip-lie", (200, {"Content-Encoding": "gzip"}, b"not gzip"), ""),
+    ("status-204", (204, {}, b""), ""),
+    ("status-301-loop", (301, {"Location": "/repos/o/r/issues/1"}, b""), ""),
+    ("status-401", (401, {}, {"message": "Bad credentials"}), "HTTP 401"),
+    ("status-403", (403, {}, {"message": "Forbidden"}), "HTTP 403"),
+    ("status-404", (404, {}, {"message": "Not Found"}), "not found"),
+    ("status-418", (418, {}, b""), "HTTP 418"),
+    ("status-500", (500, {}, b""), "HTTP 500"),
+    ("status-503-retry-after-text", (503, {"Retry-After": "soon"}, b""), "HTTP 503"),
+    ("rate-limit-reset-huge", (403, {"X-RateLimit-Remaining": "0",
+                                     "X-RateLimit-Reset": "99999999999999999999"}, b""), ""),
+    ("rate-limit-reset-text", (403, {"X-RateLimit-Remaining": "0",
+                                     "X-RateLimit-Reset": "tomorrow"}, b""), ""),
+    ("retry-after-huge", (429, {"Retry-After": "99999999999"}, b""), "rate limited"),
+    ("retry-after-negative", (429, {"Retry-After": "-5"}, b""), ""),
+    ("token-echoed", (500, {}, {"message": f"bad token {TOKEN}"}), ""),
+    ("token-in-title", (200, {}, {"state": "open", "title": f"leak {TOKEN}"}), ""),
+]]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        self.server.seen.append(dict(self.headers))
+        status, headers, body = self.server.answer
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(status)
+        if "Content-Length" not in headers:
+            self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    answer: tuple
+    seen: list
+
+    def handle_error(self, request, client_address) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def _serve(answer: tuple) -> Iterator[_Server]:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.answer, server.seen = answer, []
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def online_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("PATCHCTL_GITHUB_API", url)
+    monkeypatch.setenv("PATCHCTL_GITHUB_TIMEOUT", "2")
+    monkeypatch.setenv("PATCHCTL_GITHUB_RETRIES", "1")
+    monkeypatch.setenv("PATCHCTL_GITHUB_BACKOFF", "0.01")
+    monkeypatch.setenv("PATCHCTL_GITHUB_MAX_WAIT", "1")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+@pytest.fixture
+def referencing(tmp_path: Path, upstream: Upstream, patches) -> Path:
+    name, text = patches[0]
+    text = text.replace("Scope: src/util.c\n", "Scope: src/util.c\nBug: o/r#1\n")
+    return make_project(tmp_path / "refs", upstream, [(name, text)])
+
+
+@params(HTTP)
+def test_http_answer_corpus(cli, case: Case, referencing: Path, monkeypatch) -> None:
+    with _serve(case.data) as server:
+        online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        started = time.monotonic()
+        r = cli("-C", str(referencing), "upstream-status", "--online", "--json")
+        text = cli("-C", str(referencing), "upstream-status", "--online")
+    check(r, case.code)
+    check(text, case.code, case.fragment)
+    assert time.monotonic() - started < 30
+    online = json.loads(r.out)["patches"][0]["online"]
+    assert [o["ref"] for o in online] == ["o/r#1"]
+    assert ("state" in online[0]) != ("error" in online[0] and "state" not in online[0])
+    assert "\x1b" not in text.out, "a terminal escape from the network reached the terminal"
+    assert TOKEN not in r.out + r.err + text.out + text.err
+    for path in referencing.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize(("var", "value"), [
+    ("PATCHCTL_GITHUB_TIMEOUT", "soon"), ("PATCHCTL_GITHUB_RETRIES", "-1"),
+    ("PATCHCTL_GITHUB_RETRIES", "many"), ("PATCHCTL_GITHUB_BACKOFF", "x"),
+    ("PATCHCTL_GITHUB_MAX_WAIT", "nan"), ("PATCHCTL_GITHUB_API", "not a url"),
+    ("PATCHCTL_NETWORK_TIMEOUT", "fast"),
+])
+def test_bad_settings_in_the_environment(cli, referencing: Path, monkeypatch, var,
+                                         value) -> None:
+    online_env(monkeypatch, "http://127.0.0.1:9")
+    monkeypatch.setenv("PATCHCTL_GITHUB_RETRIES", "0")
+    monkeypatch.setenv(var, value)
+    check(cli("-C", str(referencing), "upstream-status", "--online"), (OK, USAGE), "")
+
+
+@pytest.mark.parametrize("cache", [b"{", b"[]", b'{"schema": "patchctl.github-cache/1", '
+                                   b'"answers": []}', b'{"schema": "patchctl.github-cache/1", '
+                                   b'"answers": {"o/r#1": 5}}', b"\xff\xfe",
+                                   b'{"schema": "patchctl.github-cache/1", "answers": {"o/r#1": '
+                                   b'{"state": "open", "fetched_at": "yesterday"}}}'])
+def test_damaged_github_cache(cli, referencing: Path, monkeypatch, cache: bytes) -> None:
+    online_env(monkeypatch, "http://127.0.0.1:9")
+    path = referencing / ".patchctl/github-cache.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(cache)
+    check(cli("-C", str(referencing), "upstream-status"), (OK, USAGE))
+
+
+# -- the bugs this corpus found, one named test each ------------------------------------------
+
+_HTTP = {c.id: c for c in HTTP}
+
+
+def test_a_rate_limit_reset_past_time_t(cli, referencing: Path, monkeypatch) -> None:
+    """Bug: X-RateLimit-Reset beyond what time_t holds ended upstream-status --online in an
+    OverflowError traceback."""
+    test_http_answer_corpus(cli, _HTTP["rate-limit-reset-huge"], referencing, monkeypatch)
+
+
+def test_a_token_echoed_by_the_server_is_scrubbed(cli, referencing: Path, monkeypatch) -> None:
+    """Bug: a server that echoed GITHUB_TOKEN in an issue title got it printed and cached."""
+    test_http_answer_corpus(cli, _HTTP["token-in-title"], referencing, monkeypatch)
+
+
+def test_a_setting_that_is_not_a_number(cli, referencing: Path, monkeypatch) -> None:
+    """Bug: PATCHCTL_GITHUB_TIMEOUT=soon (or RETRIES/BACKOFF not numbers) ended in a
+    ValueError traceback; now one line naming the variable, exit 2."""
+    online_env(monkeypatch, "http://127.0.0.1:9")
+    monkeypatch.setenv("PATCHCTL_GITHUB_TIMEOUT", "soon")
+    check(cli("-C", str(referencing), "upstream-status", "--online"), USAGE,
+          "PATCHCTL_GITHUB_TIMEOUT='soon' is not a number")
+
+
+def test_a_damaged_cache_entry_is_dropped(cli, referencing: Path, monkeypatch) -> None:
+    """Bug: a cache entry that is not a dict, or whose fetched_at is no ISO time, ended the
+    offline report in a TypeError/ValueError traceback."""
+    for entry in (b"5", b'{"state": "open", "fetched_at": "yesterday"}',
+                  b'{"state": "open", "fetched_at": "2026-01-01T00:00:00"}'):
+        test_damaged_github_cache(cli, referencing, monkeypatch,
+                                  b'{"schema": "patchctl.github-cache/1", "answers": '
+                                  b'{"o/r#1": ' + entry + b"}}")
