@@ -20,7 +20,7 @@ from pathlib import Path
 
 from patchctl import fsutil
 from patchctl.errors import InputError
-from patchctl.stack import Stack
+from patchctl.stack import Stack, find_stack
 
 STATE_DIR = ".patchctl"
 
@@ -41,8 +41,13 @@ def state_dir(project: Path, *, create: bool = True) -> Path:
 
 @contextlib.contextmanager
 def stack_lock(project: Path, what: str) -> Iterator[None]:
-    """One writer per project: rebase-pin, import, new, edit and refresh all take it."""
+    """One writer per project: rebase-pin, import, new, edit and refresh all take it.
+
+    Whoever takes it first finishes or removes what a killed writer left beside
+    ``stack/`` (a staged copy), even when this run then writes nothing."""
     with fsutil.exclusive_lock(state_dir(project) / "lock", what):
+        with contextlib.suppress(InputError):  # no stack yet: nothing to recover
+            recover(find_stack(project).root)
         yield
 
 
