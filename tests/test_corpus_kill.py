@@ -1,0 +1,303 @@
+"""Crash safety: SIGKILL every writing command at many points, then check the invariant.
+
+For each scenario (apply --into, import, refresh, edit, rebase-pin, rebase-pin
+--continue) a fresh project is set up per trial, the command runs under
+``tests/killer.py`` and is SIGKILLed just before its Nth rename/replace/rmtree/
+exchange (every N in turn), or after a seeded random delay. Then:
+
+* every watched file (the whole of ``stack/``, and DIR for apply) is exactly
+  the old or exactly the new version: the digest of the tree equals one of two;
+* the next plain run of the same command recovers with no manual step and ends
+  at the new version, and nothing is left beside ``stack/`` or DIR.
+
+The default suite runs every mutation point and a few timed kills per scenario
+(over 100 trials in all); ``-m slow`` adds many more timed kills.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.builders import Upstream, commit_all, git, make_project, replace_in
+from tests.corpus import FINDINGS, OK, USAGE, check, tree_digest
+
+KILLER = Path(__file__).with_name("killer.py")
+
+
+@dataclass
+class Scenario:
+    name: str
+    # (trial dir, cli) -> (project, argv after -C PROJECT, watched dirs)
+    setup: Callable[..., tuple[Path, list[str], list[Path]]]
+    # what the next plain run may answer (exit codes); it must end at the new version
+    rerun_codes: tuple[int, ...] = (OK,)
+    rerun: list[str] | None = None  # another command to recover with (default: argv again)
+
+
+def _killer(project: Path, argv: list[str], n: int, *, signal_name: str = "SIGKILL",
+            ) -> subprocess.Popen[str]:
+    env = {**os.environ, "KILLER_SIGNAL": signal_name}
+    return subprocess.Popen([sys.executable, str(KILLER), str(n), "-C", str(project), *argv],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _state(watched: list[Path]) -> list[dict[str, str]]:
+    return [tree_digest(p) for p in watched]
+
+
+def _leftovers(watched: list[Path]) -> list[str]:
+    return sorted(p.name for w in watched for p in w.parent.iterdir()
+                  if p.name.startswith(f".{w.name}.patchctl-") and not p.name.endswith("-lock"))
+
+
+# -- scenarios -------------------------------------------------------------------------------
+
+
+def _apply(tmp: Path, cli, up: Upstream, patches) -> tuple[Path, list[str], list[Path]]:
+    project = make_project(tmp / "p", up, patches[:2])
+    into = tmp / "tree"
+    check(cli("-C", str(project), "apply", "--into", str(into)), OK)
+    project = make_project(tmp / "p", up, patches)  # now three patches: DIR must change
+    return project, ["apply", "--into", str(into)], [project / "stack", into]
+
+
+def _import(tmp: Path, cli, up: Upstream, patches) -> tuple[Path, list[str], list[Path]]:
+    project = make_project(tmp / "p", up, patches[:2])
+    source = tmp / patches[2][0]
+    source.write_text(patches[2][1])
+    return project, ["import", str(source)], [project / "stack"]
+
+
+def _refresh(tmp: Path, cli, up: Upstream, patches) -> tuple[Path, list[str], list[Path]]:
+    project = make_project(tmp / "p", up, patches)
+    check(cli("-C", str(project), "edit", "0002"), OK)
+    replace_in(project / ".patchctl/edit/work/src/tiny.c", "x * 4 + 1;", "x * 4 + 2;")
+    return project, ["refresh"], [project / "stack"]
+
+
+def _edit(tmp: Path, cli, up: Upstream, patches) -> tuple[Path, list[str], list[Path]]:
+    project = make_project(tmp / "p", up, patches)
+    return project, ["edit", "0003"], [project / "stack"]
+
+
+def _rebase(tmp: Path, cli, up: Upstream, patches) -> tuple[Path, list[str], list[Path]]:
+    project = make_project(tmp / "p", up, patches)
+    return project, ["rebase-pin", "later"], [project / "stack"]
+
+
+def _continue(tmp: Path, cli, up: Upstream, patches) -> tuple[Path, list[str], list[Path]]:
+    from tests.rebase_history import PATCH_NAMES
+
+    project = make_project(tmp / "p", up, patches)
+    r = cli("-C", str(project), "rebase-pin", "master", "--drop-upstream")
+    check(r, FINDINGS, "stopped")
+    work = project / ".patchctl/rebase/work"
+    text = (work / "src/tiny.c").read_text()
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>>")
+    (work / "src/tiny.c").write_text(text[:start] + "        y -= 19;\n" +
+                                     text[text.index("\n", end) + 1:])
+    git(work, "add", "src/tiny.c")
+    assert PATCH_NAMES
+    return project, ["rebase-pin", "--continue"], [project / "stack"]
+
+
+SCENARIOS = [
+    Scenario("apply-into", _apply),
+    # killed after the swap, the patch is in: importing it again is refused, at the new stack
+    Scenario("import", _import, rerun_codes=(OK, USAGE)),
+    # killed after the swap, the edit may be over: "nothing to refresh", at the new stack
+    Scenario("refresh", _refresh, rerun_codes=(OK, USAGE)),
+    Scenario("edit", _edit),
+    Scenario("rebase-pin", _rebase, rerun_codes=(OK,)),
+    Scenario("rebase-pin-continue", _continue, rerun_codes=(OK, USAGE)),
+]
+
+
+@pytest.fixture(scope="module")
+def _worlds(tmp_path_factory: pytest.TempPathFactory):
+    """The upstreams: tiny with a later commit `later` (README only), and the rebase history."""
+    from tests.builders import make_upstream, standard_patches
+    from tests.rebase_history import make_history
+
+    root = tmp_path_factory.mktemp("kill")
+    old = os.environ.copy()
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    try:
+        up = make_upstream(root / "tiny")
+        patches = standard_patches(up, root / "scratch")
+        (up.path / "README.md").write_text("# tiny\n\nLater.\n")
+        git(up.path, "tag", "later", commit_all(up.path, "docs : later (#4)"))
+        history = make_history(root / "history")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return (up, patches), (history.upstream, history.patches)
+
+
+def _world(scenario: Scenario, worlds):
+    return worlds[1] if scenario.name == "rebase-pin-continue" else worlds[0]
+
+
+def _new_version(scenario: Scenario, cli, tmp: Path, worlds) -> tuple[list[dict], float]:
+    """What a run that is never killed leaves, and how long it takes as a subprocess."""
+    up, patches = _world(scenario, worlds)
+    project, argv, watched = scenario.setup(tmp, cli, up, patches)
+    started = time.monotonic()
+    proc = _killer(project, argv, 0)
+    out, err = proc.communicate()
+    elapsed = time.monotonic() - started
+    assert proc.returncode in (OK, FINDINGS), err
+    points = int(err.rsplit("KILLER-COUNT ", 1)[1].split()[0])
+    return [_state(watched), points], elapsed
+
+
+def _trial(scenario: Scenario, cli, tmp: Path, worlds, new: list[dict], *,
+           point: int = 0, delay: float = 0.0) -> str:
+    """One killed run and its recovery; returns "old", "new" or "done" (not killed)."""
+    up, patches = _world(scenario, worlds)
+    project, argv, watched = scenario.setup(tmp, cli, up, patches)
+    old = _state(watched)
+    proc = _killer(project, argv, point)
+    if delay:
+        time.sleep(delay)
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+    _, err = proc.communicate()
+    if proc.returncode != -signal.SIGKILL:
+        assert proc.returncode in (OK, FINDINGS), err
+        assert _state(watched) == new
+        return "done"
+    after = _state(watched)
+    assert after in (old, new), f"{scenario.name}: a kill at {point or delay} left a mix"
+    r = cli("-C", str(project), *(scenario.rerun or argv))
+    check(r, scenario.rerun_codes)
+    if scenario.rerun is None:
+        assert _state(watched) == new, f"{scenario.name}: the next run did not recover"
+    else:
+        assert _state(watched) in (old, new)
+    assert _leftovers(watched) == [], _leftovers(watched)
+    check(cli("-C", str(project), "verify"), OK)
+    return "new" if after == new else "old"
+
+
+TRIALS: dict[str, int] = {}
+
+
+def _run_all(scenario: Scenario, cli, tmp_path: Path, worlds, timed: int) -> None:
+    (new, points), elapsed = _new_version(scenario, cli, tmp_path / "ref", worlds)
+    outcomes = []
+    for n in range(1, points + 1):
+        outcomes.append(_trial(scenario, cli, tmp_path / f"n{n}", worlds, new, point=n))
+    rng = random.Random(f"{scenario.name}-{timed}")
+    for i in range(timed):
+        outcomes.append(_trial(scenario, cli, tmp_path / f"t{i}", worlds, new,
+                               delay=rng.uniform(0.05, max(0.1, elapsed))))
+    killed = [o for o in outcomes if o != "done"]
+    TRIALS[scenario.name] = TRIALS.get(scenario.name, 0) + len(killed)
+    print(f"KILL-TRIALS {scenario.name}: {len(killed)} killed ({points} mutation points, "
+          f"{timed} timed), {outcomes.count('old')} left old, {outcomes.count('new')} new")
+    assert points >= 1 and len(killed) >= points
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_kill_at_every_point(cli, scenario: Scenario, tmp_path: Path, _worlds) -> None:
+    _run_all(scenario, cli, tmp_path, _worlds, timed=15)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+def test_kill_at_random_times(cli, scenario: Scenario, tmp_path: Path, _worlds) -> None:
+    _run_all(scenario, cli, tmp_path, _worlds, timed=int(os.environ.get("KILL_TRIALS", "25")))
+
+
+# -- concurrent runs and stale locks --------------------------------------------------------
+
+
+@pytest.mark.parametrize("second", [["import", "{SRC}"], ["refresh"], ["edit", "0001"],
+                                    ["rebase-pin", "later"], ["new", "x", "--concern", "c",
+                                                              "--scope", "x"]])
+def test_a_second_writer_is_refused_and_a_killed_one_leaves_no_lock(
+        cli, tmp_path: Path, _worlds, second: list[str]) -> None:
+    """A writer stopped (SIGSTOP) mid-run holds the stack: a second writer is refused
+    at once with one line naming the holder; killed, it leaves a lock file that the
+    next run detects as stale and takes over, and the stack is old or new."""
+    (up, patches), _ = _worlds
+    _, argv, _ = _import(tmp_path / "ref", cli, up, patches)
+    counted = _killer(tmp_path / "ref/p", argv, 0)
+    last = int(counted.communicate()[1].rsplit("KILLER-COUNT ", 1)[1].split()[0])
+    project, argv, watched = _import(tmp_path, cli, up, patches)
+    src = argv[1]
+    old = _state(watched)
+    # stopped before its last mutation (the temp dir's removal): still under the lock
+    holder = _killer(project, argv, last, signal_name="SIGSTOP")
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # wait until it stopped itself
+            with open(f"/proc/{holder.pid}/stat") as f:
+                if f.read().split(") ", 1)[1].startswith("T"):
+                    break
+            time.sleep(0.02)
+        else:
+            raise AssertionError("the holder never stopped")
+        args = [a.replace("{SRC}", src) for a in second]
+        r = cli("-C", str(project), *args)
+        check(r, 3, "busy")
+        assert str(holder.pid) in r.err
+        stopped = _state(watched)
+    finally:
+        holder.kill()
+        holder.communicate()
+    assert (project / ".patchctl/lock").exists()  # left behind by the killed holder
+    r = cli("-C", str(project), *argv)
+    if stopped == old:
+        check(r, OK)
+    else:  # it had swapped the new stack in: importing again is refused, nothing changes
+        check(r, USAGE)
+        assert _state(watched) == stopped
+    assert _leftovers(watched) == []
+    check(cli("-C", str(project), "verify"), OK)
+
+
+def test_a_lock_file_naming_a_dead_pid_is_no_lock(cli, tmp_path: Path, _worlds) -> None:
+    """A lock file left by a process that no longer exists (its pid reused or gone) does
+    not block: only a live holder of the lock counts."""
+    (up, patches), _ = _worlds
+    project, argv, _ = _import(tmp_path, cli, up, patches)
+    lock = project / ".patchctl/lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    lock.write_text("999999999\n")
+    check(cli("-C", str(project), *argv), OK)
+
+
+def test_a_writer_clears_what_a_killed_one_left_beside_the_stack(cli, tmp_path: Path,
+                                                                 _worlds) -> None:
+    """Bug: a writer killed after staging its copy of stack/ left `.stack.patchctl-new-*`
+    beside it until some later command rewrote the stack; a run that then wrote nothing
+    (refresh with no edit, rebase-pin to the pin it is at) left it there for good."""
+    (up, patches), _ = _worlds
+    project = make_project(tmp_path / "p", up, patches)
+    staged = project / ".stack.patchctl-new-killed"
+    staged.mkdir()
+    (staged / "series").write_text("half-written\n")
+    check(cli("-C", str(project), "refresh"), USAGE, "nothing to refresh")
+    assert not staged.exists()
+
+
+def test_kill_harness_counts() -> None:
+    """Runs last in this module: the default suite made at least 100 kill trials in all."""
+    ran = {n: c for n, c in TRIALS.items()}
+    if len(ran) < len(SCENARIOS):
+        pytest.skip("only part of the kill harness ran")
+    print(f"KILL-TRIALS total {sum(ran.values())}: {ran}")
+    assert sum(ran.values()) >= 100, ran
+
