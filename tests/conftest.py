@@ -7,8 +7,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from tests.builders import Upstream, make_project, make_upstream, standard_patches
+
+# Property tests (tests/test_corpus_properties.py): a small, repeatable budget by default;
+# HYPOTHESIS_PROFILE=long runs thousands of random examples per property.
+settings.register_profile("default", max_examples=30, deadline=None, derandomize=True,
+                          database=None, print_blob=True)
+settings.register_profile("long", max_examples=3000, deadline=None, database=None,
+                          print_blob=True)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
 @pytest.fixture(autouse=True)
