@@ -31,6 +31,11 @@ def state_dir(project: Path, *, create: bool = True) -> Path:
     It ignores itself (a ``.gitignore`` of ``*``), so a project never commits it.
     """
     path = project.absolute() / STATE_DIR
+    links = [p for p in (path, *(path.iterdir() if path.is_dir() and not path.is_symlink()
+                                 else ())) if p.is_symlink()]
+    if links:  # work trees there are deleted and rewritten: never through a link
+        raise InputError(f"{links[0]} is a symbolic link; patchctl keeps its private state "
+                         "in a real directory: remove the link")
     if create:
         path.mkdir(parents=True, exist_ok=True)
         ignore = path / ".gitignore"
