@@ -54,7 +54,10 @@ def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str
     name, _, email = author.partition("<")
     if email:
         env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()
-    run_git(["apply", "--index", f"-p{strip}", str(patch)], repo=work, env=env)
+    r = run_git(["apply", "--index", f"-p{strip}", str(patch)], repo=work, env=env, check=False)
+    if r.returncode != 0:  # the patch is at fault (a bad path, a conflict), not git
+        raise InputError(f"{patch.name} does not apply: {last_line(r.stderr)}; "
+                         "`patchctl verify` says why")
     message = subject + ("\n\n" + body if body else "") + "\n"
     run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
     return run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
