@@ -13,7 +13,7 @@ import sys
 import click
 
 from patchctl import __version__
-from patchctl.errors import EXIT_INTERRUPTED, EXIT_USAGE, PatchctlError
+from patchctl.errors import EXIT_INTERRUPTED, EXIT_USAGE, PatchctlError, redact
 
 # name -> (module:attribute, one-line help). Order is the order of `--help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -81,7 +81,7 @@ def main(argv: list[str] | None = None) -> None:
     try:
         code = cli.main(args=argv, prog_name="patchctl", standalone_mode=False)
     except PatchctlError as e:
-        click.echo(f"patchctl: error: {e}", err=True)
+        click.echo(f"patchctl: error: {redact(str(e))}", err=True)
         sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo("patchctl: interrupted", err=True)

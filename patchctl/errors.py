@@ -6,6 +6,10 @@ never exceptions: these classes are for input and environment problems.
 
 from __future__ import annotations
 
+import os
+
+SECRET_ENV = ("GITHUB_TOKEN",)  # values patchctl never prints, records or caches
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -48,3 +52,17 @@ class GitError(EnvironmentFailure):
 
 class BusyError(EnvironmentFailure):
     """Another patchctl process holds the stack's lock."""
+
+
+def redact(text: str) -> str:
+    """``text`` with the value of every secret in SECRET_ENV replaced by ``***``: the one
+    filter for what patchctl prints (errors) and records (evidence)."""
+    for name in SECRET_ENV:
+        value = os.environ.get(name, "")
+        if len(value) >= 4:  # a one-letter "token" would garble every message
+            text = text.replace(value, "***")
+    return text
+
+
+def redact_bytes(data: bytes) -> bytes:
+    return redact(data.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")

@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from patchctl import __version__, fsutil, schemas
+from patchctl.errors import redact, redact_bytes
 
 
 def tool_versions() -> dict[str, str]:
@@ -98,15 +99,15 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
 
         raise EnvironmentFailure(f"cannot run {argv[0]}: {e.strerror}") from e
     assert proc.stdout is not None
-    for line in proc.stdout:
-        chunks.append(line)
+    for line in proc.stdout:  # a secret the command prints is neither kept nor shown
+        chunks.append(redact_bytes(line))
         if echo:
-            echo(line)
+            echo(chunks[-1])
     code = proc.wait()
     output = b"".join(chunks)
     fsutil.atomic_write(log_path, output)
     record = Record(
-        name=name, argv=argv, cwd=os.getcwd(), started=started,
+        name=name, argv=[redact(a) for a in argv], cwd=os.getcwd(), started=started,
         seconds=round(time.perf_counter() - t0, 3), exit_code=code, expect=expect,
         tools=tool_versions(), stack=stack_identity(project),
         output_file=log_path.name, output_sha256=hashlib.sha256(output).hexdigest(),
@@ -121,6 +122,7 @@ def record_steps(name: str, *, evidence_dir: Path, argv: list[str], started: str
     """Write NAME.json and NAME.log for a command that ran its own steps (``reproduce``)
     rather than one child process: ``log`` is their transcript, ``extra`` the result."""
     evidence_dir.mkdir(parents=True, exist_ok=True)
+    log = redact_bytes(log)
     fsutil.atomic_write(evidence_dir / f"{name}.log", log)
     record = Record(
         name=name, argv=argv, cwd=os.getcwd(), started=started, seconds=round(seconds, 3),
