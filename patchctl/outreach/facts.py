@@ -370,8 +370,8 @@ _TEXT_FIELDS = ("title", "summary", "motivation", "api", "scope", "upstream", "p
 
 def load_outreach(stack_root: Path, concern: str | None) -> OutreachData | None:
     """``stack/outreach/<concern>.toml``, or None when the stack has none for the concern."""
-    if not concern:
-        return None
+    if not concern or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", concern):
+        return None  # only a slug names a file there: `../x` must not read outside the stack
     path = stack_root / "outreach" / f"{concern}.toml"
     if not path.is_file():
         return None
