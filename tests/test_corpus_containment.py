@@ -167,14 +167,19 @@ def test_brief_directory_with_planted_symlinks(cli, project: Path, outside: Path
 
 def test_outreach_concern_naming_a_file_outside(cli, tmp_path: Path, upstream: Upstream,
                                                 patches, outside: Path) -> None:
-    """`Concern: ../../outside/secret` must not read outside/secret.toml as outreach data."""
+    """Bug: `Concern: ../../outside/secret` made draft-outreach read outside/secret.toml as
+    the patch's outreach data (and quote it in the brief)."""
     name, text = patches[0]
     rel = os.path.relpath(outside / "secret", tmp_path / "p/stack/outreach")
     project = make_project(tmp_path / "p", upstream,
                            [(name, text.replace("Concern: square", f"Concern: {rel}"))])
-    r = cli("-C", str(project), "draft-outreach", "--series", "--json")
+    (project / "stack/outreach").mkdir()  # as in the real stack
+    assert (project / "stack/outreach" / f"{rel}.toml").resolve() == outside / "secret.toml"
+    out = tmp_path / "briefs"
+    r = cli("-C", str(project), "draft-outreach", "--series", "--out", str(out))
     check(r, (OK, FINDINGS, USAGE))
-    assert "SECRET OUTSIDE" not in r.out + r.err
+    briefs = "".join(p.read_text() for p in out.glob("*")) if out.exists() else ""
+    assert "SECRET OUTSIDE" not in r.out + r.err + briefs
 
 
 def test_stack_files_symlinked_outside(cli, project: Path, patches, tmp_path: Path) -> None:

@@ -272,15 +272,19 @@ def test_outreach_data_corpus(cli, case: Case, tmp_path: Path, upstream: Upstrea
 
 def test_concern_naming_a_path_outside_the_stack(cli, tmp_path: Path, upstream: Upstream,
                                                  patches) -> None:
-    """A `Concern:` trailer is a slug, never a path: `../../x` must not read
-    `<project>/../x.toml` as outreach data."""
+    """Bug: a `Concern:` of `../../../outside` made draft-outreach read `<dir>/outside.toml`,
+    beside the project, as the patch's outreach data."""
     name, text = patches[0]
-    text = text.replace("Concern: square", "Concern: ../../outside")
+    text = text.replace("Concern: square", "Concern: ../../../outside")
     project = _project(tmp_path, upstream, [(name, text)])
     (tmp_path / "outside.toml").write_text('title = "READ FROM OUTSIDE"\n')
-    r = cli("-C", str(project), "draft-outreach", "--upstream", str(upstream.path), "--json")
-    check(r, (OK, FINDINGS, USAGE))
-    assert "READ FROM OUTSIDE" not in r.out + r.err
+    (project / "stack/outreach").mkdir()  # as in the real stack
+    out = tmp_path / "briefs"
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(upstream.path), "--out",
+            str(out), "--series")
+    check(r, OK)
+    briefs = "".join(p.read_text() for p in out.glob("*"))
+    assert "READ FROM OUTSIDE" not in r.out + r.err + briefs
 
 
 STATE = [Case(i, data, code, frag) for i, data, code, frag in [
