@@ -40,6 +40,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                   "Build each patch's reproducer: it must fail before and pass after."),
     "record": ("patchctl.commands.record:record",
                "Run a command and keep its evidence record under evidence/."),
+    "ci": ("patchctl.commands.ci:ci",
+           "CI: GitHub Actions workflows, a lane run locally, the upstream canary."),
 }
 
 
