@@ -25,10 +25,6 @@ def main() -> None:
         patches = standard_patches(up, Path(tmp) / "scratch")
         shutil.rmtree(out / "stack", ignore_errors=True)
         make_project(out, up, patches)
-        # 0001's `Reproducer: reproducers/square`, so `reproduce` (and `ci run`) prove it.
-        shutil.rmtree(out / "reproducers", ignore_errors=True)
-        shutil.copytree(ROOT / "tests" / "fixtures" / "reproducers" / "square",
-                        out / "reproducers" / "square")
         bundle = out / "tiny-upstream.bundle"
         subprocess.run(["git", "-C", str(up.path), "bundle", "create", "-q", str(bundle),
                         "master"], check=True)
