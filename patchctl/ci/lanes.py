@@ -9,6 +9,7 @@ project is skipped with its reason; the first failure stops the lane.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -101,15 +102,19 @@ def default_work(project: Path, lane: Lane) -> Path:
 
 
 def plan(project: Path, stack: Stack, lane: Lane, *, work: Path, upstream: str | None = None,
-         github: bool = False, exclude: Sequence[str] = ()) -> list[Step]:
-    """The lane's steps for this project, in order; those that do not apply carry a reason."""
+         exclude: Sequence[str] = ()) -> list[Step]:
+    """The lane's steps for this project, in order; those that do not apply carry a reason.
+
+    verify runs first so a lane never builds a stack that does not apply; its
+    annotations (`--format github`) are the check job's, not repeated per lane.
+    """
     project, work = project.absolute(), work.absolute()
     me = [sys.executable, "-m", "patchctl", "-C", str(project)]
     up = ["--upstream", upstream] if upstream else []
     excl = [f"--exclude={g}" for g in exclude]
     tree, build = work / "tree", work / "native"
     steps = [
-        Step("verify", [*me, "verify", *up, *(["--format", "github"] if github else [])]),
+        Step("verify", [*me, "verify", *up]),
         Step("apply", [*me, "apply", "--into", str(tree), *up, *excl]),
     ]
     native = project / NATIVE_DIR
@@ -174,8 +179,6 @@ def run(lane: Lane, steps: list[Step], *, project: Path, work: Path, echo: Echo,
                 echo(f"::error title=patchctl ci lane {lane.name}::{step.name} failed "
                      f"({why}): {step.display()}\n")
     result.seconds = time.perf_counter() - t0
-    import json
-
     fsutil.atomic_write(work / "result.json",
                         json.dumps(result.to_dict(), indent=2, sort_keys=True) + "\n")
     return result

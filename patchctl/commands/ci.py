@@ -112,8 +112,7 @@ def run(ctx: click.Context, lane: str, upstream: str | None, work: Path | None,
     stack = stack_of(ctx)
     work = (work or lanes.default_work(project, the_lane)).absolute()
     github_mode = os.environ.get("GITHUB_ACTIONS") == "true"
-    steps = lanes.plan(project, stack, the_lane, work=work, upstream=upstream,
-                       github=github_mode, exclude=exclude)
+    steps = lanes.plan(project, stack, the_lane, work=work, upstream=upstream, exclude=exclude)
     if list_only:
         if as_json:
             emit_json([{"name": s.name, "command": s.display(), "skip": s.skip}
