@@ -45,8 +45,9 @@ def ci() -> None:
 @click.option("--canary-issue", is_flag=True,
               help="The canary opens, updates and closes one tracking issue with the gh CLI.")
 @click.option("--install", metavar="REQUIREMENT",
-              help="How runners install patchctl (a pip requirement; '.' for this "
-              "repository itself).  [default: patchctl==<this version>]")
+              help="How runners install patchctl: a pip requirement, run in the project "
+              "directory ('.' for this repository itself).  [default: patchctl==<this "
+              "version>]")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file is stale.")
 @json_option
 @click.pass_context
