@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from patchctl.ci.workflows import DEFAULT_CRON, DEFAULT_LANES, DEFAULT_OUT
 from patchctl.commands._common import (
     emit_json,
     end_progress,
@@ -31,16 +32,17 @@ def ci() -> None:
 
 
 @ci.command()
-@click.option("--out", default=".github/workflows", show_default=True,
+@click.option("--out", default=DEFAULT_OUT, show_default=True,
               type=click.Path(file_okay=False, path_type=str),
               help="Directory for the workflow files (relative to the repository root, "
               "the current directory).")
-@click.option("--lanes", "lanes_text", default="cpu", show_default=True, metavar="LANE,...",
+@click.option("--lanes", "lanes_text", default=",".join(DEFAULT_LANES), show_default=True,
+              metavar="LANE,...",
               help="Lanes of the matrix: cpu, cuda, vulkan, metal.")
 @click.option("--runner", "runners", multiple=True, metavar="LANE=LABEL[,LABEL...]",
               help="runs-on labels of a lane, e.g. cuda=self-hosted,linux,cuda "
               "(defaults: cpu ubuntu-latest, metal macos-14, cuda and vulkan self-hosted).")
-@click.option("--canary-cron", default="17 5 * * *", show_default=True, metavar="CRON",
+@click.option("--canary-cron", default=DEFAULT_CRON, show_default=True, metavar="CRON",
               help="When the upstream canary runs (UTC cron).")
 @click.option("--canary-issue", is_flag=True,
               help="The canary opens, updates and closes one tracking issue with the gh CLI.")
