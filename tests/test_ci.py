@@ -114,7 +114,7 @@ def test_the_first_failure_stops_the_lane(cli, project: Path, upstream: Upstream
     assert steps["verify"]["status"] == "failed" and steps["verify"]["returncode"] == 1
     assert steps["apply"]["status"] == "not-run" and steps["reproduce"]["status"] == "not-run"
     assert "failed" in Path(steps["verify"]["log"]).read_text()
-    assert "-- [cpu] verify failed (exit 1); log: " in r.err
+    assert "==> [cpu] verify failed (exit 1); log: " in r.err
 
 
 def test_on_github_steps_are_grouped_and_a_failure_annotated(cli, project: Path,

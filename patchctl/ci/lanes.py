@@ -156,12 +156,12 @@ def run(lane: Lane, steps: list[Step], *, project: Path, work: Path, echo: Echo,
     for n, step in enumerate(steps, start=1):
         if step.skip:
             step.status = SKIPPED
-            echo(f"-- [{lane.name} {n}/{len(steps)}] {step.name}: skipped: {step.skip}\n")
+            echo(f"==> [{lane.name} {n}/{len(steps)}] {step.name}: skipped: {step.skip}\n")
             continue
         if failed:
             continue
         echo((f"::group::{lane.name}: {step.name}\n" if github else "")
-             + f"-- [{lane.name} {n}/{len(steps)}] {step.name}: {step.display()}\n")
+             + f"==> [{lane.name} {n}/{len(steps)}] {step.name}: {step.display()}\n")
         log = logs / f"{n:02d}-{step.name}.log"
         step.log = str(log)
         t = time.perf_counter()
@@ -174,7 +174,7 @@ def run(lane: Lane, steps: list[Step], *, project: Path, work: Path, echo: Echo,
         if step.status == FAILED:
             failed = True
             why = step.error or f"exit {step.returncode}"
-            echo(f"-- [{lane.name}] {step.name} failed ({why}); log: {log}\n")
+            echo(f"==> [{lane.name}] {step.name} failed ({why}); log: {log}\n")
             if github:
                 echo(f"::error title=patchctl ci lane {lane.name}::{step.name} failed "
                      f"({why}): {step.display()}\n")
