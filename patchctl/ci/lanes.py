@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import shutil
 import subprocess
 import sys
 import time
@@ -29,7 +28,6 @@ PASSED, FAILED, SKIPPED, NOT_RUN = "passed", "failed", "skipped", "not-run"
 NATIVE_DIR = "native"
 # The variable native/ reads the `apply --into` tree from (native/README.md).
 NATIVE_UPSTREAM_VAR = "WORKER_UPSTREAM_DIR"
-TOOLS_HINT = "install them with `pip install cmake ninja`"
 
 Echo = Callable[[str], None]
 
@@ -74,6 +72,8 @@ class Step:
     def display(self) -> str:
         """The command as a user would type it (``patchctl`` for this interpreter)."""
         argv = self.argv
+        if not argv:
+            return ""
         if argv[:3] == [sys.executable, "-m", "patchctl"]:
             argv = ["patchctl", *argv[3:]]
         return shlex.join(argv)
@@ -118,23 +118,26 @@ def plan(project: Path, stack: Stack, lane: Lane, *, work: Path, upstream: str |
         Step("apply", [*me, "apply", "--into", str(tree), *up, *excl]),
     ]
     native = project / NATIVE_DIR
-    cmake = shutil.which("cmake") or "cmake"
-    ctest = shutil.which("ctest", path=str(Path(cmake).parent)) or shutil.which("ctest") \
-        or "ctest"
-    launcher = []
-    if shutil.which("ccache"):  # optional: a faster rebuild, never required
-        launcher = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache" for lang in ("C", "CXX")]
-    native_steps = [
-        Step("configure", [cmake, "-S", str(native), "-B", str(build), "-G", "Ninja",
-                           "-DCMAKE_BUILD_TYPE=Release", f"-D{NATIVE_UPSTREAM_VAR}={tree}",
-                           *launcher, *lane.cmake_args]),
-        Step("build", [cmake, "--build", str(build)]),
-        Step("test", [ctest, "--test-dir", str(build), "--output-on-failure",
-                      "--no-tests=error"]),
-    ]
-    if not (native / "CMakeLists.txt").is_file():
-        for s in native_steps:
-            s.skip = f"the project has no {NATIVE_DIR}/CMakeLists.txt: no native build"
+    build_steps = ("configure", "build", "test")
+    if (native / "CMakeLists.txt").is_file():
+        from patchctl.reproduce import find_toolchain
+
+        tools = find_toolchain()  # the same cmake >= 3.21, ctest and ninja as reproduce
+        # ccache is optional: a faster rebuild, never required.
+        launcher = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache"
+                    for lang in ("C", "CXX", *(("CUDA",) if lane.name == "cuda" else ()))
+                    if tools.ccache]
+        native_steps = [
+            Step("configure", [tools.cmake, "-S", str(native), "-B", str(build), "-G", "Ninja",
+                               "-DCMAKE_BUILD_TYPE=Release", f"-D{NATIVE_UPSTREAM_VAR}={tree}",
+                               *launcher, *lane.cmake_args]),
+            Step("build", [tools.cmake, "--build", str(build)]),
+            Step("test", [tools.ctest, "--test-dir", str(build), "--output-on-failure",
+                          "--no-tests=error"]),
+        ]
+    else:
+        native_steps = [Step(name, [], skip=f"the project has no {NATIVE_DIR}/CMakeLists.txt: "
+                             "no native build") for name in build_steps]
     steps += native_steps
     reproduce = Step("reproduce", [*me, "reproduce", *up, *excl])
     if not any(p.reproducer for p in stack.patches()):
@@ -191,8 +194,7 @@ def _stream(argv: list[str], echo: Echo) -> tuple[int, str, str | None]:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 stdin=subprocess.DEVNULL, text=True, errors="replace", env=env)
     except OSError as e:
-        hint = f"; {TOOLS_HINT}" if Path(argv[0]).name in ("cmake", "ctest") else ""
-        message = f"cannot run {argv[0]}: {e.strerror}{hint}"
+        message = f"cannot run {argv[0]}: {e.strerror}"
         echo(message + "\n")
         return 127, message + "\n", message
     lines: list[str] = []
