@@ -131,9 +131,9 @@ def markdown(c: Canary) -> str:
     title = f"patchctl upstream canary: {c.name}" if c.name else "patchctl upstream canary"
     span = f"{c.commits} first-parent commits after" if c.commits is not None else \
         "not a descendant of"
+    ref = f" ({_code(c.new_ref)})" if c.new_ref and c.new_ref != c.new else ""
     out = [f"## {_text(title)}", "",
-           f"Upstream {_commit(c, c.new)} ({_code(c.new_ref or c.new)}), {span} the pin "
-           f"{_commit(c, c.old)}.", ""]
+           f"Upstream {_commit(c, c.new)}{ref}, {span} the pin {_commit(c, c.old)}.", ""]
     new, broken = c.named(NEW), c.broken
     if new:
         out.append(f"**Newly broken: {len(new)} patch{'es' if len(new) > 1 else ''}** "
