@@ -52,7 +52,7 @@ def synthetic_report() -> dict:
             patch(4, "0004-conflict-new.patch", "conflict", bisect=bisect,
                   conflicts=["src/llama-model.cpp", "src/llama-model.h"],
                   superseded={"commit": {"id": C_SUPER, "subject": "llama : range loading"},
-                              "contains": "80% of the post-image"}),
+                              "contains": 0.8, "since": "b1234"}),
             patch(5, "0005-conflict-old.patch", "conflict", conflicts=["src/b.c"],
                   bisect={**bisect, "commit": {"id": C_BREAK, "subject": "old break"}}),
             patch(6, "0006-landed.patch", "upstream", change="dropped",
@@ -105,7 +105,7 @@ def test_golden_summary(cli, tmp_path: Path) -> None:
     assert "offset (2 hunks moved)" in rows["`0002-offset.patch`"]
     assert "depends on the rebased patches" in rows["`0003-threeway.patch`"]
     assert "### Landed upstream" in r.out and "### Superseded upstream" in r.out
-    assert "(contains: 80% of the post-image)" in r.out
+    assert "(it already holds 80% of the patch's added lines) (since: b1234)" in r.out
 
 
 def test_compare_states() -> None:
@@ -130,17 +130,42 @@ def test_compare_states() -> None:
         "0004-conflict-new.patch", "0005-conflict-old.patch"]
 
 
-def test_superseded_at_the_report_level_is_rendered() -> None:
-    """The upstream-status work may list superseded patches beside `patches`."""
+def status_report(new: str = NEW) -> dict:
+    """What `upstream-status --ref NEW --json` says (the fields the canary reads, and more)."""
+    def row(i: int, name: str, upstream: dict | None) -> dict:
+        return {"index": i, "file": name, "concern": None, "status": "Pending", "detail": "",
+                "problem": None, "references": [], "date": None, "pending_days": 3,
+                "upstream": upstream, "online": []}
+
+    return {"schema": "patchctl.upstream-status/1", "name": "llama.cpp", "pin": OLD,
+            "ref": "HEAD", "ref_commit": new, "counts": {"Pending": 2}, "ok": True,
+            "malformed": [], "unreferenced": [],
+            "patches": [row(5, "0005-conflict-old.patch",
+                            {"grade": "conflict", "verdict": "superseded", "contains": 0.833,
+                             "first_breaking": {"id": C_BREAK, "subject": "old break"}}),
+                        row(6, "0006-landed.patch",
+                            {"grade": "upstream", "verdict": "landed", "how": "patch-id"})]}
+
+
+def test_superseded_comes_from_upstream_status(cli, tmp_path: Path) -> None:
     report = synthetic_report()
     for p in report["patches"]:
         p.pop("superseded", None)
-    report["superseded"] = [{"name": "0005-conflict-old.patch",
-                             "commit": C_SUPER, "share": 0.5}]
-    text = canary.markdown(canary.compare(report, None))
-    assert f"- `0005-conflict-old.patch`: by `{C_SUPER[:12]}` (share: 0.5)" in text
-    report.pop("superseded")
     assert "Superseded" not in canary.markdown(canary.compare(report, None))
+    path = write(tmp_path / "report.json", report)
+    status = write(tmp_path / "status.json", status_report())
+    r = cli("-C", str(tmp_path), "ci", "summary", str(path), "--status", str(status))
+    assert r.code == 1, r.err
+    assert f"- `0005-conflict-old.patch`: by `{C_BREAK[:12]}` old break (it already holds 83% " \
+        "of the patch's added lines)" in r.out
+    assert "0006-landed.patch`: by" not in r.out  # landed, not superseded
+    gone = cli("ci", "summary", str(path), "--status", str(tmp_path / "none.json"))
+    assert "superseded patches not shown" in gone.err and "Superseded" not in gone.out
+    other = write(tmp_path / "other.json", status_report(new="4" * 40))
+    bad = cli("ci", "summary", str(path), "--status", str(other))
+    assert bad.code == 2 and "run both at the same commit" in bad.err
+    wrong = write(tmp_path / "wrong.json", {"schema": "patchctl.rebase/1", "patches": []})
+    assert cli("ci", "summary", str(path), "--status", str(wrong)).code == 2
 
 
 def test_missing_previous_compares_with_the_pin(cli, tmp_path: Path) -> None:
@@ -203,6 +228,17 @@ def test_summary_of_a_real_rebase_report(cli, tmp_path: Path, history: History) 
     text = cli("-C", str(project), "ci", "summary", str(report)).out
     row = next(ln for ln in text.splitlines() if ln.startswith(f"| 5 | `{PATCH_NAMES[4]}`"))
     assert f"`{up.commits['c31'][:12]}`" in row and row.endswith("| **newly broken** |")
+    # upstream-status at the same commit: its verdicts feed the summary too.
+    st = cli("-C", str(project), "upstream-status", "--ref", up.head, "--json")
+    assert st.code == 0, st.err
+    status = json.loads(st.out)
+    verdicts = {p["file"]: p["upstream"]["verdict"] for p in status["patches"]}
+    assert verdicts[PATCH_NAMES[5]] == "landed"
+    status_file = write(tmp_path / "status.json", status)
+    with_status = cli("-C", str(project), "ci", "summary", str(report), "--status",
+                      str(status_file), "--json")
+    superseded = {row["name"] for row in json.loads(with_status.out)["rows"] if row["superseded"]}
+    assert superseded == {n for n, v in verdicts.items() if v == "superseded"}
     # The next night, nothing new: the canary passes and says the break persists.
     again = cli("-C", str(project), "ci", "summary", str(report), "--previous", str(report))
     assert again.code == 0 and "| still broken |" in again.out

@@ -98,11 +98,40 @@ def check_report(data: object, *, source: Path | str) -> None:
                          "give the output of `patchctl rebase-pin NEW --check --bisect --json`")
 
 
-def compare(report: dict, previous: dict | None, *, name: str | None = None,
-            url: str | None = None) -> Canary:
+def load_status(path: Path) -> dict:
+    """An ``upstream-status --ref TIP --json`` report (its verdicts: landed, superseded)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"status report {path} is not readable JSON ({e}); give the output "
+                         "of `patchctl upstream-status --ref TIP --json`") from None
+    ok = isinstance(data, dict) and \
+        str(data.get("schema", "")).startswith("patchctl.upstream-status/") and \
+        isinstance(data.get("patches"), list) and \
+        all(isinstance(p, dict) and isinstance(p.get("file"), str) for p in data["patches"])
+    if not ok:
+        raise InputError(f"{path} is not an upstream-status report; give the output of "
+                         "`patchctl upstream-status --ref TIP --json`")
+    return data
+
+
+def superseded_in(status: dict, new: str) -> dict[str, dict]:
+    """Patch file -> {commit, contains} for the patches upstream-status calls superseded."""
+    if status.get("ref_commit") not in (None, new):
+        raise InputError(f"the upstream-status report is for {status['ref_commit'][:12]}, the "
+                         f"rebase report for {new[:12]}; run both at the same commit")
+    out = {}
+    for p in status["patches"]:
+        up = p.get("upstream") or {}
+        if up.get("verdict") == "superseded":
+            out[p["file"]] = {"commit": up.get("first_breaking"), "contains": up.get("contains")}
+    return out
+
+
+def compare(report: dict, previous: dict | None, *, status: dict | None = None,
+            name: str | None = None, url: str | None = None) -> Canary:
     before = {p["name"]: p["grade"] for p in previous["patches"]} if previous else {}
-    top = {s.get("name") or s.get("patch"): s for s in report.get("superseded") or []
-           if isinstance(s, dict)}
+    superseded = superseded_in(status, report["new"]) if status else {}
     rows = []
     for p in report["patches"]:
         grade, was = p["grade"], before.get(p["name"])
@@ -117,7 +146,7 @@ def compare(report: dict, previous: dict | None, *, name: str | None = None,
             index=int(p.get("index", len(rows) + 1)), name=p["name"], grade=grade, state=state,
             offsets=len(p.get("offsets") or []), conflicts=list(p.get("conflicts") or []),
             first_bad=bisect.get("commit"), bisect_note=bisect.get("note"),
-            landed=p.get("landed"), superseded=p.get("superseded") or top.get(p["name"])))
+            landed=p.get("landed"), superseded=p.get("superseded") or superseded.get(p["name"])))
     prev = {"old": previous["old"], "new": previous["new"]} if previous else None
     return Canary(old=report["old"], new=report["new"], new_ref=str(report.get("new_ref", "")),
                   commits=report.get("commits"), rows=rows, previous=prev, name=name, url=url)
@@ -183,19 +212,25 @@ def markdown(c: Canary) -> str:
 
 
 def _superseded(c: Canary, value: object) -> str:
-    """Whatever shape the report gives (a note, or a commit with figures), as one line."""
+    """As upstream-status gives it (the breaking commit and the share of the patch's added
+    lines it already holds), or a plain note; other fields are shown as they are."""
     if isinstance(value, str):
         return _text(value)
     if not isinstance(value, dict):
         return "yes"
-    commit = value.get("commit")
     parts = []
+    commit = value.get("commit")
     if isinstance(commit, dict) and commit.get("id"):
         parts.append("by " + _commit(c, str(commit["id"]), commit.get("subject")))
     elif isinstance(commit, str):
         parts.append("by " + _commit(c, commit))
+    contains = value.get("contains")
+    if isinstance(contains, int | float):
+        parts.append(f"(it already holds {contains:.0%} of the patch's added lines)")
+    shown = {"commit", "name", "patch", *(("contains",) if isinstance(contains, int | float)
+                                          else ())}
     extra = [f"{k}: {v}" for k, v in sorted(value.items())
-             if k not in ("commit", "name", "patch") and isinstance(v, str | int | float)]
+             if k not in shown and isinstance(v, str | int | float)]
     if extra:
         parts.append("(" + _text("; ".join(extra)) + ")")
     return " ".join(parts) or "yes"

@@ -165,6 +165,9 @@ def tip(ctx: click.Context, ref: str, upstream: str | None) -> None:
 @click.argument("report", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--previous", type=click.Path(dir_okay=False, path_type=Path),
               help="The previous run's report; missing: compare with the pin.")
+@click.option("--status", "status_file", type=click.Path(dir_okay=False, path_type=Path),
+              help="An `upstream-status --ref TIP --json` report: which patches upstream "
+              "superseded. Missing: not shown.")
 @click.option("--markdown", "markdown_out", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write the Markdown summary to FILE.")
 @click.option("--outputs", type=click.Path(dir_okay=False, path_type=Path),
@@ -173,13 +176,13 @@ def tip(ctx: click.Context, ref: str, upstream: str | None) -> None:
 @json_option
 @click.pass_context
 def summary(ctx: click.Context, report: Path, previous: Path | None,
-            markdown_out: Path | None, outputs: Path | None, url: str | None,
-            as_json: bool) -> int:
+            status_file: Path | None, markdown_out: Path | None, outputs: Path | None,
+            url: str | None, as_json: bool) -> int:
     """Summarize a `rebase-pin --check --bisect --json` REPORT as Markdown.
 
-    Each patch's grade, the first upstream commit that broke it, landed and
-    superseded patches. Exit 1 only when a patch is newly broken: broken now,
-    and not in the previous report.
+    Each patch's grade, the first upstream commit that broke it, landed
+    patches, and (with --status) superseded ones. Exit 1 only when a patch is
+    newly broken: grade conflict now, and not in the previous report.
     """
     from patchctl.ci import canary
     from patchctl.fsutil import atomic_write
@@ -191,13 +194,20 @@ def summary(ctx: click.Context, report: Path, previous: Path | None,
             prev = canary.load_report(previous, what="previous report")
         else:
             click.echo(f"no previous report at {previous}: comparing with the pin", err=True)
+    status = None
+    if status_file is not None:
+        if status_file.exists():
+            status = canary.load_status(status_file)
+        else:
+            click.echo(f"no upstream-status report at {status_file}: superseded patches "
+                       "not shown", err=True)
     name = None
     try:
         pin = stack_of(ctx).pin()
         name, url = pin.name, url or pin.url
     except StackError:
         pass  # a report read away from its project: no name, links only with --url
-    result = canary.compare(data, prev, name=name, url=url)
+    result = canary.compare(data, prev, status=status, name=name, url=url)
     text = canary.markdown(result)
     if markdown_out:
         atomic_write(markdown_out, text)
