@@ -217,7 +217,7 @@ def test_kill_at_every_point(cli, scenario: Scenario, tmp_path: Path, _worlds) -
 @pytest.mark.slow
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
 def test_kill_at_random_times(cli, scenario: Scenario, tmp_path: Path, _worlds) -> None:
-    _run_all(scenario, cli, tmp_path, _worlds, timed=int(os.environ.get("KILL_TRIALS", "25")))
+    _run_all(scenario, cli, tmp_path, _worlds, timed=int(os.environ.get("KILL_TRIALS", "10")))
 
 
 # -- concurrent runs and stale locks --------------------------------------------------------
