@@ -203,6 +203,8 @@ def _op_patch(op: int, kind: str, shift: int) -> str:
     after = BASE[target + 1:target + 4]
     if kind == "fails":
         ctx = [*ctx[:-1], ctx[-1] + " /* not upstream */"]
+    if lo + 1 + shift < 2:
+        shift = -shift  # git anchors a hunk that starts at line 1 to the file's start
     start = lo + 1 + (shift if kind == "offset" else 0)
     body = [" " + c for c in ctx] + ["-" + BASE[target], "+" + BASE[target] + " /* p */"] + \
         [" " + c for c in after]
