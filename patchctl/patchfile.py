@@ -71,17 +71,6 @@ class FileDiff:
     def paths(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(p for p in (self.source, self.target) if p))
 
-    @property
-    def plain_edit(self) -> bool:
-        """Text hunks that edit or create one regular file: reversible as a plain diff."""
-        return (
-            bool(self.hunks)
-            and not self.binary
-            and self.target is not None
-            and (self.source is None or self.source == self.target)
-            and all(m == "new file mode 100644" for m in self.mode_lines)
-        )
-
 
 @dataclass
 class Patch:
@@ -142,25 +131,6 @@ class Patch:
             lines.pop()
         return "".join((_HUNK_HEADING.sub(r"\1", ln) if ln.startswith("@@") else ln) + "\n"
                        for ln in lines)
-
-    def reversed_diff(self) -> str | None:
-        """The inverse as a plain unified diff, or None when it cannot be one.
-
-        Applying it is what `git apply -R` does; verify appends these to the
-        forward patches so one `git apply` call proves apply and reverse.
-        """
-        if not all(f.plain_edit for f in self.files):
-            return None
-        out: list[str] = []
-        for f in self.files:
-            out.append(f"--- {f.raw_target}")
-            out.append(f"+++ {f.raw_source}")
-            for h in f.hunks:
-                out.append(
-                    f"@@ -{h.target_start},{h.target_length} +{h.source_start},{h.source_length} @@"
-                )
-                out.extend(_swap_sign(line) for line in h.lines)
-        return "".join(line + "\n" for line in out)
 
     @functools.cached_property
     def digest(self) -> str:
@@ -369,11 +339,6 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
             )
         )
     return files
-
-
-def _swap_sign(line: str) -> str:
-    sign = line[:1]
-    return {"+": "-", "-": "+"}.get(sign, sign) + line[1:]
 
 
 def _hunk_lines(hunk) -> list[str]:
