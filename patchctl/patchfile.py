@@ -37,7 +37,7 @@ _KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _DIFF_START = re.compile(r"^(diff --git |Index: |--- )")
 _FILE_HEADER = re.compile(r"^diff --git ")
-_HUNK_HEADING = re.compile(r"^(@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@).*$")  # drops the heading
+_HUNK_HEADING = re.compile(r"^(@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@).*$", re.M)  # drops the heading
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -129,8 +129,7 @@ class Patch:
         lines = _without_signature(self.text.split("\n")[self.diff_line - 1:])
         while lines and not lines[-1]:
             lines.pop()
-        return "".join((_HUNK_HEADING.sub(r"\1", ln) if ln.startswith("@@") else ln) + "\n"
-                       for ln in lines)
+        return _HUNK_HEADING.sub(r"\1", "\n".join(lines) + "\n") if lines else ""
 
     @functools.cached_property
     def digest(self) -> str:
@@ -152,7 +151,8 @@ def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    crlf = any(ln.endswith("\r") for ln in lines if _DIFF_START.match(ln) or ln.startswith("@@"))
+    crlf = "\r" in text and any(ln.endswith("\r") for ln in lines
+                                 if _DIFF_START.match(ln) or ln.startswith("@@"))
     if crlf:
         # Undo the damage for parsing so the rest of the report is still useful.
         lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
