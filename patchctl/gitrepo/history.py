@@ -41,7 +41,7 @@ _IDENTITY = {
 
 def init_history(work: Path, message: str) -> Path:
     """``git init`` in ``work`` and commit its files as they are."""
-    run_git(["init", "-q", "-b", "main", str(work)])
+    run_git(["init", "-q", "-b", "main", "--", str(work)])
     env = git_env(**_IDENTITY)
     run_git(["add", "-A", "-f", "."], repo=work, env=env)
     run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
@@ -130,7 +130,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     the rest stay in the index as skip-worktree entries, so trees made from
     that index are still whole.
     """
-    run_git(["init", "-q", str(dest)])
+    run_git(["init", "-q", "--", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
     objects = objects if objects.is_absolute() else upstream / objects
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
@@ -281,7 +281,7 @@ def commit_info(repo: Path, commit: str) -> CommitInfo:
 def mailsplit(mbox: Path, outdir: Path) -> list[Path]:
     """Split an mbox (or one format-patch file) into one file per message, in order."""
     outdir.mkdir(parents=True, exist_ok=True)
-    r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox)], check=False)
+    r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox.absolute())], check=False)
     if r.returncode != 0:
         raise InputError(f"{mbox}: not an mbox or format-patch file ({last_line(r.stderr)})")
     return sorted(outdir.iterdir())
