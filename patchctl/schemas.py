@@ -18,11 +18,7 @@ APPLY = "patchctl.apply/1"
 SERIES = "patchctl.series/1"
 REPRODUCE = "patchctl.reproduce/1"
 EVIDENCE = "patchctl.evidence/1"
-OUTREACH = "patchctl.outreach/1"  # draft-outreach --json
-OUTREACH_MANIFEST = "patchctl.outreach-manifest/1"  # draft-outreach --out DIR: MANIFEST.json
-UPSTREAM_STATUS = "patchctl.upstream-status/1"
 
 # private state files under <project>/.patchctl/
 REBASE_STATE = "patchctl.rebase-state/2"
 EDIT_STATE = "patchctl.edit-state/1"
-GITHUB_CACHE = "patchctl.github-cache/1"  # outreach's cache of GitHub answers

@@ -13,13 +13,13 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 
-from patchctl import gitrepo, schemas
+from patchctl import gitrepo
 from patchctl.fingerprint import fingerprint
 from patchctl.outreach import facts, policy
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, Stack
 
-SCHEMA = schemas.OUTREACH
+SCHEMA = "patchctl.outreach/1"
 
 # Identifiers an added line uses that are too common to be worth a pointer.
 _STOP = {

@@ -13,7 +13,6 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from patchctl import schemas
 from patchctl.errors import StackError
 from patchctl.lint import glob_match
 from patchctl.outreach import policy
@@ -283,7 +282,7 @@ def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[Evidence
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or data.get("schema") != schemas.EVIDENCE:
+        if not isinstance(data, dict) or data.get("schema") != "patchctl.evidence/1":
             continue
         rel = path.relative_to(project).as_posix()
         entry = None

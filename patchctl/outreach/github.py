@@ -18,11 +18,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl import fsutil, schemas
+from patchctl import fsutil
 
 DEFAULT_API = "https://api.github.com"
 CACHE_FILE = "github-cache.json"
-CACHE_SCHEMA = schemas.GITHUB_CACHE
+CACHE_SCHEMA = "patchctl.github-cache/1"
 _REF = re.compile(r"(?:https?://github\.com/)?([\w.-]+)/([\w.-]+?)(?:#|/(?:issues|pull)/)(\d+)")
 
 

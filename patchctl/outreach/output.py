@@ -16,11 +16,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchctl import schemas
 from patchctl.stack import Stack
 
 MANIFEST = "MANIFEST.json"
-SCHEMA = schemas.OUTREACH_MANIFEST
+SCHEMA = "patchctl.outreach-manifest/1"
 _OWNED_SUFFIXES = (".md", ".diff")
 CODE = Path(__file__).resolve().parent
 

@@ -18,12 +18,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import gitrepo, schemas
+from patchctl import gitrepo
 from patchctl.lint import UPSTREAM_STATUS_KINDA, UPSTREAM_STATUS_STRICT
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack
 
-SCHEMA = schemas.UPSTREAM_STATUS
+SCHEMA = "patchctl.upstream-status/1"
 _URL = re.compile(r"https?://\S+|\b[\w.-]+/[\w.-]+#\d+\b")
 SUPERSEDED_AT = 0.5  # share of the patch's added lines already upstream
 
