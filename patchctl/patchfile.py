@@ -139,11 +139,14 @@ class Patch:
 
 
 def read_patch(path: Path, *, name: str | None = None, strip: int = 1) -> Patch:
+    return parse_patch(patch_bytes(path), path=path, name=name or path.name, strip=strip)
+
+
+def patch_bytes(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as e:
         raise StackError(f"{path}: cannot read patch: {e.strerror}") from e
-    return parse_patch(data, path=path, name=name or path.name, strip=strip)
 
 
 def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:

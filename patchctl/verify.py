@@ -15,14 +15,14 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
-from patchctl.lint import ERROR, WARNING, Finding, lint_patch
-from patchctl.patchfile import Patch, read_patch
+from patchctl.lint import ERROR, WARNING, Finding, lint_patch, parent_dirs
+from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
 
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
@@ -171,6 +171,9 @@ def verify(
 
 
 def _load(stack: Stack, entries: Sequence[SeriesEntry]):
+    from patchctl.parsecache import ParseCache
+
+    cache = ParseCache(stack.root)
     reports: list[PatchReport] = []
     patches: dict[int, Patch] = {}
     for i, entry in enumerate(entries, start=1):
@@ -180,7 +183,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
                              f"but {path} is missing or not a file")
         report = PatchReport(index=i, name=entry.name, path=str(path))
         try:
-            patch = read_patch(path, name=entry.name, strip=entry.strip)
+            patch = cache.read(path, name=entry.name, strip=entry.strip)
         except StackError as e:
             report.grade = INVALID
             report.failure = Failure(reason=str(e).removeprefix(f"{entry.name}: "))
@@ -191,6 +194,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
                 len(patch.files), patch.added, patch.removed)
             report.digest = patch.digest
         reports.append(report)
+    cache.save()
     return reports, patches
 
 
@@ -201,9 +205,8 @@ def _ancestors(patches) -> list[str]:
             for path in f.paths:
                 if path.startswith("/") or ".." in path.split("/"):
                     continue  # lint reports it; git would refuse to even list it
-                for parent in PurePosixPath(path).parents:
-                    if str(parent) != ".":
-                        seen[str(parent)] = None
+                for parent in parent_dirs(path):
+                    seen[parent] = None
                 seen[path] = None
     return list(seen)
 
