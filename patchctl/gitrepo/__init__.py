@@ -42,6 +42,7 @@ from patchctl.gitrepo.history import (
     dirty_paths,
     fetch_ref,
     format_diff,
+    head_commit,
     index_tree,
     init_history,
     is_tag,
