@@ -38,6 +38,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Write the stack as an mbox, format-patch files or a quilt series."),
     "reproduce": ("patchctl.commands.reproduce:reproduce",
                   "Build each patch's reproducer: it must fail before and pass after."),
+    "release": ("patchctl.commands.release:release",
+                "Build and verify reproducible worker packages (release build / verify)."),
     "record": ("patchctl.commands.record:record",
                "Run a command and keep its evidence record under evidence/."),
 }

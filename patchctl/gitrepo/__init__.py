@@ -94,6 +94,7 @@ __all__ = [
     "format_diff",
     "git_dir",
     "git_env",
+    "head_commit",
     "index_paths",
     "index_tree",
     "indexed_tree",
