@@ -51,7 +51,7 @@ def verify_package(package: Path) -> VerifyReport:
 
 def _verify_root(root: Path, report: VerifyReport) -> VerifyReport:
     found = report.findings
-    _check_sums(root, report)
+    listed = _check_sums(root, report)
     man = _load_json(root / layout.MANIFEST, found)
     if man is not None and man.get("schema") != layout.SCHEMA:
         found.append(f"{layout.MANIFEST}: schema is {man.get('schema')!r}, not {layout.SCHEMA}")
@@ -62,7 +62,7 @@ def _verify_root(root: Path, report: VerifyReport) -> VerifyReport:
         report.lane = identity.get("lane", {}).get("name")
         _compare_manifest(man, identity, found)
         _compare_recipe(_load_json(root / layout.RECIPE, found), identity, found)
-        _compare_sbom(_load_json(root / layout.SBOM, found), root, identity, found)
+        _compare_sbom(_load_json(root / layout.SBOM, found), listed, identity, found)
         _check_lane(identity, found)
     if not found:  # the worker's own gate: it must agree with everything above
         proc = subprocess.run([str(root / layout.WORKER), "--check", "--recipe",
@@ -74,19 +74,20 @@ def _verify_root(root: Path, report: VerifyReport) -> VerifyReport:
     return report
 
 
-def _check_sums(root: Path, report: VerifyReport) -> None:
+def _check_sums(root: Path, report: VerifyReport) -> dict[str, str]:
+    """Findings for files that fail SHA256SUMS; returns what it lists."""
     found = report.findings
     sums = root / layout.SUMS
     if not sums.is_file():
         found.append(f"{layout.SUMS} is missing")
-        return
+        return {}
     listed, problems = layout.parse_sums(sums.read_text(encoding="utf-8", errors="replace"))
     found.extend(problems)
     try:
         present = set(layout.package_files(root))
     except InputError as e:
         found.append(str(e))
-        return
+        return listed
     report.files = len(present)
     for rel in sorted(present - set(listed)):
         found.append(f"{rel} is not listed in {layout.SUMS}")
@@ -95,6 +96,7 @@ def _check_sums(root: Path, report: VerifyReport) -> None:
             found.append(f"{rel} is listed in {layout.SUMS} but missing")
         elif (actual := layout.file_sha256(root / rel)) != digest:
             found.append(f"{rel}: sha256 {actual[:16]}..., {layout.SUMS} says {digest[:16]}...")
+    return listed
 
 
 def _load_json(path: Path, found: list[str]) -> dict | None:
@@ -164,7 +166,10 @@ def _compare_recipe(recipe: dict | None, identity: dict, found: list[str]) -> No
     _differ(found, where, "lane", recipe.get("lane"), identity["lane"]["name"])
 
 
-def _compare_sbom(sbom: dict | None, root: Path, identity: dict, found: list[str]) -> None:
+def _compare_sbom(sbom: dict | None, listed: dict[str, str], identity: dict,
+                  found: list[str]) -> None:
+    """The SBOM against the identity, and its file checksums against SHA256SUMS (a file
+    that fails SHA256SUMS is already a finding of its own)."""
     if sbom is None:
         return
     where = layout.SBOM
@@ -186,10 +191,11 @@ def _compare_sbom(sbom: dict | None, root: Path, identity: dict, found: list[str
         rel = str(f.get("fileName", "")).removeprefix("./")
         sha = next((c.get("checksumValue") for c in f.get("checksums", [])
                     if c.get("algorithm") == "SHA256"), None)
-        if not (root / rel).is_file():
-            found.append(f"{where} lists {rel}, which the package lacks")
-        elif sha != layout.file_sha256(root / rel):
-            found.append(f"{where}: {rel} has another sha256 than the SBOM says")
+        if rel not in listed:
+            found.append(f"{where} lists {rel}, which {layout.SUMS} does not")
+        elif sha != listed[rel]:
+            found.append(f"{where} gives {rel} sha256 {str(sha)[:16]}..., {layout.SUMS} "
+                         f"says {listed[rel][:16]}...")
 
 
 def _check_lane(identity: dict, found: list[str]) -> None:
