@@ -28,6 +28,8 @@ from tests.builders import git
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "examples" / "tiny"
 BIN = Path(sys.executable).parent
+# Read at import: the autouse isolation fixture clears PATCHCTL_* for each test.
+LLAMA_CPP = os.environ.get("PATCHCTL_LLAMA_CPP", "")
 HAVE_TOOLS = all(shutil.which(t, path=os.pathsep.join([str(BIN), os.environ.get("PATH", "")]))
                  for t in ("cmake", "ninja"))
 needs_tools = pytest.mark.skipif(not HAVE_TOOLS, reason="cmake and ninja are needed: "
@@ -442,6 +444,44 @@ def test_worker_refuses_a_lane_this_cpu_cannot_run(unpacked: Path) -> None:
     assert proc.stderr == ("worker: lane cpu needs CPU features sse2; this CPU lacks sse2: "
                            "install the package of a lane this CPU can run (e.g. cpu)\n")
     assert worker(unpacked, "--check", WORKER_HIDE_CPU_FEATURES="avx").returncode == 0
+
+
+# --- the real thing: llama.cpp at the pin (opt-in) ------------------------------------------
+
+@needs_tools
+@pytest.mark.slow
+@pytest.mark.llama
+@pytest.mark.skipif(not LLAMA_CPP, reason="set PATCHCTL_LLAMA_CPP to a llama.cpp clone that has "
+                    "the pin to build a real release (minutes)")
+def test_llama_cpp_release(tmp_path: Path) -> None:
+    """The repository's own stack, released against llama.cpp: a clone of this
+    repository's HEAD (a clean checkout), the real `apply --into`, the real library."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = tool_env(home)
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(checkout)], env=env, check=True,
+                   capture_output=True)
+    tree = tmp_path / "llama.cpp"
+    patchctl(env, "-C", checkout, "apply", "--into", tree, "--upstream", LLAMA_CPP,
+             "--exclude", "models/*.gguf", "--exclude", "tools/server/public/*")
+    built = json.loads(patchctl(env, "-C", checkout, "release", "build", "--tree", tree,
+                                "--out", tmp_path / "out", "--json").stdout)
+    archive = Path(built["archive"])
+    print(f"llama.cpp release: {archive.name}, {built['bytes']} bytes, {built['seconds']} s, "
+          f"sha256 {built['sha256']}")
+    verified = patchctl(env, "release", "verify", archive)
+    assert "OK" in verified.stdout
+    root = layout.extract(archive, tmp_path / "unpacked")
+    identity = json.loads(worker(root, "--version", "--json").stdout)
+    assert identity["upstream_build"] == {"dir": "upstream", "target": "llama",
+                                          "tree": json.loads((root / "manifest.json")
+                                                             .read_text())["upstream"]["tree"]}
+    data = (root / "bin" / "worker").read_bytes()
+    for needle in (str(tmp_path).encode(), b"patchctl-release-"):
+        assert needle not in data
+    license_text = (root / "licenses" / "llama.cpp" / "LICENSE").read_text()
+    assert license_text == (tree / "LICENSE").read_text() and "MIT License" in license_text
 
 
 # --- refusals before anything is built ----------------------------------------------------
