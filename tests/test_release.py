@@ -355,6 +355,23 @@ def test_verify_of_a_missing_package_is_bad_input(cli, tmp_path: Path) -> None:
     assert "does not exist" in r.err
 
 
+@needs_tools
+@pytest.mark.slow
+def test_record_of_a_packaged_worker_run_names_its_runtime(cli, release: Release,
+                                                           unpacked: Path, tmp_path: Path) -> None:
+    """`patchctl record --worker` stores the identity the binary embeds (runtime pin)."""
+    ev = tmp_path / "ev"
+    r = cli("-C", str(release.checkout), "record", "--name", "selftest", "--evidence-dir",
+            str(ev), "--worker", str(unpacked / "bin" / "worker"), "--",
+            str(unpacked / "bin" / "worker"), "--self-test")
+    assert r.code == 0, r.err
+    rec = json.loads((ev / "selftest.json").read_text())
+    man = json.loads((unpacked / "manifest.json").read_text())
+    assert rec["runtime"]["stack"] == man["stack"]
+    assert rec["runtime"]["lane"]["name"] == "cpu"
+    assert rec["stack"]["fingerprint"] == man["stack"]["fingerprint"]
+
+
 # --- the worker's start-up gate ---------------------------------------------------------
 
 @needs_tools
