@@ -508,6 +508,14 @@ def checkout(tmp_path: Path) -> Path:
     return make_checkout(tmp_path / "checkout")
 
 
+@pytest.fixture
+def stamped(cli, checkout: Path, tmp_path: Path) -> Path:
+    """`patchctl apply --into` of the checkout's stack."""
+    tree = tmp_path / "tree"
+    assert cli("-C", str(checkout), "apply", "--into", str(tree)).code == 0
+    return tree
+
+
 def test_release_refuses_a_tree_without_a_stamp(cli, checkout: Path, tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     tree.mkdir()
@@ -516,9 +524,8 @@ def test_release_refuses_a_tree_without_a_stamp(cli, checkout: Path, tmp_path: P
     assert f"{tree} has no .patchctl-stamp" in r.err and "never builds an unverified" in r.err
 
 
-def test_release_refuses_an_edited_or_foreign_tree(cli, checkout: Path, tmp_path: Path) -> None:
-    tree = tmp_path / "tree"
-    assert cli("-C", str(checkout), "apply", "--into", str(tree)).code == 0
+def test_release_refuses_an_edited_or_foreign_tree(cli, checkout: Path, stamped: Path) -> None:
+    tree = stamped
     (tree / "src" / "util.c").write_text("/* edited */\n")
     r = cli("-C", str(checkout), "release", "build", "--tree", str(tree))
     assert r.code == 2
@@ -531,11 +538,9 @@ def test_release_refuses_an_edited_or_foreign_tree(cli, checkout: Path, tmp_path
     assert f"was made for stack {'1' * 16}" in r.err and "--force" in r.err
 
 
-def test_release_refuses_a_dirty_checkout(cli, checkout: Path, tmp_path: Path) -> None:
-    tree = tmp_path / "tree"
-    assert cli("-C", str(checkout), "apply", "--into", str(tree)).code == 0
+def test_release_refuses_a_dirty_checkout(cli, checkout: Path, stamped: Path) -> None:
     (checkout / "native" / "notes.txt").write_text("uncommitted\n")
-    r = cli("-C", str(checkout), "release", "build", "--tree", str(tree))
+    r = cli("-C", str(checkout), "release", "build", "--tree", str(stamped))
     assert r.code == 2
     assert "has uncommitted changes (native/notes.txt)" in r.err
 
