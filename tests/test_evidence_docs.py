@@ -89,8 +89,8 @@ def _check(cli, argv: list[str], real: bool) -> None:
                               text=True, timeout=300, check=False,
                               env={**os.environ, "PATH": os.pathsep.join(
                                   [str(Path(sys.executable).parent), os.environ["PATH"]])})
-        assert proc.returncode == 0 and re.search(r"^\d+(/\d+)? tests? (collected|selected)",
-                                                  proc.stdout, re.MULTILINE), \
+        counts = re.findall(r"(\d+)(?:/\d+)? tests? (?:collected|selected)", proc.stdout)
+        assert proc.returncode == 0 and counts and int(counts[-1]) > 0, \
             f"{' '.join(argv)} collects nothing:\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}"
     elif prog in ("cmake", "ctest") and "--preset" in argv:
         presets = json.loads((REPO / "native" / "CMakePresets.json").read_text())
