@@ -524,6 +524,15 @@ def test_release_refuses_a_tree_without_a_stamp(cli, checkout: Path, tmp_path: P
     assert f"{tree} has no .patchctl-stamp" in r.err and "never builds an unverified" in r.err
 
 
+def test_release_defaults_to_the_readme_tree(cli, checkout: Path) -> None:
+    """Without --tree: <project>/build/<upstream name>, and how to make it when absent."""
+    r = cli("-C", str(checkout), "release", "build")
+    assert r.code == 2
+    tree = checkout.resolve() / "build" / "tiny"
+    assert f"{tree} has no .patchctl-stamp: make the tree with `patchctl apply --into {tree}`" \
+        in r.err
+
+
 def test_release_refuses_an_edited_or_foreign_tree(cli, checkout: Path, stamped: Path) -> None:
     tree = stamped
     (tree / "src" / "util.c").write_text("/* edited */\n")
@@ -598,3 +607,21 @@ def test_sums_parser_flags_malformed_lines() -> None:
                                          f"{'b' * 64}  ../etc/passwd\n")
     assert listed == {"bin/worker": "a" * 64}
     assert len(problems) == 2
+
+
+def test_verify_names_lane_features_this_host_lacks() -> None:
+    """The host half of verify's lane check, on an identity whose lane this host cannot have."""
+    from patchctl import hostinfo
+    from patchctl.release.check import _check_lane
+
+    if hostinfo.cpu_features() is None:
+        pytest.skip("this OS does not list CPU features")
+    found: list[str] = []
+    lane = {"name": "cpu-future", "arch": hostinfo.machine_arch(), "release": True,
+            "cpu_features": ["no-such-feature"]}
+    _check_lane({"lane": lane}, found)
+    assert found == ["lane cpu-future needs CPU features no-such-feature, which this host lacks"]
+    found.clear()
+    _check_lane({"lane": dict(lane, arch="s390x-of-the-future")}, found)
+    assert found == [f"lane cpu-future is for s390x-of-the-future, this host is "
+                     f"{hostinfo.machine_arch()}"]

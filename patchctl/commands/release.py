@@ -20,21 +20,22 @@ def release() -> None:
 
 
 @release.command("build")
-@click.option("--tree", required=True, type=click.Path(file_okay=False, path_type=Path),
+@click.option("--tree", type=click.Path(file_okay=False, path_type=Path),
               help="The upstream tree made by `patchctl apply --into TREE` (its stamp must "
-              "match stack/stack.lock).")
+              "match stack/stack.lock).  [default: <project>/build/<upstream name>]")
 @click.option("--lane", type=click.Choice(["cpu", "cpu-avx2"]), default="cpu", show_default=True,
               help="Hardware lane: cpu is the architecture's baseline; cpu-avx2 needs an "
               "x86-64 CPU with AVX2, FMA, F16C and BMI2.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Directory for the archive.  [default: <project>/build/release]")
-@click.option("--upstream-target", default="llama", show_default=True,
-              help="The library target of the tree the worker links.")
+@click.option("--upstream-target",
+              help="The library target of the tree the worker links.  [default: llama for "
+              "llama.cpp, else the upstream's name]")
 @json_option
 @click.pass_context
-def build(ctx: click.Context, tree: Path, lane: str, out: Path | None, upstream_target: str,
-          as_json: bool) -> None:
-    """Build a reproducible worker package from this commit and a stamped TREE.
+def build(ctx: click.Context, tree: Path | None, lane: str, out: Path | None,
+          upstream_target: str | None, as_json: bool) -> None:
+    """Build a reproducible worker package from this commit and a stamped tree.
 
     The checkout must be clean; SOURCE_DATE_EPOCH is the commit's time, so the
     same commit and tree give a byte-identical archive anywhere. The package

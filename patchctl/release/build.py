@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import shutil
 import subprocess
 import tempfile
 import time
@@ -62,11 +61,24 @@ class ReleaseResult:
                 "self_test": self.self_test}
 
 
-def build_release(stack: Stack, tree: Path, *, lane: str = "cpu", out: Path | None = None,
-                  upstream_target: str = "llama",
+def default_tree(stack: Stack) -> Path:
+    """Where the README's consumer path puts the tree: <project>/build/<upstream name>."""
+    return stack.root.parent / "build" / stack.pin().name
+
+
+def default_target(stack: Stack) -> str:
+    """The library the worker links: `llama` for llama.cpp, else the upstream's name."""
+    name = stack.pin().name
+    return "llama" if name == "llama.cpp" else name
+
+
+def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
+                  out: Path | None = None, upstream_target: str | None = None,
                   progress: Callable[[str], None] | None = None) -> ReleaseResult:
     t0 = time.perf_counter()
     say = progress or (lambda _m: None)
+    tree = tree or default_tree(stack)
+    upstream_target = upstream_target or default_target(stack)
     project = stack.root.parent.resolve()
     native = project / "native"
     if not (native / "CMakeLists.txt").is_file():
@@ -161,7 +173,7 @@ def build_release(stack: Stack, tree: Path, *, lane: str = "cpu", out: Path | No
         say("release: self-test of the packaged worker")
         report = self_test(staged, Path(tmp) / "unpacked")
         archive = out / staged.name
-        shutil.move(staged, archive)
+        fsutil.atomic_write(archive, staged.read_bytes())
     return ReleaseResult(archive=archive, package=package, lane=lane,
                          fingerprint=lock.fingerprint, commit=commit, source_date_epoch=epoch,
                          size=archive.stat().st_size, sha256=layout.file_sha256(archive),

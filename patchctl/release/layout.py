@@ -12,7 +12,6 @@ import gzip
 import hashlib
 import io
 import os
-import shutil
 import tarfile
 from pathlib import Path
 
@@ -132,7 +131,3 @@ def extract(archive: Path, dest: Path) -> Path:
     if not root.is_dir():
         raise InputError(f"{archive}: its top-level entry is not a directory")
     return root
-
-
-def copy_tree(src: Path, dest: Path) -> None:
-    shutil.copytree(src, dest, symlinks=True)
