@@ -23,6 +23,8 @@ from patchctl import __version__, fsutil
 # memory, GPUs, network), backend and driver, the worker's embedded identity
 # (runtime pin), artifact and split hashes, the commands and raw metrics.
 SCHEMA = "patchctl.evidence/2"
+# What readers accept: /2 only adds keys to /1.
+READABLE_SCHEMAS = ("patchctl.evidence/1", SCHEMA)
 
 
 def tool_versions() -> dict[str, str]:
