@@ -259,6 +259,35 @@ def test_sbom_is_valid_spdx_2_3(release: Release, unpacked: Path) -> None:
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime(man["source"]["source_date_epoch"]))
 
 
+@needs_tools
+@pytest.mark.slow
+@x86_only
+def test_avx2_lane_runs_where_the_cpu_has_it_and_is_refused_where_not(release: Release,
+                                                                      tmp_path: Path) -> None:
+    """The second lane end to end: its flags reach the upstream, the package names its
+    features, and its worker runs or refuses by what this CPU has."""
+    from patchctl import hostinfo
+
+    built = patchctl(release.env, "-C", release.checkout, "release", "build", "--tree",
+                     release.tree, "--upstream-target", "tiny", "--lane", "cpu-avx2",
+                     "--out", tmp_path / "out", "--json", check=False)
+    needs = ["avx", "avx2", "fma", "f16c", "bmi2"]
+    if not set(needs) <= (hostinfo.cpu_features() or set()):
+        assert built.returncode == 1  # its own self-test refused this CPU: no archive
+        assert "exit 11" in built.stderr and "this CPU lacks" in built.stderr
+        assert not list((tmp_path / "out").glob("*.tar.gz"))
+        return
+    assert built.returncode == 0, built.stderr
+    archive = Path(json.loads(built.stdout)["archive"])
+    assert archive.name.endswith("-cpu-avx2-linux-x86_64.tar.gz")
+    root = layout.extract(archive, tmp_path / "unpacked")
+    man = json.loads((root / "manifest.json").read_text())
+    assert man["lane"]["name"] == "cpu-avx2" and man["lane"]["cpu_features"] == needs
+    assert worker(root, "--self-test").returncode == 0
+    refused = worker(root, "--check", WORKER_HIDE_CPU_FEATURES="avx2")
+    assert refused.returncode == 11 and "this CPU lacks avx2" in refused.stderr
+
+
 # --- verify --------------------------------------------------------------------------
 
 @needs_tools
