@@ -22,6 +22,7 @@ from pathlib import Path
 
 from patchctl import __version__, fsutil, gitrepo
 from patchctl.errors import EXIT_FINDINGS, EnvironmentFailure, InputError, PatchctlError, StackError
+from patchctl.evidence import worker_identity
 from patchctl.fingerprint import make_lock, short
 from patchctl.materialize import STAMP, manifest, read_stamp
 from patchctl.release import layout
@@ -119,7 +120,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
             if code != 0:
                 raise EnvironmentFailure(f"release {what} failed (exit {code}): "
                                          f"{_last_lines(log)}")
-        identity = _identity(build / "bin" / "worker")
+        identity = worker_identity(build / "bin" / "worker")
         package = _package_name(identity, lane)
         root = Path(tmp) / "stage" / package
         code, log, _ = run_tool([tools.cmake, "--install", str(build), "--component", "worker",
@@ -234,12 +235,6 @@ def _upstream_license(tree: Path, stack: Stack) -> tuple[str, str]:
             return name, path.read_text(encoding="utf-8", errors="replace")
     raise InputError(f"{tree} has no {' / '.join(LICENSE_NAMES)}: the package must carry the "
                      "upstream's license text from the pinned tree")
-
-
-def _identity(worker: Path) -> dict:
-    from patchctl.evidence import worker_identity
-
-    return worker_identity(worker)
 
 
 def _package_name(identity: dict, lane: str) -> str:
