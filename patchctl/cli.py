@@ -46,6 +46,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Build and verify reproducible worker packages (release build / verify)."),
     "record": ("patchctl.commands.record:record",
                "Run a command and keep its evidence record under evidence/."),
+    "ci": ("patchctl.commands.ci:ci",
+           "CI: GitHub Actions workflows, a lane run locally, the upstream canary."),
 }
 
 
