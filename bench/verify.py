@@ -3,7 +3,8 @@
 From one run it prints the median wall time (interleaved repetitions after a
 warm-up) of, for stacks of 20, 200 and 2,000 narrow patches:
 
-  patchctl verify --upstream REPO     the real console script, as a subprocess
+  patchctl verify --upstream REPO     the real console script, as a subprocess (and again
+                                      with an empty cache: nothing parsed before)
   (a) per-patch loop                  `git apply --cached` per patch on a temp index, then
                                       `git apply --cached -R` per patch, last first (bash)
   (b) quilt                           `quilt push -a --fuzz=0 && quilt pop -a` in a fresh tree
@@ -336,6 +337,15 @@ def cases_for(suite: Suite, n: int, scratch: Path, quilt: str | None) -> list[Ca
     def verify() -> float:
         return timed(verify_argv(suite, n), cwd=suite.project(n), env=env)
 
+    cold_cache = scratch / f"{suite.name}-{n}.cold-cache"
+    cold_env = {**env, "PATCHCTL_CACHE_DIR": str(cold_cache)}
+
+    def verify_cold() -> float:
+        return timed(verify_argv(suite, n), cwd=suite.project(n), env=cold_env)
+
+    def empty_cache() -> None:
+        shutil.rmtree(cold_cache, ignore_errors=True)
+
     def loop() -> float:
         return timed(["bash", "-c", BARE_LOOP, "bare-loop", index, upstream, pin, patches,
                       series], env=env)
@@ -354,6 +364,7 @@ def cases_for(suite: Suite, n: int, scratch: Path, quilt: str | None) -> list[Ca
         index.unlink(missing_ok=True)
 
     cases = [Case(f"verify@{n}", verify),
+             Case(f"cold@{n}", verify_cold, prepare=empty_cache),
              Case(f"loop@{n}", loop, prepare=fresh_index),
              Case(f"floor@{n}", floor, prepare=fresh_index)]
     if quilt:
@@ -509,6 +520,7 @@ def render_table(result: dict) -> str:
         med = s["medians"]
         rows = [
             ("patchctl verify --upstream REPO", "verify"),
+            ("  the same, nothing parsed before", "cold"),
             ("(a) per-patch apply, then apply -R", "loop"),
             ("(b) quilt push -a --fuzz=0; pop -a", "quilt"),
             ("floor: batched apply + apply -R", "floor"),

@@ -1,7 +1,8 @@
 """Every JSON schema id patchctl writes, defined once (docs/FORMATS.md, "JSON documents").
 
 One id per thing: a command's ``--json`` output and a state file never share
-one. Bump the number when a field changes meaning or goes away.
+one. Bump the number when a field changes meaning or goes away. (``fingerprint
+--json`` has none: it is exactly the object native/ embeds as its identity.)
 """
 
 from __future__ import annotations
@@ -15,9 +16,8 @@ REFRESH = "patchctl.refresh/1"
 EXPORT = "patchctl.export/1"
 APPLY = "patchctl.apply/1"
 SERIES = "patchctl.series/1"
-FINGERPRINT = "patchctl.fingerprint/1"
 REPRODUCE = "patchctl.reproduce/1"
-EVIDENCE = "patchctl.evidence/1"
+EVIDENCE = "patchctl.evidence/2"
 
 # private state files under <project>/.patchctl/
 REBASE_STATE = "patchctl.rebase-state/2"

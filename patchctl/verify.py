@@ -15,14 +15,14 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
-from patchctl.lint import ERROR, WARNING, Finding, lint_patch
-from patchctl.patchfile import Patch, read_patch
+from patchctl.lint import ERROR, WARNING, Finding, lint_patch, parent_dirs
+from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
 
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
@@ -106,7 +106,6 @@ def verify(
     started = time.perf_counter()
     pin = stack.pin()
     entries = stack.series()
-    reports, patches = _load(stack, entries)
     found = gitrepo.commit_and_tree(upstream, pin.commit)
     if found is None:
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}; "
@@ -114,17 +113,32 @@ def verify(
     repo, pin_tree = found
     calls = 2  # rev-parse for the git dir and the pin's tree; ls-tree for symlinks
 
-    links = frozenset(gitrepo.symlinks_among(repo, pin.commit, _ancestors(patches.values())))
-    for report in reports:
-        patch = patches.get(report.index)
-        if patch is not None:
-            report.findings += lint_patch(patch, upstream_symlinks=links)
-
-    run = _Run(repo, reports, patches, progress)
     with gitrepo.temp_index(repo) as index:
-        run.index = index
         index.read_tree(pin_tree)
-        run.run(pin_tree)
+        # git proves the whole stack on a thread while the patches are parsed and
+        # linted here: a clean stack costs the batched floor, not floor + parsing.
+        early = None
+        if entries and len({e.strip for e in entries}) == 1:
+            if progress:
+                progress(f"applying {len(entries)} patches")
+            early = index.round_trip_in_background(
+                [stack.patches_dir / e.name for e in entries], strip=entries[0].strip)
+        try:
+            reports, patches = _load(stack, entries)
+            links = frozenset(gitrepo.symlinks_among(repo, pin.commit,
+                                                     _ancestors(patches.values())))
+            for report in reports:
+                patch = patches.get(report.index)
+                if patch is not None:
+                    report.findings += lint_patch(patch, upstream_symlinks=links)
+        finally:
+            if early is not None:
+                early.wait()
+        run = _Run(repo, reports, patches, progress)
+        run.index = index
+        if early is None or not run.take(early, pin_tree):
+            index.read_tree(pin_tree)
+            run.run(pin_tree, batch=early is None)
         mode = "batched" if run.batched else "per-patch"
         calls += index.calls
 
@@ -157,6 +171,9 @@ def verify(
 
 
 def _load(stack: Stack, entries: Sequence[SeriesEntry]):
+    from patchctl.parsecache import ParseCache
+
+    cache = ParseCache(stack.root)
     reports: list[PatchReport] = []
     patches: dict[int, Patch] = {}
     for i, entry in enumerate(entries, start=1):
@@ -166,7 +183,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
                              f"but {path} is missing or not a file")
         report = PatchReport(index=i, name=entry.name, path=str(path))
         try:
-            patch = read_patch(path, name=entry.name, strip=entry.strip)
+            patch = cache.read(path, name=entry.name, strip=entry.strip)
         except StackError as e:
             report.grade = INVALID
             report.failure = Failure(reason=str(e).removeprefix(f"{entry.name}: "))
@@ -177,6 +194,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
                 len(patch.files), patch.added, patch.removed)
             report.digest = patch.digest
         reports.append(report)
+    cache.save()
     return reports, patches
 
 
@@ -187,9 +205,8 @@ def _ancestors(patches) -> list[str]:
             for path in f.paths:
                 if path.startswith("/") or ".." in path.split("/"):
                     continue  # lint reports it; git would refuse to even list it
-                for parent in PurePosixPath(path).parents:
-                    if str(parent) != ".":
-                        seen[str(parent)] = None
+                for parent in parent_dirs(path):
+                    seen[parent] = None
                 seen[path] = None
     return list(seen)
 
@@ -216,14 +233,25 @@ class _Run:
             r.grade = grades.clean(r.offsets)
         self._read_warnings(pairs)
 
-    def run(self, pin_tree: str) -> None:
+    def take(self, early: gitrepo.RoundTrip, pin_tree: str) -> bool:
+        """Grade every patch from the background round trip; False when it did not
+        prove the stack (then ``run`` says which patch failed, one by one)."""
+        if early.forward is None or not early.forward.ok or early.tree != pin_tree or \
+                len(self.patches) != len(self.reports):
+            return False
+        items = [self._item(r) for r in self.reports]
+        self._grade(list(zip(self.reports, gitrepo.applied_from(early.forward, items),
+                             strict=True)))
+        self.reversed_tree = early.tree
+        self.batched = True
+        return True
+
+    def run(self, pin_tree: str, *, batch: bool = True) -> None:
         if self.progress:
-            self.progress(f"applying {len(self.reports)} patches")
-        if len(self.patches) == len(self.reports) and self._round_trip(pin_tree):
-            return
-        self.index.read_tree(pin_tree)
+            self.progress(f"applying {len(self.reports)} patches one by one")
         valid = list(itertools.takewhile(lambda r: r.grade != INVALID, self.reports))
-        forward = self.index.apply_series([self._item(r) for r in valid], base=pin_tree)
+        forward = self.index.apply_series([self._item(r) for r in valid], base=pin_tree,
+                                          batch=batch)
         pairs = list(zip(valid, forward.applied, strict=False))
         self._grade([(r, a) for r, a in pairs if a.ok])
         for r, a in pairs:
@@ -253,40 +281,6 @@ class _Run:
             # Every patch reversed, yet the tree differs: one of them reversed at a
             # different place than it applied. Find it by reversing each on its own.
             self._blame_reversal(valid, pin_tree)
-
-    def _round_trip(self, pin_tree: str) -> bool:
-        """One `git apply`: the stack forward, then each patch's inverse, last first.
-
-        git applies a list of patches in memory, in order, and writes the index
-        once, so the whole proof is one process and, when clean, writes no new
-        object at all (the final contents are the pin's).
-        """
-        inverses = [self.patches[r.index].reversed_diff() for r in self.reports]
-        if len({self.patches[r.index].strip for r in self.reports}) > 1 or \
-                any(i is None for i in inverses):
-            return False
-        if not self.reports:
-            self.reversed_tree = self.index.write_tree()
-            self.batched = True
-            return self.reversed_tree == pin_tree
-        # All inverses in one file, last patch first: git applies a patch that
-        # names a file twice in sequence, and one file is much cheaper than N.
-        inverse_file = self.index.path.parent / "inverse.patch"
-        inverse_file.write_text("".join(i or "" for i in reversed(inverses)), encoding="utf-8",
-                                errors="surrogateescape")
-        strip = self.patches[self.reports[0].index].strip
-        items = [self._item(r) for r in self.reports]
-        items.append(gitrepo.SeriesItem(inverse_file, strip, sum(i.files or 0 for i in items)))
-        done = self.index.apply_series(items, per_patch=False, base=pin_tree)
-        if not done.ok or not done.applied:
-            return False
-        reversed_tree = self.index.write_tree()
-        if reversed_tree != pin_tree:
-            return False
-        self._grade(list(zip(self.reports, done.applied, strict=False)))
-        self.reversed_tree = reversed_tree
-        self.batched = True
-        return True
 
     def _blame_reversal(self, applied: list[PatchReport], pin_tree: str) -> None:
         self.index.read_tree(pin_tree)

@@ -36,21 +36,6 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     assert gitrepo.index_tree(work) == upstream.tree(head)  # the index is still whole
 
 
-def test_read_at_a_commit_files_authors_grep_and_pickaxe(upstream) -> None:
-    from patchctl import gitrepo
-
-    base = upstream.commits["base"]
-    files = gitrepo.read_files(upstream.path, base, ["README.md", "nope.md", "src"])
-    assert files["README.md"].startswith("# tiny") and files["nope.md"] is None
-    assert files["src"] is None  # a tree is not a file
-    assert gitrepo.path_authors(upstream.path, base, ["src/util.c"]) == [("Upstream Dev", 2)]
-    hits = gitrepo.grep_fixed(upstream.path, base, ["tiny_abs"], ["*.c"])
-    assert [(h.path, h.text) for h in hits] == [("src/util.c", "int tiny_abs(int v)")]
-    added = gitrepo.first_adding(upstream.path, base, "tiny_abs", "src/util.c")
-    assert added.commit == base and added.subject == "util : add tiny_abs (#3)"
-    assert gitrepo.first_adding(upstream.path, base, "no such text", "src/util.c") is None
-
-
 def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstream: Upstream,
                                                     patches) -> None:
     """Bug (issue 9.9): the user's global git config leaked into patchctl's git calls:
@@ -104,3 +89,52 @@ def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstre
     assert stackwrite.snapshot(project / "stack") == before
     assert cli("-C", str(project), "verify").code == 0
     assert not marker.exists()
+
+
+def test_read_at_a_commit_files_authors_grep_and_pickaxe(upstream) -> None:
+    from patchctl import gitrepo
+
+    base = upstream.commits["base"]
+    files = gitrepo.read_files(upstream.path, base, ["README.md", "nope.md", "src"])
+    assert files["README.md"].startswith("# tiny") and files["nope.md"] is None
+    assert files["src"] is None  # a tree is not a file
+    assert gitrepo.path_authors(upstream.path, base, ["src/util.c"]) == [("Upstream Dev", 2)]
+    hits = gitrepo.grep_fixed(upstream.path, base, ["tiny_abs"], ["*.c"])
+    assert [(h.path, h.text) for h in hits] == [("src/util.c", "int tiny_abs(int v)")]
+    added = gitrepo.first_adding(upstream.path, base, "tiny_abs", "src/util.c")
+    assert added.commit == base and added.subject == "util : add tiny_abs (#3)"
+    assert gitrepo.first_adding(upstream.path, base, "no such text", "src/util.c") is None
+
+
+def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream: Upstream,
+                                                        tmp_path: Path) -> None:
+    """The one series-on-index operation (issue 10.1): one call when the series applies,
+    offsets split back per patch; on a failure, per patch with stop / skip / three-way."""
+    from patchctl.stack import find_stack
+
+    patches = find_stack(project).patches()
+    items = [gitrepo.SeriesItem(p.path, p.strip, len(p.files)) for p in patches]
+    # A patch that cannot apply: its context is not in the upstream.
+    bad = tmp_path / "bad.patch"
+    bad.write_text(patches[1].text.replace(" int tiny_op_02(int x)", " int tiny_op_02(long x)"))
+    broken = [items[0], gitrepo.SeriesItem(bad, 1, 1), items[2]]
+    base = upstream.commits["base"]
+    repo = gitrepo.git_dir(upstream.path)
+    with gitrepo.temp_index(repo) as index:
+        index.read_tree(base)
+        calls = index.calls
+        clean = index.apply_series(items)
+        assert clean.ok and clean.batched and index.calls - calls == 2  # write-tree + apply
+        assert [a.offsets for a in clean.applied] == [[], [], []]
+        after = index.write_tree()
+        for mode, tried, oks in (("stop", 2, [True, False]), ("skip", 3, [True, False, True])):
+            index.read_tree(base)
+            done = index.apply_series(broken, on_failure=mode)
+            assert not done.batched and len(done.applied) == tried
+            assert [a.ok for a in done.applied] == oks
+            failed = done.failed
+            assert failed is not None and failed.error is not None
+            assert failed.error.file == "src/tiny.c" and failed.error.line is not None
+        index.read_tree(after)
+        back = index.apply_series(items[::-1], reverse=True)
+        assert back.ok and back.batched and index.write_tree() == upstream.tree(base)

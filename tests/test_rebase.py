@@ -516,3 +516,30 @@ def test_ambiguous_new_ref_is_refused(cli, proj: Path, history: History) -> None
     r = rebase(cli, proj, "--check", "twin")
     _refused(r, 2, "ambiguous")
     assert "refs/tags/twin" in r.err and "refs/heads/twin" in r.err
+
+
+def test_a_stop_killed_at_any_point_resumes_with_continue(cli, tmp_path: Path,
+                                                          history: History) -> None:
+    """Issue 9.1: every step is resumable. A stop killed after any of its saves (even
+    after applying the conflict markers, before saving the conflict) leaves a state
+    that --continue takes to the same stop, and the rebase to the same stack."""
+    ref = make_project(tmp_path / "ref", history.upstream, history.patches)
+    _resolve_tiny(_stop_at_conflict(cli, ref))
+    assert rebase(cli, ref, "--continue").code == 0
+    new = snap(ref)
+    resumed = 0
+    for n in range(1, 40):
+        project = make_project(tmp_path / f"p{n}", history.upstream, history.patches)
+        run = _killed(project, n, "master", "--drop-upstream")
+        if run.returncode == 1:
+            break  # stopped normally: no kill point left
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        if not (project / ".patchctl/rebase/state.json").exists():
+            continue  # killed before the first save: nothing in progress
+        code, data = rebase_json(cli, project, "--continue")
+        assert (code, data["status"], data["conflict"]) == (1, "stopped", P[5]), (n, data)
+        _resolve_tiny(project / ".patchctl/rebase/work")
+        assert rebase(cli, project, "--continue").code == 0, n
+        assert snap(project) == new, n
+        resumed += 1
+    assert resumed >= 3

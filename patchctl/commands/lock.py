@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import click
 
-from patchctl import schemas
 from patchctl.commands._common import emit_json, stack_of
 
 
@@ -48,8 +47,7 @@ def fingerprint_cmd(ctx: click.Context, as_json: bool, cmake: bool) -> None:
     lk = make_lock(stack.pin(), stack.patches())
     if as_json:
         emit_json({
-            "schema": schemas.FINGERPRINT, "algorithm": lk.algorithm, "name": lk.name,
-            "pin": lk.pin,
+            "algorithm": lk.algorithm, "name": lk.name, "pin": lk.pin,
             "fingerprint": lk.fingerprint, "short": short(lk.fingerprint),
             "patches": [{"file": p.file, "strip": p.strip, "digest": p.digest}
                         for p in lk.patches],

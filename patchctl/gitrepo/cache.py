@@ -53,7 +53,7 @@ def cached_upstream(
         return repo
     root.mkdir(parents=True, exist_ok=True)
     if not repo.is_dir():
-        run_git(["init", "--bare", "-q", str(repo)])
+        run_git(["init", "--bare", "-q", "--", str(repo)])
         run_git(["remote", "add", "--", "origin", refuse_option(url, "upstream URL")], repo=repo)
     _fetch(repo, commit, progress)
     if not resolve_commit(repo, commit):

@@ -41,7 +41,7 @@ _IDENTITY = {
 
 def init_history(work: Path, message: str) -> Path:
     """``git init`` in ``work`` and commit its files as they are."""
-    run_git(["init", "-q", "-b", "main", str(work)])
+    run_git(["init", "-q", "-b", "main", "--", str(work)])
     env = git_env(**_IDENTITY)
     run_git(["add", "-A", "-f", "."], repo=work, env=env)
     run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
@@ -133,7 +133,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     the rest stay in the index as skip-worktree entries, so trees made from
     that index are still whole.
     """
-    run_git(["init", "-q", str(dest)])
+    run_git(["init", "-q", "--", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
     objects = objects if objects.is_absolute() else upstream / objects
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
@@ -284,7 +284,7 @@ def commit_info(repo: Path, commit: str) -> CommitInfo:
 def mailsplit(mbox: Path, outdir: Path) -> list[Path]:
     """Split an mbox (or one format-patch file) into one file per message, in order."""
     outdir.mkdir(parents=True, exist_ok=True)
-    r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox)], check=False)
+    r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox.absolute())], check=False)
     if r.returncode != 0:
         raise InputError(f"{mbox}: not an mbox or format-patch file ({last_line(r.stderr)})")
     return sorted(outdir.iterdir())
@@ -323,6 +323,16 @@ def dirty_paths(path: Path, pathspec: Path) -> list[str] | None:
     return [e[3:] for e in out.split("\0") if len(e) > 3]
 
 
+def head_commit(path: Path) -> tuple[str, int] | None:
+    """HEAD of the git work tree holding ``path`` and its committer time (Unix seconds,
+    what SOURCE_DATE_EPOCH means); None outside a work tree or before the first commit."""
+    r = run_git(["log", "-1", "--format=%H %ct", "HEAD"], repo=path, check=False)
+    if r.returncode != 0 or not r.stdout.strip():
+        return None
+    commit, seconds = r.stdout.split()
+    return commit, int(seconds)
+
+
 def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) -> None:
     """Apply ``(patch, strip)`` one by one on ``treeish`` in a throwaway index, for the side
     effect: every intermediate blob lands in ``repo``'s own object store, where a later
@@ -334,7 +344,8 @@ def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) ->
                            batch=False)
 
 
-def head_commit(work: Path) -> str:
+def work_head(work: Path) -> str:
+    """The commit at HEAD of a work tree patchctl made (the rebase work tree)."""
     return run_git(["rev-parse", "--verify", "HEAD^{commit}"], repo=work).stdout.strip()
 
 

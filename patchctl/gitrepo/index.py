@@ -8,6 +8,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -213,12 +214,7 @@ class TempIndex:
             run = self.apply([i.path for i in group], strip=group[0].strip, reverse=reverse)
             if not run.ok:
                 return None
-            owner = [n for n, i in enumerate(group) for _ in range(i.files or 0)]
-            parts: list[Applied] = [Applied(i, True, run=run) for i in group]
-            for file_index, h in run.offsets():
-                if 0 <= file_index < len(owner):
-                    parts[owner[file_index]].offsets.append(h)
-            applied += parts
+            applied += applied_from(run, group)
         return applied
 
     def checkout_to(self, dest: Path) -> None:
@@ -227,6 +223,52 @@ class TempIndex:
         run_git(["--git-dir", str(self.repo), "--work-tree", str(dest.resolve()),
                  "checkout-index", "-a", "-f"], env=self.env)
 
+    def round_trip_in_background(self, patch_files: Sequence[Path], *,
+                                 strip: int) -> RoundTrip:
+        """Start proving a series on this index on a thread: one ``git apply`` forward,
+        one ``git apply -R`` of it last first, then ``write-tree``. git works while the
+        caller parses the patches; ``RoundTrip.wait()`` joins it."""
+        return RoundTrip(self, list(patch_files), strip)
+
+
+def applied_from(run: ApplyRun, items: Sequence[SeriesItem]) -> list[Applied]:
+    """One successful batched ``git apply`` split back into its patches: each hunk offset
+    goes to the patch whose file diff it is in (by each item's ``files``)."""
+    owner = [n for n, i in enumerate(items) for _ in range(i.files or 0)]
+    parts = [Applied(i, True, run=run) for i in items]
+    for file_index, h in run.offsets():
+        if 0 <= file_index < len(owner):
+            parts[owner[file_index]].offsets.append(h)
+    return parts
+
+
+class RoundTrip:
+    """A forward and reverse ``git apply`` of a series running on a thread."""
+
+    def __init__(self, index: TempIndex, patch_files: list[Path], strip: int) -> None:
+        self.forward: ApplyRun | None = None
+        self.back: ApplyRun | None = None
+        self.tree: str | None = None  # the tree after both, when both applied
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(index, patch_files, strip),
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, index: TempIndex, patch_files: list[Path], strip: int) -> None:
+        try:
+            self.forward = index.apply(patch_files, strip=strip)
+            if self.forward.ok:
+                self.back = index.apply(patch_files[::-1], strip=strip, reverse=True)
+                if self.back.ok:
+                    self.tree = index.write_tree()
+        except BaseException as e:  # handed to the caller by wait()
+            self._error = e
+
+    def wait(self) -> RoundTrip:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self
 
 @contextlib.contextmanager
 def temp_index(repo: Path) -> Iterator[TempIndex]:
