@@ -301,3 +301,82 @@ def test_kill_harness_counts() -> None:
     print(f"KILL-TRIALS total {sum(ran.values())}: {ran}")
     assert sum(ran.values()) >= 100, ran
 
+
+
+# -- release build (slow: each trial is a real worker build) ---------------------------------
+
+
+@pytest.mark.slow
+def test_kill_release_build(tmp_path: Path) -> None:
+    """`release build` killed before the archive is renamed into --out leaves no archive
+    there; killed after, the archive is whole and byte-identical to an unkilled build's
+    (the build is reproducible). Bug: a kill between writing and renaming left a partial
+    `.<archive>.XXXX.tmp` in --out for good; the next write now removes it."""
+    from tests.test_release import HAVE_TOOLS, make_checkout, tool_env
+
+    if not HAVE_TOOLS:
+        pytest.skip("cmake and ninja are needed")
+    home = tmp_path / "home"
+    home.mkdir()
+    env = tool_env(home)
+    old = os.environ.copy()
+    os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=env["GIT_CONFIG_GLOBAL"])
+    try:
+        checkout = make_checkout(tmp_path / "checkout")
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    tree = tmp_path / "tree"
+    subprocess.run([sys.executable, "-m", "patchctl", "-C", str(checkout), "apply", "--into",
+                    str(tree)], env=env, check=True, capture_output=True)
+
+    def build(n: int, out: Path, delay: float = 0.0) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, str(KILLER), str(n), "-C", str(checkout), "release", "build",
+                "--tree", str(tree), "--upstream-target", "tiny", "--out", str(out)]
+        proc = subprocess.Popen(argv, env={**env, "KILLER_SIGNAL": "SIGKILL"}, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if delay:
+            time.sleep(delay)
+            proc.kill()
+        out_text, err = proc.communicate()
+        return subprocess.CompletedProcess(argv, proc.returncode, out_text, err)
+
+    started = time.monotonic()
+    ref = build(0, tmp_path / "ref")
+    elapsed = time.monotonic() - started
+    assert ref.returncode == 0, ref.stderr
+    points = int(ref.stderr.rsplit("KILLER-COUNT ", 1)[1].split()[0])
+    (archive,) = (tmp_path / "ref").iterdir()
+    new = archive.read_bytes()
+    outcomes = []
+    out = tmp_path / "out"  # one --out for every trial: each run finds what the last left
+    for n, delay in ((points - 1, 0.0), (0, elapsed / 3), (points, 0.0)):
+        run = build(n, out, delay)
+        assert run.returncode == -signal.SIGKILL, run.stderr
+        files = sorted(p.name for p in out.iterdir() if not p.name.startswith(".")) \
+            if out.exists() else []
+        assert files in ([], [archive.name]), files
+        if files:
+            assert (out / archive.name).read_bytes() == new
+        outcomes.append("new" if files else "old")
+    # the last run removed the temp file the first kill left (its writer is dead)
+    assert sorted(p.name for p in out.iterdir()) == [archive.name]
+    TRIALS["release-build"] = len(outcomes)
+    print(f"KILL-TRIALS release-build: {len(outcomes)} killed: {outcomes}")
+    assert outcomes[0] == "old" and outcomes[2] == "new"
+
+
+def test_a_write_removes_the_temp_file_a_killed_writer_left(tmp_path: Path) -> None:
+    """Bug: SIGKILL between an atomic write and its rename left `.NAME.XXXX.tmp` beside the
+    file for good (seen in `release build --out`); the next write of NAME removes the temp
+    files of writers that are gone, and keeps a live writer's."""
+    from patchctl import fsutil
+
+    target = tmp_path / "stack.lock"
+    dead = tmp_path / ".stack.lock.999999999.abcd.tmp"
+    live = tmp_path / f".stack.lock.{os.getpid()}.efgh.tmp"
+    dead.write_text("half")
+    live.write_text("in flight")
+    fsutil.atomic_write(target, "new\n")
+    assert target.read_text() == "new\n"
+    assert not dead.exists() and live.exists()
