@@ -71,7 +71,10 @@ ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
     ("verify-junit-into-dir", ["verify", "--junit", "{P}/stack"], (USAGE, ENVIRONMENT), ""),
     ("verify-format-bad", ["verify", "--format", "xml"], USAGE, ""),
     ("outreach-unknown-patch", ["draft-outreach", "nope"], USAGE, "nope"),
-    ("outreach-out-is-stack", ["draft-outreach", "--series", "--out", "{P}/stack"], USAGE, ""),
+    ("outreach-out-is-stack", ["draft-outreach", "--series", "--out", "{P}/stack"], USAGE,
+     "would replace the stack"),
+    ("outreach-out-is-project", ["draft-outreach", "--series", "--out", "{P}"], USAGE,
+     "would replace the stack"),
     ("outreach-onto-option", ["draft-outreach", "--series", "--onto", "--output={C}"], USAGE, ""),
     ("status-ref-option", ["upstream-status", "--ref", "--output={C}"], USAGE, ""),
     ("status-ref-unknown", ["upstream-status", "--ref", "nope"], USAGE, "nope"),
@@ -456,3 +459,12 @@ def test_a_damaged_cache_entry_is_dropped(cli, referencing: Path, monkeypatch) -
         test_damaged_github_cache(cli, referencing, monkeypatch,
                                   b'{"schema": "patchctl.github-cache/1", "answers": '
                                   b'{"o/r#1": ' + entry + b"}}")
+
+
+def test_briefs_never_replace_the_stack(cli, tmp_path: Path, project: Path,
+                                        upstream: Upstream) -> None:
+    """Bug: `draft-outreach --out stack` (or the project) swapped a copy of that directory,
+    briefs added, in place of it: the stack gained .md files and a MANIFEST.json."""
+    for case in ARGS:
+        if case.id.startswith("outreach-out-is-"):
+            test_argument_corpus(cli, case, tmp_path / case.id, project, upstream)
