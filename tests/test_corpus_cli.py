@@ -467,4 +467,5 @@ def test_briefs_never_replace_the_stack(cli, tmp_path: Path, project: Path,
     briefs added, in place of it: the stack gained .md files and a MANIFEST.json."""
     for case in ARGS:
         if case.id.startswith("outreach-out-is-"):
+            (tmp_path / case.id).mkdir()
             test_argument_corpus(cli, case, tmp_path / case.id, project, upstream)
