@@ -420,3 +420,19 @@ def test_edit_reset_is_the_way_out_of_a_damaged_edit_state(cli, tmp_path, upstre
 def test_a_deeply_nested_state_file(cli, tmp_path, upstream, patches) -> None:
     """Bug: a state file nested 100,000 deep ended in a RecursionError traceback."""
     test_edit_state_corpus(cli, _ALL["state:deep-nesting"], tmp_path, upstream, patches)
+
+
+def test_briefs_are_stale_when_the_fingerprint_algorithm_moves(cli, tmp_path, upstream, patches,
+                                                               monkeypatch) -> None:
+    """Bug: `draft-outreach --check` said "up to date" for briefs that show a fingerprint the
+    stack no longer has (the committed briefs kept pcfp1's after the pcfp2 relock): the
+    stack files were unchanged, only the algorithm moved."""
+    from patchctl import fingerprint
+
+    project = _project(tmp_path, upstream, patches)
+    out = tmp_path / "briefs"
+    check(cli("-C", str(project), "draft-outreach", "--series", "--out", str(out)), OK)
+    check(cli("-C", str(project), "draft-outreach", "--check", "--out", str(out)), OK)
+    monkeypatch.setattr(fingerprint, "ALGORITHM", "pcfp9")
+    check(cli("-C", str(project), "draft-outreach", "--check", "--out", str(out)), FINDINGS,
+          "the stack fingerprint is")

@@ -136,6 +136,13 @@ def check(project: Path, stack: Stack, out: Path) -> CheckResult:
     except ValueError as e:
         raise InputError(f"{path}: not valid JSON ({e})") from e
     result = CheckResult(str(out), command=str(manifest.get("command", "")))
+    from patchctl.fingerprint import fingerprint
+
+    # the briefs show the fingerprint, which also moves with its algorithm (pcfp1 -> pcfp2)
+    now_fp = fingerprint(stack.pin().commit, stack.patches())
+    if manifest.get("fingerprint") != now_fp:
+        result.stale.append(f"the stack fingerprint is {now_fp[:16]}, the briefs show "
+                            f"{str(manifest.get('fingerprint'))[:16]}")
     recorded: dict[str, str] = manifest.get("inputs", {})
     now = inputs(project, stack, evidence_files(project, stack, manifest.get("patches", [])))
     for key in sorted(set(recorded) | set(now)):
