@@ -105,7 +105,8 @@ def test_upstream_symlink_and_a_patch_writing_through_it(cli, tmp_path: Path, ou
     assert same()
 
 
-@pytest.mark.parametrize("path", ["../escape.txt", "src/../../escape.txt", ".git/hooks/post-checkout",
+@pytest.mark.parametrize("path", ["../escape.txt", "src/../../escape.txt",
+                                  ".git/hooks/post-checkout",
                                   ".git/config", "src/.git/config", ".GIT/config",
                                   "/tmp/patchctl-absolute-escape"])
 def test_patch_paths_that_leave_the_tree(cli, tmp_path: Path, upstream: Upstream,

@@ -154,7 +154,7 @@ def _new_version(scenario: Scenario, cli, tmp: Path, worlds) -> tuple[list[dict]
     project, argv, watched = scenario.setup(tmp, cli, up, patches)
     started = time.monotonic()
     proc = _killer(project, argv, 0)
-    out, err = proc.communicate()
+    _out, err = proc.communicate()
     elapsed = time.monotonic() - started
     assert proc.returncode in (OK, FINDINGS), err
     points = int(err.rsplit("KILLER-COUNT ", 1)[1].split()[0])

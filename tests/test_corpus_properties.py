@@ -63,7 +63,8 @@ def test_series_round_trip(data) -> None:
 DIFF = (" src/util.c | 1 +\n 1 file changed, 1 insertion(+)\n\n"
         "diff --git a/src/util.c b/src/util.c\n"
         "index 04cbe81..6a2328d 100644\n--- a/src/util.c\n+++ b/src/util.c\n"
-        "@@ -1,3 +1,4 @@\n #include \"tiny.h\"\n+/* added */\n \n /* Helpers shared by the ops. */\n")
+        "@@ -1,3 +1,4 @@\n #include \"tiny.h\"\n+/* added */\n \n"
+        " /* Helpers shared by the ops. */\n")
 WORDS = st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters=":[]"),
                 min_size=1, max_size=12)
 SUBJECT = st.lists(WORDS, min_size=1, max_size=6).map(" ".join)
@@ -171,7 +172,7 @@ def test_fingerprint_changes_under_any_diff_change(data, draw) -> None:
     # any byte git applies: a hunk body line, a file header, an index or mode line
     first = next(i for i, ln in enumerate(lines) if ln.startswith("diff --git"))
     candidates = [i for i, ln in enumerate(lines) if i >= first and (
-        ln[:1] in " +-" and len(ln) > 1 or ln.startswith(("diff --git", "index ")))]
+        (ln[:1] in " +-" and len(ln) > 1) or ln.startswith(("diff --git", "index ")))]
     i = draw.draw(st.sampled_from(candidates))
     line = lines[i]
     j = draw.draw(st.integers(1, len(line) - 1))
@@ -237,9 +238,13 @@ def test_verify_batched_equals_per_patch(upstream_tiny, tmp_path_factory, monkey
                  p.failure.reason if p.failure else None) for p in report.patches]
 
     batched = verify_mod.verify(find_stack(project), upstream_tiny.path)
-    with monkeypatch.context() as m:
-        m.setattr(verify_mod._Run, "_round_trip", lambda self, pin_tree: False)
+    run = verify_mod._Run.run
+    with monkeypatch.context() as m:  # no round trip, no batch: one `git apply` per patch
+        m.setattr(verify_mod._Run, "take", lambda self, early, pin_tree: False)
+        m.setattr(verify_mod._Run, "run",
+                  lambda self, pin_tree, batch=True: run(self, pin_tree, batch=False))
         single = verify_mod.verify(find_stack(project), upstream_tiny.path)
+    assert single.mode == "per-patch" or not stack
     assert answer(batched) == answer(single)
     assert batched.reversed_tree == single.reversed_tree
     expect = []

@@ -198,7 +198,8 @@ def test_stamp_corpus(cli, case: Case, tmp_path: Path, upstream: Upstream, patch
     elif isinstance(case.data, str):
         key = case.data.split(" ")[0]
         lines = [ln for ln in text.splitlines() if not ln.startswith(key + " ")]
-        value = {"fingerprint": f'fingerprint = "{"0" * 64}"', "manifest": f'manifest = "{"0" * 64}"',
+        zeros = "0" * 64
+        value = {"fingerprint": f'fingerprint = "{zeros}"', "manifest": f'manifest = "{zeros}"',
                  "patches": 'patches = "x"'}.get(case.data, case.data)
         stamp.write_text("\n".join([*lines, value]) + "\n")
     else:
