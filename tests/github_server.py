@@ -35,6 +35,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         self.server.requests.append((self.path, dict(self.headers)))
+        if self.server.answer is not None:  # one fixed answer for every request
+            return self._raw(*self.server.answer)
         number = int(self.path.rstrip("/").rsplit("/", 1)[-1]) if \
             self.path.rsplit("/", 1)[-1].isdigit() else 0
         seen = sum(1 for p, _ in self.server.requests if p == self.path)
@@ -62,6 +64,17 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return self._json(404, {"message": "Not Found"})
 
+    def _raw(self, code: int, headers: dict[str, str], body: object) -> None:
+        """Any status, headers and body: bytes as they are, anything else as JSON."""
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        self.send_response(code)
+        if "Content-Length" not in headers:
+            self.send_header("Content-Length", str(len(data)))
+        for k, v in headers.items():
+            self.send_header(k, v)
+        self.end_headers()
+        self.wfile.write(data)
+
     def _json(self, code: int, data: dict, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(data).encode()
         self.send_response(code)
@@ -77,16 +90,19 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     requests: list[tuple[str, dict[str, str]]]
     slow: float
+    answer: tuple | None
 
     def handle_error(self, request, client_address) -> None:
         pass  # a client that timed out closed the socket: expected here
 
 
 @contextlib.contextmanager
-def github_server(slow: float = 2.0) -> Iterator[_Server]:
+def github_server(slow: float = 2.0, answer: tuple | None = None) -> Iterator[_Server]:
+    """``answer``: (status, headers, body) for every request instead of ``ANSWERS``."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.requests = []
     server.slow = slow
+    server.answer = answer
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

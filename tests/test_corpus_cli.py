@@ -15,14 +15,14 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
 from tests.builders import Upstream, git, make_project
 from tests.corpus import ENVIRONMENT, FINDINGS, OK, USAGE, Case, check, params, tree_digest
+from tests.github_server import github_server
+from tests.test_upstream_status import _online_env
 
 ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
     ("no-command", [], (OK, USAGE), ""),
@@ -322,57 +322,12 @@ HTTP = [Case(i, answer, OK, frag) for i, answer, frag in [
 ]]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    server: _Server
-
-    def log_message(self, format: str, *args: object) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        self.server.seen.append(dict(self.headers))
-        status, headers, body = self.server.answer
-        data = body if isinstance(body, bytes) else json.dumps(body).encode()
-        self.send_response(status)
-        if "Content-Length" not in headers:
-            self.send_header("Content-Length", str(len(data)))
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    answer: tuple
-    seen: list
-
-    def handle_error(self, request, client_address) -> None:
-        pass
-
-
-@contextlib.contextmanager
-def _serve(answer: tuple) -> Iterator[_Server]:
-    server = _Server(("127.0.0.1", 0), _Handler)
-    server.answer, server.seen = answer, []
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield server
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
 def online_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
-    monkeypatch.setenv("PATCHCTL_GITHUB_API", url)
-    monkeypatch.setenv("PATCHCTL_GITHUB_TIMEOUT", "2")
+    _online_env(monkeypatch, url)
+    monkeypatch.setenv("PATCHCTL_GITHUB_TIMEOUT", "2")  # a truncated body waits this long
     monkeypatch.setenv("PATCHCTL_GITHUB_RETRIES", "1")
-    monkeypatch.setenv("PATCHCTL_GITHUB_BACKOFF", "0.01")
     monkeypatch.setenv("PATCHCTL_GITHUB_MAX_WAIT", "1")
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
-    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture
@@ -384,7 +339,7 @@ def referencing(tmp_path: Path, upstream: Upstream, patches) -> Path:
 
 @params(HTTP)
 def test_http_answer_corpus(cli, case: Case, referencing: Path, monkeypatch) -> None:
-    with _serve(case.data) as server:
+    with github_server(answer=case.data) as server:
         online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
         started = time.monotonic()
         r = cli("-C", str(referencing), "upstream-status", "--online", "--json")
