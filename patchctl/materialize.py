@@ -7,12 +7,9 @@ new tree, so a tree without a stamp was never finished.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import itertools
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -74,7 +71,11 @@ def read_stamp(directory: Path) -> Stamp | None:
 
 
 def manifest(directory: Path) -> str:
-    """sha256 over `<sha256>  <path>` lines of every file, sorted by path (docs/FORMATS.md)."""
+    """sha256 over `<sha256>  <path>` lines of every file, sorted by path (docs/FORMATS.md).
+
+    A FIFO, socket or device in ``directory`` raises ``fsutil.SpecialFileError``
+    (reading a FIFO would block forever).
+    """
     entries: list[tuple[bytes, str]] = []
     root = str(directory)
     for dirpath, dirnames, filenames in os.walk(root):
@@ -91,7 +92,9 @@ def manifest(directory: Path) -> str:
             if os.path.islink(full):
                 digest = hashlib.sha256(os.readlink(full).encode()).hexdigest()
             else:
-                with open(full, "rb") as f:
+                fd = fsutil.open_regular(Path(full), "patchctl never reads one: remove it, "
+                                         "or pass --force to replace the directory")
+                with os.fdopen(fd, "rb") as f:
                     digest = hashlib.file_digest(f, "sha256").hexdigest()
             entries.append((rel.encode("utf-8", "surrogateescape"), digest))
     entries.sort()
@@ -120,7 +123,9 @@ def materialize(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ApplyResult:
-    into = into.absolute()
+    # A symlink DIR is followed: its target is replaced and the link kept.
+    into = fsutil.replaceable(into, "--into", {"the project": stack.root.parent,
+                                               "the stack": stack.root, "the upstream": upstream})
     pin = stack.pin()
     patches = stack.patches()
     fp = fingerprint(pin.commit, patches)
@@ -131,12 +136,16 @@ def materialize(
             if hit:
                 raise InputError(f"--exclude {hit} would leave out {f.path}, which {p.name} "
                                  "changes; exclude only paths the stack does not touch")
-    lock_path = into.parent / f".{into.name}.patchctl-lock"
-    with fsutil.exclusive_lock(lock_path, f"apply --into {into}"):
-        _recover(into)
+    with fsutil.path_lock(into, f"apply --into {into}"):
+        fsutil.recover(into)
         existing = read_stamp(into) if into.is_dir() else None
         if existing is not None:
-            edited = manifest(into) != existing.manifest
+            try:
+                edited = manifest(into) != existing.manifest
+            except fsutil.SpecialFileError:
+                if not force:
+                    raise
+                edited = True
             if edited and not force:
                 raise InputError(f"{into} was edited after `patchctl apply` stamped it; "
                                  "re-run with --force to replace it (the edits are lost)")
@@ -149,13 +158,8 @@ def materialize(
 
         if not gitrepo.resolve_commit(upstream, pin.commit):
             raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
-        into.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{into.name}.patchctl-new-", dir=into.parent))
-        try:
+        with fsutil.swap_in(into) as staging:
             stamp = _build(stack, upstream, staging, patches, fp, commits, exclude, progress)
-            _swap(staging, into)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         return ApplyResult(into, stamp, unchanged=False)
 
 
@@ -210,32 +214,6 @@ def _make_history(work: Path, pin, patches) -> str:
 
 def _is_repo(path: Path) -> bool:
     return (path / ".git").is_dir()
-
-
-def _swap(staging: Path, into: Path) -> None:
-    """Replace ``into`` by ``staging``; a crash in between is undone by ``_recover``."""
-    # One atomic exchange where the OS has it: two renames leave a moment with no
-    # DIR at all, which a concurrent build (or a kill) would see. The old tree
-    # ends up at ``staging``, which the caller removes.
-    if into.exists() and fsutil.exchange(staging, into):
-        return
-    old = into.parent / f".{into.name}.patchctl-old"
-    if into.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(into, old)
-    os.rename(staging, into)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _recover(into: Path) -> None:
-    old = into.parent / f".{into.name}.patchctl-old"
-    if old.exists() and not into.exists():
-        os.rename(old, into)  # an interrupted swap: put the old tree back
-    elif old.exists():
-        shutil.rmtree(old, ignore_errors=True)
-    for leftover in into.parent.glob(f".{into.name}.patchctl-new-*"):
-        with contextlib.suppress(OSError):
-            shutil.rmtree(leftover)
 
 
 def _last_error(stderr: str) -> str:

@@ -18,10 +18,9 @@ from patchctl.gitrepo.core import last_line, resolve_commit, run_git
 
 
 def default_cache_dir() -> Path:
-    if env := os.environ.get("PATCHCTL_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "patchctl"
+    from patchctl.fsutil import cache_dir
+
+    return cache_dir()
 
 
 def cached_upstream(
