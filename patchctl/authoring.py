@@ -12,6 +12,7 @@ edited applied as commits.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import tempfile
 from dataclasses import asdict, dataclass, field
@@ -22,7 +23,16 @@ from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
-from patchctl.stack import LOCK_FILE, PIN_FILE, SERIES, Pin, Stack, check_commit_id, render_lock
+from patchctl.stack import (
+    LOCK_FILE,
+    PIN_FILE,
+    SERIES,
+    Pin,
+    Stack,
+    check_commit_id,
+    check_patch_name,
+    render_lock,
+)
 
 SERIES_HEADER = (
     "# patchctl series: one patch per line, in apply order; `-pN` sets the strip level.\n"
@@ -93,13 +103,15 @@ class ImportResult:
 
 
 def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[str], *,
-                   concern: str | None = None, from_repo: Path | None = None) -> ImportResult:
+                   concern: str | None = None, from_repo: Path | None = None,
+                   force: bool = False) -> ImportResult:
     """Append patches from ``sources`` to the series, in patchctl's form; all or nothing.
 
     Each is applied on top of the stack at the pin (plain, else three-way) and
     re-made from the trees around it, so what lands in ``stack/`` is exactly
     what applies there. One that does not apply stops the import: nothing is
-    written.
+    written. A file in ``patches/`` that the series does not list (one being
+    written by hand) is never overwritten unless ``force``.
     """
     with stackwrite.stack_lock(project, f"import into {stack.root}"), \
             tempfile.TemporaryDirectory(prefix="patchctl-import-") as tmp:
@@ -133,6 +145,11 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
                 number += 1
                 if name in names:
                     raise InputError(f"{name} is already in the series")
+                check_patch_name(name)
+                if os.path.lexists(stack.patches_dir / name) and not force:
+                    raise InputError(f"{stack.patches_dir / name} exists but the series does "
+                                     "not list it (a patch written by hand?); move it away, or "
+                                     "pass --force to overwrite it; nothing was imported")
                 text = patchtext.render(header, diff)
                 changes[f"patches/{name}"] = text.encode("utf-8", "surrogateescape")
                 made.append(patchtext.reparse(text, name=name, path=stack.patches_dir / name))
@@ -232,6 +249,10 @@ def _load_edit(project: Path) -> dict | None:
                          "--reset`") from e
     if state.get("schema") != EDIT_SCHEMA:
         raise InputError(f"{path}: unknown edit state; start again with `patchctl edit --reset`")
+    try:
+        check_patch_name(str(state.get("target")))
+    except StackError as e:
+        raise InputError(f"{path}: {e}; start again with `patchctl edit NAME --reset`") from e
     return state
 
 
@@ -284,9 +305,13 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
     ``refresh`` writes it and appends it to the series."""
     with stackwrite.stack_lock(project, f"new in {stack.root}"):
         names = [e.name for e in stack.series()]
+        try:
+            check_patch_name(name, subdirs=False)
+        except StackError as e:
+            raise InputError(f"NAME: {e}") from e
         file = name if name.endswith(".patch") and name[:5].rstrip("-").isdigit() else \
             patchtext.numbered_name(patchtext.next_number(names), name.removesuffix(".patch"))
-        if file in names or (stack.patches_dir / file).exists():
+        if file in names or os.path.lexists(stack.patches_dir / file):
             raise InputError(f"{file} already exists in {stack.patches_dir}")
         if not scope:
             raise InputError("--scope: give at least one path glob the patch may touch")

@@ -65,12 +65,36 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
             raise BusyError(
-                f"{what} is busy: pid {holder} holds {path}; wait for it to finish"
+                f"{what} is busy: pid {holder} holds {path} (or a verify is reading); "
+                "wait for it to finish"
             ) from e
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def shared_lock(path: Path, wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold ``path`` shared: readers together, never while an ``exclusive_lock`` holder
+    writes. Waits for a writer to finish (telling ``wait``). A reader creates nothing: where
+    no writer ever made the lock file (or it cannot be opened) it reads unlocked."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if wait is not None:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                wait(f"waiting for pid {holder} to finish changing the stack")
+            fcntl.flock(fd, fcntl.LOCK_SH)
         yield
     finally:
         os.close(fd)
@@ -200,19 +224,43 @@ def swap_in(dest: Path) -> Iterator[Path]:
     recover(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{_NEW}", dir=dest.parent))
+    swapped = False
     try:
         os.chmod(staging, 0o777 & ~umask())  # mkdtemp's 0700 would hide the result
         yield staging
-        if not (os.path.lexists(dest) and exchange(staging, dest)):
+        if os.path.lexists(dest) and exchange(staging, dest):
+            swapped = True
+        else:
             old = beside(dest, _OLD)
             if os.path.lexists(dest):
                 remove_tree(old)
                 os.rename(dest, old)
             os.rename(staging, dest)
-            remove_tree(old)
+            swapped = True
+            with _no_interrupt():
+                remove_tree(old)
         fsync_dir(dest.parent)
     finally:
-        remove_tree(staging)  # after an exchange: the old tree
+        # After the swap the work is done: Ctrl-C no longer cancels it, so it waits
+        # until the old tree is gone (an interrupt here used to leave it behind).
+        with _no_interrupt() if swapped else contextlib.nullcontext():
+            remove_tree(staging)  # after an exchange: the old tree
+
+
+@contextlib.contextmanager
+def _no_interrupt() -> Iterator[None]:
+    """SIGINT is ignored for the duration (main thread only; elsewhere a no-op)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def recover(dest: Path) -> None:

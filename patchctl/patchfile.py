@@ -13,6 +13,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl import fsutil
 from patchctl.errors import StackError
 
 # Trailer / DEP-3 keys patchctl understands; matching is case-insensitive.
@@ -169,7 +170,9 @@ class Patch:
 
 def read_patch(path: Path, *, name: str | None = None, strip: int = 1) -> Patch:
     try:
-        data = path.read_bytes()
+        data = fsutil.read_regular(path, "a patch must be a regular file")
+    except fsutil.SpecialFileError as e:
+        raise StackError(str(e)) from e
     except OSError as e:
         raise StackError(f"{path}: cannot read patch: {e.strerror}") from e
     return parse_patch(data, path=path, name=name or path.name, strip=strip)

@@ -14,12 +14,12 @@ import contextlib
 import hashlib
 import os
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from patchctl import fsutil
 from patchctl.errors import EnvironmentFailure, InputError
-from patchctl.stack import Stack
+from patchctl.stack import LOCK_FILE, Lock, Stack, render_lock
 
 STATE_DIR = ".patchctl"
 
@@ -43,6 +43,20 @@ def stack_lock(project: Path, what: str) -> Iterator[None]:
     """One writer per project: rebase-pin, import, new, edit and refresh all take it."""
     with fsutil.exclusive_lock(state_dir(project) / "lock", what):
         yield
+
+
+@contextlib.contextmanager
+def stack_read_lock(project: Path,
+                    wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Read one consistent stack: no writer swaps ``stack/`` meanwhile (waits for one that is)."""
+    with fsutil.shared_lock(state_dir(project, create=False) / "lock", wait):
+        yield
+
+
+def write_lock(project: Path, stack: Stack, lock: Lock) -> None:
+    """Rewrite ``stack.lock`` as every stack change is made: under the lock, swapped in."""
+    with stack_lock(project, f"lock in {stack.root}"):
+        replace_stack(stack, {LOCK_FILE: render_lock(lock).encode()})
 
 
 def snapshot(root: Path) -> dict[str, str]:

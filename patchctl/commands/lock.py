@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from patchctl.commands._common import emit_json, stack_of
+from patchctl.commands._common import emit_json, project_dir, stack_of
 
 
 @click.command()
@@ -12,7 +12,8 @@ from patchctl.commands._common import emit_json, stack_of
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""
     from patchctl.fingerprint import make_lock, short
-    from patchctl.stack import render_lock, write_lock
+    from patchctl.stack import render_lock
+    from patchctl.stackwrite import write_lock
 
     stack = stack_of(ctx)
     new = make_lock(stack.pin(), stack.patches())
@@ -23,7 +24,7 @@ def lock(ctx: click.Context, check: bool) -> int:
     if check:
         click.echo(f"{stack.lock_path}: stale (would be {short(new.fingerprint)})")
         return 1
-    write_lock(stack, new)
+    write_lock(project_dir(ctx), stack, new)
     click.echo(f"{stack.lock_path}: written ({short(new.fingerprint)})")
     return 0
 
