@@ -145,3 +145,78 @@ def test_kill_after_random_delays(two_stacks, tmp_path: Path) -> None:
                         str(into), "--force"], check=True, capture_output=True)
         assert _complete(into) == new
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tree.")] == []
+
+
+# -- DIRs that must not be replaced, links, modes, special files -----------------------------
+
+
+def test_into_the_project_or_the_upstream_is_refused(cli, project: Path, upstream: Upstream,
+                                                     tmp_path: Path) -> None:
+    """Regression: `apply --into . --force` replaced the whole project, stack/ and .git too."""
+    from patchctl.stackwrite import snapshot
+
+    before = snapshot(project)
+    for into, what in ((project, "the project"), (tmp_path, "the project"),
+                       (project / "stack", "the stack"), (upstream.path, "the upstream")):
+        r = _apply(cli, project, into, "--force", "--upstream", str(upstream.path))
+        assert r.code == 2, (into, r.err)
+        assert f"would replace {what}" in r.err and len(r.err.strip().splitlines()) == 1
+    assert snapshot(project) == before
+    assert (upstream.path / ".git/HEAD").exists()
+
+
+def test_a_symlink_dir_is_followed(cli, project: Path, tmp_path: Path) -> None:
+    """Regression: a symlink DIR was replaced by a real directory, and a dangling
+    `.DIR.patchctl-new-*` was left while it printed "written". Now the link is followed
+    (its target replaced, the link kept) and the output says so."""
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    r = cli("-C", str(project), "apply", "--into", str(link))
+    assert r.code == 0, r.err
+    assert f"{link} -> {real}: written" in r.out
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    _complete(real)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_result_mode_follows_the_umask(cli, project: Path, tmp_path: Path) -> None:
+    """Regression: the result was always mode 0700."""
+    old = os.umask(0o022)
+    try:
+        assert _apply(cli, project, tmp_path / "tree").code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "tree").stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_special_file_in_a_stamped_dir(cli, project: Path, tmp_path: Path, kind: str) -> None:
+    """Regression: a FIFO in a stamped DIR made `apply` block forever (the manifest read
+    it); a socket gave a traceback. Now refused with one line; --force replaces DIR."""
+    import socket
+
+    into = tmp_path / "tree"
+    assert _apply(cli, project, into).code == 0
+    special = into / "src" / "special"
+    sock = None
+    if kind == "fifo":
+        os.mkfifo(special)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(special))
+    try:
+        r = subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), "apply",
+                            "--into", str(into)], capture_output=True, text=True, timeout=120,
+                           check=False)
+        assert r.returncode == 2, r.stderr
+        assert f"{special} is a " in r.stderr and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        forced = _apply(cli, project, into, "--force")
+        assert forced.code == 0, forced.err
+        assert not os.path.lexists(special)
+        _complete(into)
+    finally:
+        if sock is not None:
+            sock.close()

@@ -328,3 +328,72 @@ def test_export_refuses_strip_levels_git_am_cannot_take(cli, tmp_path: Path, ups
     assert not (tmp_path / "out").exists()
     assert cli("-C", str(project), "export", "--format", "quilt", str(tmp_path / "q")).code == 0
     assert (tmp_path / "q/series").read_text() == f"{patches[0][0]} -p0\n"
+
+
+def test_export_kill_at_every_step_leaves_old_or_new(cli, project: Path, tmp_path: Path,
+                                                     upstream: Upstream, patches) -> None:
+    """SIGKILL before each rename/rmtree/exchange of `export --force`: DIR is whole.
+
+    Regression: export had no recovery and, without the atomic exchange, deleted the
+    old export before renaming the new one in: a kill between left no DIR at all.
+    """
+    import signal
+    import sys
+
+    killer = Path(__file__).with_name("killer.py")
+    small = make_project(tmp_path / "small", upstream, patches[:1])
+    out = tmp_path / "out"
+    listing = {}
+    for proj in (small, project):
+        assert cli("-C", str(proj), "export", "--format", "quilt", str(out), "--force").code == 0
+        listing[proj] = sorted(p.name for p in out.iterdir())
+    source, other = small, project
+    killed = 0
+    for n in range(1, 30):
+        before = sorted(p.name for p in out.iterdir())
+        run = subprocess.run([sys.executable, str(killer), str(n), "-C", str(source), "export",
+                              "--format", "quilt", str(out), "--force"], capture_output=True,
+                             text=True, check=False)
+        if run.returncode == 0:
+            break  # past the last mutation: every point was tried
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        killed += 1
+        assert out.is_dir(), n
+        assert sorted(p.name for p in out.iterdir()) in (before, listing[source]), n
+        assert cli("-C", str(source), "export", "--format", "quilt", str(out),
+                   "--force").code == 0  # recovers what the kill left
+        assert sorted(p.name for p in out.iterdir()) == listing[source]
+        source, other = other, source
+    assert killed >= 2
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
+
+def test_import_never_overwrites_an_unlisted_patch_file(cli, empty: Path, sources: Path) -> None:
+    """Regression: `import` silently overwrote a file in stack/patches/ that the series does
+    not list (a patch being written by hand); `new` refused the same. Now refused, naming
+    the file, unless --force."""
+    first = sorted(sources.iterdir())[0]
+    mine = empty / "stack/patches/0001-util-add-tiny_square.patch"
+    mine.write_text("my own work in progress\n")
+    before = snap(empty)
+    r = cli("-C", str(empty), "import", str(first))
+    assert r.code == 2, r.err
+    assert f"{mine} exists but the series does not list it" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert snap(empty) == before and mine.read_text() == "my own work in progress\n"
+    forced = cli("-C", str(empty), "import", "--force", str(first))
+    assert forced.code == 0, forced.err
+    assert "tiny_square" in mine.read_text()
+
+
+@pytest.mark.parametrize("name", ["0009-../../escape.patch", "../escape", "a/b", ".hidden",
+                                  "0009-a/../../b.patch", "x\\y"])
+def test_new_refuses_names_that_leave_patches(cli, canonical: Path, name: str) -> None:
+    """Regression: `new 0001-../../x.patch` was accepted; `refresh` then wrote the patch
+    outside stack/ and a series entry every later command rejected."""
+    before = snap(canonical)
+    r = cli("-C", str(canonical), "new", name, "--concern", "c", "--scope", "src/util.c")
+    assert r.code == 2, r.out + r.err
+    assert "patch name" in r.err and len(r.err.strip().splitlines()) == 1
+    assert snap(canonical) == before
+    assert not (canonical / ".patchctl/edit/state.json").exists()
