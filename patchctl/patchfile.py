@@ -342,9 +342,9 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
     except UnidiffParseError as e:
         raise StackError(f"{name}: malformed or truncated diff: {e}") from e
 
-    file_lines = [i for i in range(start, len(lines)) if _FILE_HEADER.match(lines[i])]
-    for index, pf in enumerate(patchset):
-        line_no = (file_lines[index] + 1) if index < len(file_lines) else start + 1
+    after = start  # index in ``lines`` just past the previous file's diff
+    for pf in patchset:
+        line_no, after = _file_start(lines, pf, start, after)
         hunks = tuple(
             Hunk(
                 source_start=h.source_start,
@@ -372,6 +372,23 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
             )
         )
     return files
+
+
+def _file_start(lines: list[str], pf, start: int, after: int) -> tuple[int, int]:
+    """(1-based line where this file's diff starts, index just past its last line).
+
+    Its header is the `diff --git`/`Index:` line before its `---` line, if one lies
+    after the previous file; a plain `---/+++` (quilt-style) diff starts at `---`.
+    """
+    first = next((h for h in pf if len(h)), None)
+    if first is None:  # no hunks (binary, mode or rename only): only git diffs have those
+        at = next((i for i in range(after, len(lines)) if _FILE_HEADER.match(lines[i])), after)
+        return at + 1, at + 1
+    dashes = start + first[0].diff_line_no - 1 - 3  # `---`, `+++`, `@@`, then the first line
+    at = next((i for i in range(dashes - 1, after - 1, -1)
+               if lines[i].startswith(("diff --git ", "Index: "))), dashes)
+    last = pf[-1][-1] if len(pf[-1]) else first[0]
+    return at + 1, start + last.diff_line_no
 
 
 def _swap_sign(line: str) -> str:

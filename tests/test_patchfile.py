@@ -106,3 +106,45 @@ def test_strip_levels() -> None:
     text = DIFF.replace("a/src/a.c", "a/x/src/a.c").replace("b/src/a.c", "b/x/src/a.c")
     p = parse_patch(text.encode(), path=Path("x"), name="x", strip=2)
     assert p.files[0].path == "src/a.c"
+
+
+QUILT = """Description: two files, quilt style
+Author: A <a@example.invalid>
+
+--- a/src/one.c
++++ b/src/one.c
+@@ -1,2 +1,2 @@
+ a
+-b
++c
+--- a/src/two.c
++++ b/src/two.c
+@@ -5,2 +5,2 @@
+ d
+-e
++f
+Index: b/src/three.c
+===================================================================
+--- a/src/three.c
++++ b/src/three.c
+@@ -5,1 +5,1 @@
+-e
++f
+"""
+
+
+def test_quilt_style_files_point_at_their_own_header() -> None:
+    """Regression: in a plain `---/+++` multi-file diff every file after the first was
+    reported at the first file's line, so lint findings pointed at the wrong place."""
+    from patchctl.lint import lint_patch
+
+    p = parse_patch(QUILT.encode(), path=Path("x"), name="x")
+    lines = QUILT.splitlines()
+    assert [lines[f.line - 1] for f in p.files] == [
+        "--- a/src/one.c", "--- a/src/two.c", "Index: b/src/three.c"]
+    scoped = parse_patch(QUILT.replace("Author:", "Scope: src/one.c\nAuthor:").encode(),
+                         path=Path("x"), name="x")
+    slines = QUILT.replace("Author:", "Scope: src/one.c\nAuthor:").splitlines()
+    where = {f.message.split(" ")[0]: slines[f.line - 1] for f in lint_patch(scoped)
+             if f.code == "scope"}
+    assert where == {"src/two.c": "--- a/src/two.c", "src/three.c": "Index: b/src/three.c"}
