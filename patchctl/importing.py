@@ -47,6 +47,8 @@ def collect(sources: list[str], tmp: Path, *, from_repo: Path | None = None) -> 
         path = Path(spec).expanduser()
         if path.is_dir():
             out += _from_directory(path, work)
+        elif path.is_file() and _is_series(path):
+            out += _from_series(path, work)
         elif path.is_file():
             out += _from_file(path, work, strip=1, label=spec)
         else:
@@ -90,6 +92,26 @@ def _from_directory(directory: Path, work: Path) -> list[Candidate]:
         for i, f in enumerate(files):
             out += _from_file(f, work / str(i), strip=1, label=str(f))
         return out
+    return _from_series(series, work)
+
+
+def _is_series(path: Path) -> bool:
+    """A quilt ``series`` file given by itself (as ``stg import --series`` takes it): not a
+    diff or a mail, and every line names a file beside it."""
+    data = path.read_bytes()
+    if b"\n--- " in b"\n" + data or b"\ndiff --git " in b"\n" + data or \
+            data.lstrip(b"\n").startswith(b"From "):
+        return False
+    try:
+        entries = parse_series(data.decode("utf-8"), source=path)
+    except (UnicodeDecodeError, StackError):
+        return False
+    return bool(entries) and (path.name == "series" or
+                              all((path.parent / e.name).is_file() for e in entries))
+
+
+def _from_series(series: Path, work: Path) -> list[Candidate]:
+    out: list[Candidate] = []
     entries = parse_series(series.read_text(encoding="utf-8"), source=series)
     for i, entry in enumerate(entries):
         path = series.parent / entry.name

@@ -120,6 +120,25 @@ def test_import_a_debian_quilt_series(cli, empty: Path, tmp_path: Path, patches)
     assert cli("-C", str(empty), "verify").code == 0
 
 
+@pytest.mark.parametrize("name", ["series", "order.txt"])
+def test_import_a_quilt_series_file(cli, empty: Path, tmp_path: Path, patches,
+                                    name: str) -> None:
+    """Regression: `patchctl import path/to/series` (the series FILE, as quilt and
+    `stg import --series` users pass it) failed with "not a diff"."""
+    quilt = tmp_path / "q"
+    quilt.mkdir()
+    for patch_name, text in patches[:2]:
+        (quilt / patch_name).write_text(text)
+    (quilt / name).write_text("# two of them\n" + "".join(n + "\n" for n, _ in patches[:2]))
+    data = imported(cli, empty, str(quilt / name))
+    assert [p["file"] for p in data["patches"]] == [n for n, _ in patches[:2]]
+    missing = tmp_path / "m"
+    missing.mkdir()
+    (missing / "series").write_text("gone.patch\n")
+    r = cli("-C", str(empty), "import", str(missing / "series"))
+    assert r.code == 2 and "gone.patch does not exist" in r.err, r.err
+
+
 def test_import_commits_from_a_repository(cli, empty: Path, tmp_path: Path,
                                           upstream: Upstream) -> None:
     fork = tmp_path / "fork"
