@@ -77,7 +77,7 @@ def test_read_regular_refuses_special_files_at_once(tmp_path: Path, kind: str) -
         sock = socket.socket(socket.AF_UNIX)
         sock.bind(str(path))
     try:
-        with pytest.raises(fsutil.SpecialFileError, match="is a (named pipe|socket)"):
+        with pytest.raises(fsutil.SpecialFileError, match=r"is a (named pipe|socket)"):
             fsutil.read_regular(path)
     finally:
         if sock is not None:
