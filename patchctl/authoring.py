@@ -11,6 +11,7 @@ edited applied as commits.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from patchctl import fsutil, gitrepo, importing, patchtext, stackwrite
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
-from patchctl.patchfile import Patch
+from patchctl.patchfile import Patch, read_patch
 from patchctl.stack import (
     LOCK_FILE,
     PIN_FILE,
@@ -127,14 +128,8 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         report: list[Imported] = []
         with gitrepo.temp_index(upstream) as index:
             _apply_stack(index, pin, existing)
-            for c in candidates:
-                before = index.write_tree()
-                grade = _apply_candidate(index, c)
-                after = index.write_tree()
-                if after == before:
-                    raise InputError(f"{c.source}: changes nothing on top of the stack "
-                                     "(already applied?); nothing was imported")
-                diff = gitrepo.format_diff(index.repo, before, after, env=index.env)
+            steps = _apply_candidates(index, upstream, pin, existing, candidates, Path(tmp))
+            for c, (grade, diff) in zip(candidates, steps, strict=True):
                 files = _diff_paths(diff)
                 added = importing.fill_trailers(c, concern=concern, files=files)
                 header = patchtext.mail_header(
@@ -166,10 +161,81 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
 
 def _apply_stack(index: gitrepo.TempIndex, pin: Pin, patches: list[Patch]) -> None:
     index.read_tree(pin.commit)
-    for p in patches:
-        if not index.apply([p.path.absolute()], strip=p.strip).ok:
-            raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
-                             "(`patchctl verify` says why)")
+    for strip, same in itertools.groupby(patches, key=lambda p: p.strip):
+        group = list(same)
+        if index.apply([p.path.absolute() for p in group], strip=strip).ok:
+            continue
+        for p in group:  # name the one that fails
+            if not index.apply([p.path.absolute()], strip=p.strip).ok:
+                raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
+                                 "(`patchctl verify` says why)")
+
+
+_BATCH = 8  # from this many candidates on, one `git am` beats a few git calls per patch
+
+
+def _apply_candidates(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing: list[Patch],
+                      candidates: list[importing.Candidate], tmp: Path) -> list[tuple[str, str]]:
+    """(grade, diff re-made from the trees around it) of each candidate, applied in turn
+    on the stack at the pin, which ``index`` holds; it then holds them all."""
+    if len(candidates) >= _BATCH:
+        done = _apply_batched(index, upstream, pin, existing, candidates, tmp / "batch")
+        if done is not None:
+            return done
+    out = []
+    for c in candidates:
+        before = index.write_tree()
+        grade = _apply_candidate(index, c)
+        after = index.write_tree()
+        if after == before:
+            raise InputError(f"{c.source}: changes nothing on top of the stack "
+                             "(already applied?); nothing was imported")
+        out.append((grade, gitrepo.format_diff(index.repo, before, after, env=index.env)))
+    return out
+
+
+def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing: list[Patch],
+                   candidates: list[importing.Candidate],
+                   work: Path) -> list[tuple[str, str]] | None:
+    """The common case in a handful of git calls: one `git apply --cached -v` per strip
+    level proves every candidate applies plainly (and says which had offsets), one
+    `git am` in a sparse work tree gives the tree after each, one `git diff-tree
+    --stdin` the diffs. None (``index`` as it was) when any candidate needs more
+    (three-way, or does not apply): the caller goes one by one and says which."""
+    base = index.write_tree()
+    try:
+        parsed = [read_patch(c.diff, strip=c.strip) for c in candidates]
+    except StackError:
+        return None
+    offset: set[int] = set()
+    for strip, same in itertools.groupby(range(len(candidates)),
+                                         key=lambda i: candidates[i].strip):
+        group = list(same)
+        run = index.apply([candidates[i].diff for i in group], strip=strip)
+        owner = [i for i in group for _ in parsed[i].files]
+        checked = (run.stdout + run.stderr).count("\nChecking patch ") + \
+            (run.stdout + run.stderr).startswith("Checking patch ")
+        if not run.ok or checked != len(owner):
+            index.read_tree(base)
+            return None
+        offset |= {owner[o.file_index] for o in run.offsets()}
+    final = index.write_tree()
+    work.mkdir()
+    mails = []
+    for i, c in enumerate(candidates):
+        mail = work / f"{i:05d}.mail"
+        mail.write_bytes(b"From: patchctl <patchctl@localhost>\nDate: Thu, 1 Jan 1970 00:00:00 "
+                         b"+0000\nSubject: [PATCH] import\n\n---\n" + c.diff.read_bytes())
+        mails.append((mail, c.strip))
+    paths = sorted({path for p in [*existing, *parsed] for f in p.files for path in f.paths})
+    trees = gitrepo.replay_mails(upstream, work / "tree", pin.commit, mails=mails, paths=paths,
+                                 stack=[(p.path.absolute(), p.strip) for p in existing])
+    if trees is None or trees[0] != base or trees[-1] != final or \
+            any(a == b for a, b in itertools.pairwise(trees)):
+        index.read_tree(base)
+        return None
+    diffs = gitrepo.format_diffs(work / "tree", trees)
+    return [("offset" if i in offset else "exact", d) for i, d in enumerate(diffs)]
 
 
 def _apply_candidate(index: gitrepo.TempIndex, c: importing.Candidate) -> str:

@@ -125,7 +125,7 @@ def _from_file(path: Path, work: Path, *, strip: int, label: str) -> list[Candid
     work.mkdir(parents=True, exist_ok=True)
     data = path.read_bytes()
     head = data.lstrip(b"\n").split(b"\n", 8)
-    if head and head[0].startswith(b"From "):
+    if head and head[0].startswith(b"From ") and not _one_mail(data):
         mails = gitrepo.mailsplit(path, work / "split")
         several = len(mails) > 1
         return [_from_mail(m, work / f"m{i}", strip=strip,
@@ -134,6 +134,15 @@ def _from_file(path: Path, work: Path, *, strip: int, label: str) -> list[Candid
     if sum(bool(_MAIL_KEY.match(ln)) for ln in head) >= 2:
         return [_from_mail(path, work / "m0", strip=strip, label=label)]
     return [_from_dep3(path, data, strip=strip, label=label)]
+
+
+_MBOX_FROM = re.compile(rb"^From \S+ +\S+ \S+ +\d+ \d+:\d+(:\d+)? \d{4}", re.MULTILINE)
+
+
+def _one_mail(data: bytes) -> bool:
+    """A format-patch file holds one mail: `git mailinfo` reads it as it is (no split)."""
+    return len(_MBOX_FROM.findall(data)) == 1 and \
+        _MBOX_FROM.match(data.lstrip(b"\n")) is not None
 
 
 def _from_mail(mail: Path, work: Path, *, strip: int, label: str) -> Candidate:

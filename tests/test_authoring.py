@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from patchctl import stackwrite
-from tests.builders import Upstream, format_patch, git, make_project, replace_in
+from tests.builders import (
+    Upstream,
+    default_trailers,
+    format_patch,
+    git,
+    make_project,
+    replace_in,
+)
 
 CUBE = "\nint tiny_cube(int v)\n{\n    return v * v * v;\n}\n"
 
@@ -416,3 +423,88 @@ def test_new_refuses_names_that_leave_patches(cli, canonical: Path, name: str) -
     assert "patch name" in r.err and len(r.err.strip().splitlines()) == 1
     assert snap(canonical) == before
     assert not (canonical / ".patchctl/edit/state.json").exists()
+
+
+def _many(upstream: Upstream, scratch: Path, out: Path) -> list[str]:
+    """A quilt dir: ten format-patch files (each bumps one op of tiny.c; one moved by an
+    offset), a plain DEP-3 diff and a -p0 one; returns the series lines."""
+    base = upstream.commits["base"]
+    out.mkdir()
+    lines = []
+    for i in range(3, 13):
+        def bump(work: Path, i: int = i) -> None:
+            replace_in(work / "src/tiny.c", f"    int y = x * {i + 2};\n",
+                       f"    int y = x * {i + 2} + 1;\n")
+        text = format_patch(upstream, base, bump, subject=f"tiny : bump op {i:02d}",
+                            trailers=default_trailers(f"op{i}", "src/tiny.c"), scratch=scratch)
+        if i == 7:  # the hunk header says two lines further down: applies with an offset
+            head, _, rest = text.partition("\n@@ -")
+            old, _, tail = rest.partition(" @@")
+            a, b = (old.split(" +")[0], old.split(" +")[1])
+            shift = lambda r: ",".join([str(int(r.split(",")[0]) + 2), *r.split(",")[1:]])  # noqa: E731
+            text = f"{head}\n@@ -{shift(a)} +{shift(b)} @@{tail}"
+        (out / f"op{i}.patch").write_text(text)
+        lines.append(f"op{i}.patch")
+    diff = format_patch(upstream, base, lambda w: replace_in(
+        w / "src/util.c", "int tiny_abs(int v)", "int tiny_abs(int v) /* abs */"),
+        subject="x", scratch=scratch)
+    diff = diff[diff.index("diff --git"):]
+    (out / "dep3.diff").write_text("Description: mark tiny_abs\nAuthor: Deb <d@e.invalid>\n"
+                                   "Last-Update: 2025-01-02\n---\n" + diff)
+    p0 = format_patch(upstream, base, lambda w: replace_in(
+        w / "README.md", "A small C library.", "A small C library (patched)."),
+        subject="docs : patched", scratch=scratch)
+    (out / "p0.patch").write_text(p0.replace("a/README.md", "README.md").replace(
+        "b/README.md", "README.md"))
+    lines += ["dep3.diff", "p0.patch -p0"]
+    (out / "series").write_text("".join(f"{ln}\n" for ln in lines))
+    return lines
+
+
+def test_batched_import_equals_one_by_one(cli, tmp_path: Path, upstream: Upstream,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing many patches takes the batched path (one `git apply` per strip level,
+    one `git am`, one `git diff-tree --stdin`); it must write byte for byte what
+    applying them one by one writes, with the same grades (an offset included)."""
+    from patchctl import authoring
+
+    quilt = tmp_path / "quilt"
+    _many(upstream, tmp_path / "scratch", quilt)
+    batched_runs = []
+    real = authoring._apply_batched
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        batched_runs.append(out is not None)
+        return out
+
+    monkeypatch.setattr(authoring, "_apply_batched", spy)
+    results = {}
+    for batch in (authoring._BATCH, 10**6):
+        monkeypatch.setattr(authoring, "_BATCH", batch)
+        project = tmp_path / f"p{batch}"
+        project.mkdir()
+        assert cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
+                   upstream.commits["base"]).code == 0
+        results[batch] = (imported(cli, project, str(quilt / "series")), snap(project))
+        assert cli("-C", str(project), "verify").code == 0
+    assert batched_runs == [True]  # the first import was batched, the second was not
+    (batched, stack_b), (single, stack_s) = results.values()
+    assert stack_b == stack_s
+    assert {**batched, "stack": ""} == {**single, "stack": ""}
+    grades = [p["grade"] for p in batched["patches"]]
+    assert grades == ["exact"] * 4 + ["offset"] + ["exact"] * 7
+
+
+def test_batched_import_falls_back_to_name_the_patch_that_fails(cli, empty: Path,
+                                                                  tmp_path: Path,
+                                                                  upstream: Upstream) -> None:
+    quilt = tmp_path / "quilt"
+    _many(upstream, tmp_path / "scratch", quilt)
+    bad = quilt / "op9.patch"
+    bad.write_text(bad.read_text().replace("int tiny_op_09(int x)", "int tiny_op_99(int x)"))
+    before = snap(empty)
+    r = cli("-C", str(empty), "import", str(quilt))
+    assert r.code == 2, r.err
+    assert f"{bad}: does not apply on top of the stack" in r.err
+    assert snap(empty) == before

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -69,6 +70,31 @@ def format_diff(repo: Path, old_tree: str, new_tree: str, *,
                    env={**(env or git_env()), **_STABLE}).stdout
 
 
+def format_diffs(repo: Path, trees: Sequence[str], *,
+                 env: dict[str, str] | None = None) -> list[str]:
+    """``format_diff`` of each step of ``trees`` (t0 -> t1, t1 -> t2, ...), in one git call."""
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(trees)]
+    if not pairs:
+        return []
+    out = run_git([*_DIFF, "--stdin"], repo=repo, input="".join(p + "\n" for p in pairs),
+                  env={**(env or git_env()), **_STABLE}).stdout
+    # Each step's output follows an echo of its input line; a diff line never is one
+    # (every diff and stat line has a prefix or a keyword first).
+    lines = out.split("\n")
+    starts = []
+    at = 0
+    for pair in pairs:
+        at = lines.index(pair, at)
+        starts.append(at)
+        at += 1
+    bounds = [*starts, len(lines)]
+    diffs = []
+    for i in range(len(pairs)):
+        chunk = lines[bounds[i] + 1:bounds[i + 1]]
+        diffs.append("\n".join(chunk) + ("\n" if chunk and i < len(pairs) - 1 else ""))
+    return diffs
+
+
 def unmerged_paths(index: TempIndex) -> list[str]:
     """Paths a failed ``apply --3way`` left at conflict stages in a temporary index."""
     out = run_git(["ls-files", "-u", "-z"], repo=index.repo, env=index.env).stdout
@@ -106,8 +132,33 @@ def fetch_ref(repo: Path, ref: str) -> str | None:
     return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
 
 
+def replay_mails(upstream: Path, work: Path, pin: str, *, stack: Sequence[tuple[Path, int]],
+                 mails: Sequence[tuple[Path, int]], paths: Sequence[str]) -> list[str] | None:
+    """Trees of ``stack`` then each of ``mails`` applied in turn, with one ``git am`` per run
+    of one strip level, in a work tree at ``work`` that checks out only ``paths``.
+
+    Returns [the tree after the stack, the tree after each mail], or None when ``git am``
+    stops (a mail that does not apply plainly): the caller then goes one by one.
+    """
+    scratch_checkout(upstream, work, pin, needed=paths, sparse=True)
+    env = git_env(**_IDENTITY)
+    for strip, group in itertools.groupby(stack, key=lambda s: s[1]):
+        run_git(["apply", "--index", f"-p{strip}", *(str(p) for p, _ in group)], repo=work,
+                env=env)
+    run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", "stack"], repo=work, env=env)
+    base = run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
+    for strip, group in itertools.groupby(mails, key=lambda m: m[1]):
+        am = run_git(["-c", "core.hooksPath=/dev/null", "am", "-q", "--no-3way",
+                      "--whitespace=warn", f"-p{strip}", *(str(p) for p, _ in group)],
+                     repo=work, env=env, check=False)
+        if am.returncode != 0:
+            return None
+    trees = run_git(["log", "--reverse", "--format=%T", f"{base}^..HEAD"], repo=work).stdout
+    return trees.split()
+
+
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
-                     needed: Sequence[str] = ()) -> Path:
+                     needed: Sequence[str] = (), sparse: bool = False) -> Path:
     """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
@@ -115,7 +166,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     When some blob cannot be read at all (a mirror that lacks its largest
     files), the work tree is made sparse: only ``needed`` paths are written,
     the rest stay in the index as skip-worktree entries, so trees made from
-    that index are still whole.
+    that index are still whole. ``sparse`` makes it sparse from the start.
     """
     run_git(["init", "-q", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
@@ -125,14 +176,15 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
     # The files are written through the upstream itself: in a partial clone that is
     # where the promisor remote is configured, so missing blobs are fetched there.
-    full = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
-                    "read-tree", "-u", "--reset", commit],
-                   env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
-                   check=False)
-    if full.returncode == 0:
-        return dest
-    if not needed or "unable to read" not in full.stderr:
-        raise GitError(full.argv, full.returncode, full.stderr)
+    if not sparse:
+        full = run_git(["--git-dir", str(upstream.absolute()), "--work-tree",
+                        str(dest.absolute()), "read-tree", "-u", "--reset", commit],
+                       env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
+                       check=False)
+        if full.returncode == 0:
+            return dest
+        if not needed or "unable to read" not in full.stderr:
+            raise GitError(full.argv, full.returncode, full.stderr)
     for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
         if entry.name == ".git":
             continue
