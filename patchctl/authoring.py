@@ -23,7 +23,7 @@ from patchctl import fsutil, gitrepo, importing, patchtext, stackwrite
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
-from patchctl.patchfile import Patch, read_patch
+from patchctl.patchfile import Patch, apply_hunks, read_patch
 from patchctl.stack import (
     LOCK_FILE,
     PIN_FILE,
@@ -197,15 +197,23 @@ def _apply_candidates(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existi
 def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing: list[Patch],
                    candidates: list[importing.Candidate],
                    work: Path) -> list[tuple[str, str]] | None:
-    """The common case in a handful of git calls: one `git apply --cached -v` per strip
-    level proves every candidate applies plainly (and says which had offsets), one
-    `git am` in a sparse work tree gives the tree after each, one `git diff-tree
-    --stdin` the diffs. None (``index`` as it was) when any candidate needs more
-    (three-way, or does not apply): the caller goes one by one and says which."""
+    """The common case in a handful of git calls, however many candidates.
+
+    One `git apply --cached -v` per strip level proves that every candidate
+    applies plainly on the stack (and says which had offsets). The files after
+    each candidate are then made here, hunk by hunk as git placed them
+    (``patchfile.apply_hunks``), and one `git fast-import` turns them into a tree
+    per candidate; the last must be git's own, or nothing of this is used. One
+    `git diff-tree --stdin` re-makes the diffs. None (``index`` as it was) when a
+    candidate needs more than plain text edits (three-way, binary, modes, renames,
+    deletions): the caller then goes one by one and says which fails.
+    """
     base = index.write_tree()
     try:
         parsed = [read_patch(c.diff, strip=c.strip) for c in candidates]
     except StackError:
+        return None
+    if any(p.crlf_damaged or not all(f.plain_edit for f in p.files) for p in parsed):
         return None
     offset: set[int] = set()
     for strip, same in itertools.groupby(range(len(candidates)),
@@ -213,28 +221,30 @@ def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing:
         group = list(same)
         run = index.apply([candidates[i].diff for i in group], strip=strip)
         owner = [i for i in group for _ in parsed[i].files]
-        checked = (run.stdout + run.stderr).count("\nChecking patch ") + \
-            (run.stdout + run.stderr).startswith("Checking patch ")
-        if not run.ok or checked != len(owner):
+        if not run.ok or (run.stdout + run.stderr).count("Checking patch ") != len(owner):
             index.read_tree(base)
             return None
         offset |= {owner[o.file_index] for o in run.offsets()}
     final = index.write_tree()
-    work.mkdir()
-    mails = []
-    for i, c in enumerate(candidates):
-        mail = work / f"{i:05d}.mail"
-        mail.write_bytes(b"From: patchctl <patchctl@localhost>\nDate: Thu, 1 Jan 1970 00:00:00 "
-                         b"+0000\nSubject: [PATCH] import\n\n---\n" + c.diff.read_bytes())
-        mails.append((mail, c.strip))
-    paths = sorted({path for p in [*existing, *parsed] for f in p.files for path in f.paths})
-    trees = gitrepo.replay_mails(upstream, work / "tree", pin.commit, mails=mails, paths=paths,
-                                 stack=[(p.path.absolute(), p.strip) for p in existing])
-    if trees is None or trees[0] != base or trees[-1] != final or \
-            any(a == b for a, b in itertools.pairwise(trees)):
+    paths = sorted({f.path for p in parsed for f in p.files})
+    files = gitrepo.read_files(index.repo, base, paths, env=index.env)
+    steps: list[dict[str, tuple[str, bytes]]] = []
+    for p in parsed:
+        step = {}
+        for f in p.files:
+            mode, data = files.get(f.path, ("100644", b"")) if f.source else ("100644", b"")
+            after = apply_hunks(data, f.hunks)
+            if after is None:
+                index.read_tree(base)
+                return None
+            files[f.path] = step[f.path] = (mode, after)
+        steps.append(step)
+    trees = gitrepo.commit_steps(index.repo, base, steps, work=work, env=index.env)
+    if not trees or trees[-1] != final or \
+            any(a == b for a, b in itertools.pairwise([base, *trees])):
         index.read_tree(base)
         return None
-    diffs = gitrepo.format_diffs(work / "tree", trees)
+    diffs = gitrepo.format_diffs(work, [base, *trees])
     return [("offset" if i in offset else "exact", d) for i, d in enumerate(diffs)]
 
 

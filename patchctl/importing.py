@@ -122,7 +122,9 @@ def _from_series(series: Path, work: Path) -> list[Candidate]:
 
 
 def _from_file(path: Path, work: Path, *, strip: int, label: str) -> list[Candidate]:
-    work.mkdir(parents=True, exist_ok=True)
+    """``work``: a name for what this file needs written (``work.*`` files, a ``work`` dir
+    only for an mbox of several mails)."""
+    work.parent.mkdir(parents=True, exist_ok=True)
     data = path.read_bytes()
     head = data.lstrip(b"\n").split(b"\n", 8)
     if head and head[0].startswith(b"From ") and not _one_mail(data):
@@ -132,7 +134,7 @@ def _from_file(path: Path, work: Path, *, strip: int, label: str) -> list[Candid
                            label=f"{label}#{i + 1}" if several else label)
                 for i, m in enumerate(mails)]
     if sum(bool(_MAIL_KEY.match(ln)) for ln in head) >= 2:
-        return [_from_mail(path, work / "m0", strip=strip, label=label)]
+        return [_from_mail(path, work, strip=strip, label=label)]
     return [_from_dep3(path, data, strip=strip, label=label)]
 
 
@@ -146,8 +148,7 @@ def _one_mail(data: bytes) -> bool:
 
 
 def _from_mail(mail: Path, work: Path, *, strip: int, label: str) -> Candidate:
-    work.mkdir(parents=True, exist_ok=True)
-    msg, diff = work / "msg", work / "patch"
+    msg, diff = work.with_name(f"{work.name}.msg"), work.with_name(f"{work.name}.patch")
     info = gitrepo.mailinfo(mail, msg, diff)
     if not diff.is_file() or not diff.read_bytes().strip():
         raise InputError(f"{label}: the mail holds no diff")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -387,8 +388,8 @@ def _file_start(lines: list[str], pf, start: int, after: int) -> tuple[int, int]
     dashes = start + first[0].diff_line_no - 1 - 3  # `---`, `+++`, `@@`, then the first line
     at = next((i for i in range(dashes - 1, after - 1, -1)
                if lines[i].startswith(("diff --git ", "Index: "))), dashes)
-    last = pf[-1][-1] if len(pf[-1]) else first[0]
-    return at + 1, start + last.diff_line_no
+    numbered = [ln.diff_line_no for h in pf for ln in h if ln.diff_line_no]  # not `\ No ...`
+    return at + 1, start + max(numbered, default=first[0].diff_line_no)
 
 
 def _swap_sign(line: str) -> str:
@@ -427,3 +428,56 @@ def _without_signature(lines: list[str]) -> list[str]:
                 return lines[:i]
             break
     return lines
+
+
+def apply_hunks(data: bytes, hunks: Sequence[Hunk]) -> bytes | None:
+    """``data`` with ``hunks`` applied as ``git apply`` applies them at fuzz 0, or None when
+    one does not match.
+
+    Each hunk's pre-image (context and `-` lines) must match whole; it is looked for at
+    its header's target line in the file as changed so far, then one line after, one
+    before, two after, and so on (git's order). A hunk starting at line 0 or 1 must
+    match at the beginning, one without trailing context at the end.
+    """
+    text = data.decode("utf-8", "surrogateescape")
+    image = [ln + "\n" for ln in text.split("\n")]
+    image[-1] = image[-1][:-1]
+    if not image[-1]:
+        image.pop()
+    for h in hunks:
+        old, new, trailing = _sides(h.lines)
+        at = _find(image, old, h.target_start - 1 if h.target_start else 0,
+                   begin=h.source_start <= 1, end=not trailing)
+        if at is None:
+            return None
+        image[at:at + len(old)] = new
+    return "".join(image).encode("utf-8", "surrogateescape")
+
+
+def _sides(lines: Sequence[str]) -> tuple[list[str], list[str], int]:
+    """Pre-image, post-image (lines with their newlines) and trailing context lines."""
+    old: list[str] = []
+    new: list[str] = []
+    trailing = 0
+    for i, line in enumerate(lines):
+        sign = line[:1]
+        if sign == "\\":
+            continue
+        value = line[1:] if i + 1 < len(lines) and lines[i + 1][:1] == "\\" else line[1:] + "\n"
+        if sign in (" ", "-"):
+            old.append(value)
+        if sign in (" ", "+"):
+            new.append(value)
+        trailing = trailing + 1 if sign == " " else 0
+    return old, new, trailing
+
+
+def _find(image: list[str], old: list[str], line: int, *, begin: bool, end: bool) -> int | None:
+    size, n = len(image), len(old)
+    line = min(line, size)
+    for d in range(max(line, size - line) + 1):
+        for at in ((line + d, line - d) if d else (line,)):
+            if 0 <= at <= size - n and (not begin or at == 0) and \
+                    (not end or at + n == size) and image[at:at + n] == old:
+                return at
+    return None

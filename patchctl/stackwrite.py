@@ -109,6 +109,7 @@ def replace_stack(stack: Stack, changes: Mapping[str, bytes | None], *,
                     raise InputError(f"{root / part.relative_to(staging)} is a symbolic link; "
                                      "patchctl never writes through one: replace it with the "
                                      "file it points to")
+        written = []
         for rel, data in changes.items():
             target = staging / rel
             target.unlink(missing_ok=True)
@@ -117,8 +118,8 @@ def replace_stack(stack: Stack, changes: Mapping[str, bytes | None], *,
             target.parent.mkdir(parents=True, exist_ok=True)
             with open(target, "xb") as f:
                 f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
+            written.append(target)
+        fsutil.sync_files(staging, written)  # on disk before the swap makes them the stack
 
 
 def _check_writable(root: Path, changes: Mapping[str, bytes | None]) -> None:

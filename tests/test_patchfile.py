@@ -148,3 +148,38 @@ def test_quilt_style_files_point_at_their_own_header() -> None:
     where = {f.message.split(" ")[0]: slines[f.line - 1] for f in lint_patch(scoped)
              if f.code == "scope"}
     assert where == {"src/two.c": "--- a/src/two.c", "src/three.c": "Index: b/src/three.c"}
+
+
+def _hunks(diff: str):
+    return parse_patch(diff.encode(), path=Path("x"), name="x").files[0].hunks
+
+
+def test_apply_hunks_places_hunks_as_git_apply_does(tmp_path: Path) -> None:
+    """The import's batched path re-makes each file with apply_hunks; every case here
+    is checked against `git apply` on the same input."""
+    import subprocess
+
+    from patchctl.patchfile import apply_hunks
+
+    cases = [
+        ("a\nb\nc\nd\ne\n", "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n d\n"),
+        ("x\ny\na\nb\nc\nd\ne\n", "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n d\n"),
+        ("b\nc\nd\nq\nb\nc\nd\n", "--- a/f\n+++ b/f\n@@ -5,3 +5,3 @@\n b\n-c\n+C\n d\n"),
+        ("a\nb", "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n"
+                 "+b\n"),
+        ("a\nb\n", "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n b\n+c\n"),
+        ("", "--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+one\n+two\n\\ No newline at end of "
+             "file\n"),
+    ]
+    for n, (before, diff) in enumerate(cases):
+        repo = tmp_path / f"r{n}"
+        repo.mkdir()
+        if diff.startswith("--- a/"):
+            (repo / "f").write_text(before)
+        subprocess.run(["git", "apply", "-"], cwd=repo, input=diff, text=True, check=True,
+                       capture_output=True)
+        ours = apply_hunks(before.encode(), _hunks(diff))
+        assert ours == (repo / "f").read_bytes(), n
+    # A hunk without trailing context must match at the end; git refuses it elsewhere.
+    assert apply_hunks(b"a\nb\nc\n", _hunks("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n")) \
+        is None

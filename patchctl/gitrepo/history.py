@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+import subprocess
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -132,33 +133,86 @@ def fetch_ref(repo: Path, ref: str) -> str | None:
     return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
 
 
-def replay_mails(upstream: Path, work: Path, pin: str, *, stack: Sequence[tuple[Path, int]],
-                 mails: Sequence[tuple[Path, int]], paths: Sequence[str]) -> list[str] | None:
-    """Trees of ``stack`` then each of ``mails`` applied in turn, with one ``git am`` per run
-    of one strip level, in a work tree at ``work`` that checks out only ``paths``.
+def read_files(repo: Path, tree: str, paths: Sequence[str], *,
+               env: dict[str, str] | None = None) -> dict[str, tuple[str, bytes]]:
+    """path -> (mode, contents) of the regular files among ``paths`` in ``tree``, in two git
+    calls (absent paths and links are left out)."""
+    if not paths:
+        return {}
+    listed = run_git(["ls-tree", "-r", "-z", "--full-tree", tree, "--", *paths], repo=repo,
+                     env=env).stdout
+    entries = []
+    for item in listed.split("\0"):
+        if item:
+            meta, path = item.split("\t", 1)
+            mode, kind, blob = meta.split()
+            if kind == "blob" and mode in ("100644", "100755"):
+                entries.append((path, mode, blob))
+    if not entries:
+        return {}
+    argv = ["git", "-C", str(repo), "cat-file", "--batch"]
+    proc = subprocess.run(argv, input="".join(f"{b}\n" for _, _, b in entries).encode(),
+                          capture_output=True, env=env or git_env(), check=False)
+    if proc.returncode != 0:
+        raise GitError(argv, proc.returncode, proc.stderr.decode(errors="replace"))
+    out, pos, files = proc.stdout, 0, {}
+    for path, mode, _ in entries:
+        nl = out.index(b"\n", pos)
+        size = int(out[pos:nl].split()[2])
+        files[path] = (mode, out[nl + 1:nl + 1 + size])
+        pos = nl + 1 + size + 1
+    return files
 
-    Returns [the tree after the stack, the tree after each mail], or None when ``git am``
-    stops (a mail that does not apply plainly): the caller then goes one by one.
-    """
-    scratch_checkout(upstream, work, pin, needed=paths, sparse=True)
-    env = git_env(**_IDENTITY)
-    for strip, group in itertools.groupby(stack, key=lambda s: s[1]):
-        run_git(["apply", "--index", f"-p{strip}", *(str(p) for p, _ in group)], repo=work,
-                env=env)
-    run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", "stack"], repo=work, env=env)
-    base = run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
-    for strip, group in itertools.groupby(mails, key=lambda m: m[1]):
-        am = run_git(["-c", "core.hooksPath=/dev/null", "am", "-q", "--no-3way",
-                      "--whitespace=warn", f"-p{strip}", *(str(p) for p, _ in group)],
-                     repo=work, env=env, check=False)
-        if am.returncode != 0:
-            return None
-    trees = run_git(["log", "--reverse", "--format=%T", f"{base}^..HEAD"], repo=work).stdout
-    return trees.split()
+
+def commit_steps(repo: Path, tree: str, steps: Sequence[dict[str, tuple[str, bytes]]], *,
+                 work: Path, env: dict[str, str] | None = None) -> list[str]:
+    """Trees after each step (path -> (mode, contents) written) on top of ``tree``, from one
+    ``git fast-import`` into a scratch repository at ``work`` that borrows the objects of
+    ``repo`` (and of ``env``'s object directories); nothing is written into ``repo``."""
+    env = dict(env or git_env())
+    own = env.pop("GIT_OBJECT_DIRECTORY", None)
+    borrowed = [str(_objects(repo)), *env.pop("GIT_ALTERNATE_OBJECT_DIRECTORIES", "").split(
+        os.pathsep), *([own] if own else [])]
+    env.pop("GIT_INDEX_FILE", None)
+    run_git(["init", "-q", "--bare", str(work)], env=env)
+    (work / "objects" / "info" / "alternates").write_text(
+        "".join(f"{d}\n" for d in borrowed if d))
+    base = run_git(["commit-tree", tree, "-m", "base"], repo=work, env=git_env(**_IDENTITY)).stdout
+    stream = [b"feature done\n"]
+    for i, files in enumerate(steps):
+        stream.append(f"commit refs/heads/steps\nmark :{i + 1}\ncommitter patchctl "
+                      f"<patchctl@localhost> 0 +0000\ndata 0\n".encode())
+        if i == 0:
+            stream.append(f"from {base.strip()}\n".encode())
+        for path, (mode, data) in files.items():
+            stream.append(f"M {mode} inline {_fast_import_path(path)}\ndata {len(data)}\n"
+                          .encode("utf-8", "surrogateescape") + data + b"\n")
+        stream.append(b"\n")
+    stream.append(b"done\n")
+    argv = ["git", "-C", str(work), "fast-import", "--quiet"]
+    proc = subprocess.run(argv, input=b"".join(stream), capture_output=True, env=env,
+                          check=False)
+    if proc.returncode != 0:
+        raise GitError(argv, proc.returncode, proc.stderr.decode(errors="replace"))
+    trees = run_git(["log", "--reverse", "--format=%T", "refs/heads/steps"], repo=work,
+                    env=env).stdout.split()
+    return trees[1:]  # the first is ``tree`` itself
+
+
+def _objects(repo: Path) -> Path:
+    objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=repo).stdout.strip())
+    return (objects if objects.is_absolute() else repo / objects).resolve()
+
+
+def _fast_import_path(path: str) -> str:
+    """A path as fast-import reads it: C-quoted when it has a quote, newline or leading quote."""
+    if not any(c in path for c in '"\n\\') and not path.startswith('"'):
+        return path
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
-                     needed: Sequence[str] = (), sparse: bool = False) -> Path:
+                     needed: Sequence[str] = ()) -> Path:
     """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
@@ -166,7 +220,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     When some blob cannot be read at all (a mirror that lacks its largest
     files), the work tree is made sparse: only ``needed`` paths are written,
     the rest stay in the index as skip-worktree entries, so trees made from
-    that index are still whole. ``sparse`` makes it sparse from the start.
+    that index are still whole.
     """
     run_git(["init", "-q", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
@@ -176,15 +230,14 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
     # The files are written through the upstream itself: in a partial clone that is
     # where the promisor remote is configured, so missing blobs are fetched there.
-    if not sparse:
-        full = run_git(["--git-dir", str(upstream.absolute()), "--work-tree",
-                        str(dest.absolute()), "read-tree", "-u", "--reset", commit],
-                       env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
-                       check=False)
-        if full.returncode == 0:
-            return dest
-        if not needed or "unable to read" not in full.stderr:
-            raise GitError(full.argv, full.returncode, full.stderr)
+    full = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
+                    "read-tree", "-u", "--reset", commit],
+                   env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
+                   check=False)
+    if full.returncode == 0:
+        return dest
+    if not needed or "unable to read" not in full.stderr:
+        raise GitError(full.argv, full.returncode, full.stderr)
     for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
         if entry.name == ".git":
             continue
