@@ -331,32 +331,37 @@ def _strip(raw: str, strip: int) -> str | None:
     return "/".join(parts[strip:])
 
 
-def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
-    """File diffs and hunks, read with unidiff (which checks hunk lengths: truncation fails)."""
-    from unidiff import PatchSet
+def _parse_diff(lines: list[str], start: int, *, strip: int,
+                name: str) -> list[FileDiff]:
+    """File diffs and hunks. unidiff reads the file headers and checks every hunk's length
+    (truncation fails) without keeping a line object per diff line (``metadata_only``: a
+    50 MB patch cost ~800 MB as objects); the hunk bodies are slices of ``lines``."""
+    from unidiff import PatchSet  # type: ignore[attr-defined]
     from unidiff.errors import UnidiffParseError
 
-    files: list[FileDiff] = []
-    # unidiff checks the hunk arithmetic; patchctl keeps its own positions for reports.
+    body = _without_signature(lines[start:])
     try:
-        patchset = PatchSet("\n".join(_without_signature(lines[start:])) + "\n")
+        # Line by line from a generator: no second copy of the whole text is made.
+        patchset = PatchSet((ln + "\n" for ln in body), metadata_only=True)
     except UnidiffParseError as e:
         raise StackError(f"{name}: malformed or truncated diff: {e}") from e
+    end = start + len(body)
+    headers = iter([i for i in range(start, end) if _HUNK_HEADER.match(lines[i])])
 
+    files: list[FileDiff] = []
     after = start  # index in ``lines`` just past the previous file's diff
     for pf in patchset:
-        line_no, after = _file_start(lines, pf, start, after)
-        hunks = tuple(
-            Hunk(
-                source_start=h.source_start,
-                source_length=h.source_length,
-                target_start=h.target_start,
-                target_length=h.target_length,
-                line=(h[0].diff_line_no - 1 + start) if len(h) else start + 1,
-                lines=tuple(_hunk_lines(h)),
-            )
-            for h in pf
-        )
+        hunks = []
+        for h in pf:
+            at = next(headers, None)
+            if at is None:
+                raise StackError(f"{name}: malformed diff: a hunk header is out of place")
+            stop = _hunk_end(lines, at, h.source_length, h.target_length, end)
+            hunks.append(Hunk(source_start=h.source_start, source_length=h.source_length,
+                              target_start=h.target_start, target_length=h.target_length,
+                              line=at + 1, lines=tuple(_body_line(ln)
+                                                       for ln in lines[at + 1:stop])))
+        line_no, after = _file_start(lines, hunks, start, after)
         raw_source, raw_target = pf.source_file, pf.target_file
         modes = _mode_lines(pf.patch_info)
         files.append(
@@ -366,7 +371,7 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
                 raw_source=raw_source,
                 raw_target=raw_target,
                 line=line_no,
-                hunks=hunks,
+                hunks=tuple(hunks),
                 binary=bool(pf.is_binary_file),
                 new_mode=_new_mode(modes),
                 mode_lines=modes,
@@ -375,34 +380,46 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
     return files
 
 
-def _file_start(lines: list[str], pf, start: int, after: int) -> tuple[int, int]:
+def _hunk_end(lines: list[str], at: int, old: int, new: int, end: int) -> int:
+    """Index just past the body of the hunk whose header is ``lines[at]`` (unidiff has
+    checked that the body is whole), a trailing `\\ No newline` marker included."""
+    i = at + 1
+    while i < end and (old > 0 or new > 0):
+        sign = lines[i][:1]
+        if sign in ("", " ", "\r"):
+            old, new = old - 1, new - 1
+        elif sign == "-":
+            old -= 1
+        elif sign == "+":
+            new -= 1
+        i += 1
+    return i + 1 if i < end and lines[i][:1] == "\\" else i
+
+
+def _body_line(line: str) -> str:
+    """A hunk body line as unidiff wrote it: an empty context line gets its space back."""
+    return " " + line if not line or line[0] == "\r" else line
+
+
+def _file_start(lines: list[str], hunks: list[Hunk], start: int,
+                after: int) -> tuple[int, int]:
     """(1-based line where this file's diff starts, index just past its last line).
 
     Its header is the `diff --git`/`Index:` line before its `---` line, if one lies
     after the previous file; a plain `---/+++` (quilt-style) diff starts at `---`.
     """
-    first = next((h for h in pf if len(h)), None)
-    if first is None:  # no hunks (binary, mode or rename only): only git diffs have those
+    if not hunks:  # no hunks (binary, mode or rename only): only git diffs have those
         at = next((i for i in range(after, len(lines)) if _FILE_HEADER.match(lines[i])), after)
         return at + 1, at + 1
-    dashes = start + first[0].diff_line_no - 1 - 3  # `---`, `+++`, `@@`, then the first line
+    dashes = hunks[0].line - 1 - 2  # `---`, `+++`, then the first `@@`
     at = next((i for i in range(dashes - 1, after - 1, -1)
                if lines[i].startswith(("diff --git ", "Index: "))), dashes)
-    numbered = [ln.diff_line_no for h in pf for ln in h if ln.diff_line_no]  # not `\ No ...`
-    return at + 1, start + max(numbered, default=first[0].diff_line_no)
+    return at + 1, hunks[-1].line + len(hunks[-1].lines)
 
 
 def _swap_sign(line: str) -> str:
     sign = line[:1]
     return {"+": "-", "-": "+"}.get(sign, sign) + line[1:]
-
-
-def _hunk_lines(hunk) -> list[str]:
-    out = []
-    for ln in hunk:
-        value = ln.value[:-1] if ln.value.endswith("\n") else ln.value
-        out.append(f"{ln.line_type}{value}")
-    return out
 
 
 def _mode_lines(info) -> tuple[str, ...]:
