@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.materialize import manifest, read_stamp
-from tests.builders import Upstream, make_project
+from tests.builders import Upstream, make_project, special_file
 
 KILLER = Path(__file__).with_name("killer.py")
 
@@ -195,18 +195,9 @@ def test_result_mode_follows_the_umask(cli, project: Path, tmp_path: Path) -> No
 def test_special_file_in_a_stamped_dir(cli, project: Path, tmp_path: Path, kind: str) -> None:
     """Regression: a FIFO in a stamped DIR made `apply` block forever (the manifest read
     it); a socket gave a traceback. Now refused with one line; --force replaces DIR."""
-    import socket
-
     into = tmp_path / "tree"
     assert _apply(cli, project, into).code == 0
-    special = into / "src" / "special"
-    sock = None
-    if kind == "fifo":
-        os.mkfifo(special)
-    else:
-        sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(special))
-    try:
+    with special_file(into / "src" / "special", kind) as special:
         r = subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), "apply",
                             "--into", str(into)], capture_output=True, text=True, timeout=120,
                            check=False)
@@ -217,6 +208,3 @@ def test_special_file_in_a_stamped_dir(cli, project: Path, tmp_path: Path, kind:
         assert forced.code == 0, forced.err
         assert not os.path.lexists(special)
         _complete(into)
-    finally:
-        if sock is not None:
-            sock.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import stat
 from pathlib import Path
 
@@ -11,6 +10,7 @@ import pytest
 
 from patchctl import fsutil
 from patchctl.errors import InputError
+from tests.builders import special_file
 
 
 def _tree(root: Path, **files: str) -> Path:
@@ -69,19 +69,9 @@ def test_remove_tree_removes_read_only_copies(tmp_path: Path) -> None:
 @pytest.mark.parametrize("kind", ["fifo", "socket"])
 def test_read_regular_refuses_special_files_at_once(tmp_path: Path, kind: str) -> None:
     """Regression: a FIFO in stack/ or a stamped DIR blocked forever; a socket gave a traceback."""
-    path = tmp_path / "special"
-    sock = None
-    if kind == "fifo":
-        os.mkfifo(path)
-    else:
-        sock = socket.socket(socket.AF_UNIX)
-        sock.bind(str(path))
-    try:
-        with pytest.raises(fsutil.SpecialFileError, match=r"is a (named pipe|socket)"):
-            fsutil.read_regular(path)
-    finally:
-        if sock is not None:
-            sock.close()
+    with special_file(tmp_path / "special", kind) as path, \
+            pytest.raises(fsutil.SpecialFileError, match=r"is a (named pipe|socket)"):
+        fsutil.read_regular(path)
 
 
 def test_replaceable_follows_links_and_refuses_protected(tmp_path: Path) -> None:
