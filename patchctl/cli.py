@@ -52,7 +52,8 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         module, _, attr = entry[0].partition(":")
-        return getattr(importlib.import_module(module), attr)
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):

@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import __version__, fsutil
 
@@ -70,7 +72,7 @@ class Record:
     stack: dict[str, str] | None
     output_file: str
     output_sha256: str
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def as_expected(self) -> bool:
@@ -85,7 +87,8 @@ def write_record(evidence_dir: Path, record: Record) -> Path:
 
 
 def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: Path,
-                   expect: str = "pass", echo=None) -> Record:
+                   expect: str = "pass",
+                   echo: Callable[[bytes], object] | None = None) -> Record:
     """Run ``argv`` (no shell), stream and keep its output, and write the record."""
     evidence_dir.mkdir(parents=True, exist_ok=True)
     log_path = evidence_dir / f"{name}.log"
@@ -119,7 +122,7 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
 
 def record_steps(name: str, *, evidence_dir: Path, argv: list[str], started: str,
                  seconds: float, ok: bool, stack: dict[str, str] | None, log: bytes,
-                 extra: dict) -> Path:
+                 extra: dict[str, Any]) -> Path:
     """Write NAME.json and NAME.log for a command that ran its own steps (``reproduce``)
     rather than one child process: ``log`` is their transcript, ``extra`` the result."""
     evidence_dir.mkdir(parents=True, exist_ok=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil, patchtext
 from patchctl.errors import InputError
@@ -29,7 +30,7 @@ class ExportResult:
     files: list[str]
     patches: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "patchctl.export/1", **asdict(self)}
 
 

@@ -13,12 +13,14 @@ import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil, gitrepo
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import ALGORITHM, fingerprint
 from patchctl.lint import glob_match
-from patchctl.stack import Stack
+from patchctl.patchfile import Patch
+from patchctl.stack import Pin, Stack
 
 STAMP = ".patchctl-stamp"
 
@@ -108,7 +110,7 @@ class ApplyResult:
     stamp: Stamp
     unchanged: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "patchctl.apply/1", "into": str(self.into),
                 "unchanged": self.unchanged, "stamp": asdict(self.stamp)}
 
@@ -163,7 +165,9 @@ def materialize(
         return ApplyResult(into, stamp, unchanged=False)
 
 
-def _build(stack, upstream, staging, patches, fp, commits, exclude, progress) -> Stamp:
+def _build(stack: Stack, upstream: Path, staging: Path, patches: list[Patch], fp: str,
+           commits: bool, exclude: list[str],
+           progress: Callable[[str], None] | None) -> Stamp:
     pin = stack.pin()
     with gitrepo.temp_index(upstream) as index:
         index.read_tree(pin.commit)
@@ -203,7 +207,7 @@ def _drop(index: gitrepo.TempIndex, exclude: list[str]) -> None:
         gitrepo.remove_from_index(index, doomed)  # works on a non-bare clone's git dir too
 
 
-def _make_history(work: Path, pin, patches) -> str:
+def _make_history(work: Path, pin: Pin, patches: list[Patch]) -> str:
     """A repo whose first commit is the pin's tree and then one commit per patch."""
     repo = gitrepo.init_history(work, f"{pin.name} {pin.commit}\n\nUpstream pin, as fetched.\n")
     for p in patches:

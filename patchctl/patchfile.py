@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -272,7 +272,7 @@ def _add_meta(metadata: dict[str, list[str]], key: str, value: str) -> None:
         metadata.setdefault(canonical, []).append(value)
 
 
-def _parse_mail(header: list[str]):
+def _parse_mail(header: list[str]) -> tuple[str, str, str, str, dict[str, list[str]]]:
     start = 1 if header and header[0].startswith("From ") else 0
     try:
         blank = header.index("", start)
@@ -303,7 +303,7 @@ def _parse_mail(header: list[str]):
     return subject, author, date, "\n".join(body_lines), metadata
 
 
-def _parse_dep3(header: list[str]):
+def _parse_dep3(header: list[str]) -> tuple[str, str, str, str, dict[str, list[str]]]:
     metadata: dict[str, list[str]] = {}
     prose: list[str] = []
     pairs = _unfold(header)
@@ -422,7 +422,7 @@ def _swap_sign(line: str) -> str:
     return {"+": "-", "-": "+"}.get(sign, sign) + line[1:]
 
 
-def _mode_lines(info) -> tuple[str, ...]:
+def _mode_lines(info: Iterable[object] | None) -> tuple[str, ...]:
     lines = (str(line).strip() for line in info or ())
     return tuple(t for t in lines if t.startswith(("new file mode ", "deleted file mode ",
                                                     "old mode ", "new mode ")))

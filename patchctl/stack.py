@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil
 from patchctl.errors import StackError
@@ -245,7 +246,7 @@ def _quote(value: str) -> str:
     return f'"{escaped}"'
 
 
-def _toml(text: str, source: Path | str) -> dict:
+def _toml(text: str, source: Path | str) -> dict[str, Any]:
     import tomllib
 
     try:

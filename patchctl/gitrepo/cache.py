@@ -79,7 +79,8 @@ def _fetch(repo: Path, commit: str, progress: Callable[[str], None] | None) -> N
     import git  # GitPython: for its fetch progress parsing
 
     class _Progress(git.RemoteProgress):
-        def update(self, op_code, cur_count, max_count=None, message=""):
+        def update(self, op_code: int, cur_count: str | float,
+                   max_count: str | float | None = None, message: str = "") -> None:
             if progress and max_count:
                 progress(f"fetching: {self._cur_line}")
 
