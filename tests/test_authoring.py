@@ -508,3 +508,20 @@ def test_batched_import_falls_back_to_name_the_patch_that_fails(cli, empty: Path
     assert r.code == 2, r.err
     assert f"{bad}: does not apply on top of the stack" in r.err
     assert snap(empty) == before
+
+def test_new_records_machine_assistance_as_assisted_by(cli, canonical: Path) -> None:
+    """`new --assisted-by` writes an Assisted-by trailer (never Co-authored-by), which
+    refresh keeps and draft-outreach reads for the disclosure facts."""
+    r = cli("-C", str(canonical), "new", "add-cube", "--concern", "cube", "--scope",
+            "src/util.c", "--assisted-by", "ExampleTool [src/*]", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "src/util.c").write_text((work / "src/util.c").read_text() + CUBE)
+    assert cli("-C", str(canonical), "refresh").code == 0
+    text = (canonical / "stack/patches/0004-add-cube.patch").read_text()
+    assert "Scope: src/util.c\nAssisted-by: ExampleTool [src/*]\n---\n" in text
+    assert "Co-authored-by" not in text
+    brief = cli("-C", str(canonical), "draft-outreach", "--json", "0004")
+    assert json.loads(brief.out)["patches"][0]["assistance"] == [
+        {"tool": "ExampleTool", "files": ["src/util.c"],
+         "trailer": "Assisted-by: ExampleTool [src/*]"}]

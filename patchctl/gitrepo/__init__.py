@@ -7,7 +7,8 @@ module outside this package runs git or imports GitPython.
 - ``core``: the one subprocess helper and small queries;
 - ``index``: temporary indexes (verify, apply --into, reproduce);
 - ``cache``: upstream URLs and bundles fetched once into the cache;
-- ``history``: small histories and work trees (apply --commits, edit, rebase-pin).
+- ``history``: small histories and work trees (apply --commits, edit, rebase-pin);
+- ``read``: files, authors and grep at one commit (draft-outreach, upstream-status).
 """
 
 from patchctl.gitrepo.cache import (
@@ -71,11 +72,22 @@ from patchctl.gitrepo.index import (
     switch_tree_in_place,
     temp_index,
 )
+from patchctl.gitrepo.read import (
+    CommitRef,
+    GrepHit,
+    commit_ref,
+    first_adding,
+    grep_fixed,
+    path_authors,
+    read_files,
+)
 
 __all__ = [
     "EMPTY_TREE",
     "ApplyRun",
     "CommitInfo",
+    "CommitRef",
+    "GrepHit",
     "HunkOffset",
     "Result",
     "StoreIndex",
@@ -89,15 +101,18 @@ __all__ = [
     "commit_index",
     "commit_info",
     "commit_patch",
+    "commit_ref",
     "commit_steps",
     "default_cache_dir",
     "dirty_paths",
     "fetch_ref",
+    "first_adding",
     "first_parent_path",
     "format_diff",
     "format_diffs",
     "git_dir",
     "git_env",
+    "grep_fixed",
     "index_paths",
     "index_tree",
     "indexed_tree",
@@ -108,6 +123,7 @@ __all__ = [
     "mailinfo",
     "mailsplit",
     "patch_id",
+    "path_authors",
     "range_patch_ids",
     "read_files",
     "remove_from_index",
