@@ -228,7 +228,9 @@ def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing:
         offset |= {owner[o.file_index] for o in run.offsets()}
     final = index.write_tree()
     paths = sorted({f.path for p in parsed for f in p.files})
-    files = gitrepo.read_files(index.repo, base, paths, env=index.env)
+    files = {p: blob for p, blob in gitrepo.read_blobs(index.repo, base, paths,
+                                                       env=index.env).items()
+             if blob[0] in ("100644", "100755")}  # a symlink is never edited as text
     steps: list[dict[str, tuple[str, bytes]]] = []
     for p in parsed:
         step = {}

@@ -52,7 +52,6 @@ from patchctl.gitrepo.history import (
     mailsplit,
     patch_id,
     range_patch_ids,
-    read_files,
     rev_range,
     scratch_checkout,
     seed_blobs,
@@ -79,6 +78,7 @@ from patchctl.gitrepo.read import (
     first_adding,
     grep_fixed,
     path_authors,
+    read_blobs,
     read_files,
 )
 
@@ -125,6 +125,7 @@ __all__ = [
     "patch_id",
     "path_authors",
     "range_patch_ids",
+    "read_blobs",
     "read_files",
     "remove_from_index",
     "resolve_commit",

@@ -133,37 +133,6 @@ def fetch_ref(repo: Path, ref: str) -> str | None:
     return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
 
 
-def read_files(repo: Path, tree: str, paths: Sequence[str], *,
-               env: dict[str, str] | None = None) -> dict[str, tuple[str, bytes]]:
-    """path -> (mode, contents) of the regular files among ``paths`` in ``tree``, in two git
-    calls (absent paths and links are left out)."""
-    if not paths:
-        return {}
-    listed = run_git(["ls-tree", "-r", "-z", "--full-tree", tree, "--", *paths], repo=repo,
-                     env=env).stdout
-    entries = []
-    for item in listed.split("\0"):
-        if item:
-            meta, path = item.split("\t", 1)
-            mode, kind, blob = meta.split()
-            if kind == "blob" and mode in ("100644", "100755"):
-                entries.append((path, mode, blob))
-    if not entries:
-        return {}
-    argv = ["git", "-C", str(repo), "cat-file", "--batch"]
-    proc = subprocess.run(argv, input="".join(f"{b}\n" for _, _, b in entries).encode(),
-                          capture_output=True, env=env or git_env(), check=False)
-    if proc.returncode != 0:
-        raise GitError(argv, proc.returncode, proc.stderr.decode(errors="replace"))
-    out, pos, files = proc.stdout, 0, {}
-    for path, mode, _ in entries:
-        nl = out.index(b"\n", pos)
-        size = int(out[pos:nl].split()[2])
-        files[path] = (mode, out[nl + 1:nl + 1 + size])
-        pos = nl + 1 + size + 1
-    return files
-
-
 def commit_steps(repo: Path, tree: str, steps: Sequence[dict[str, tuple[str, bytes]]], *,
                  work: Path, env: dict[str, str] | None = None) -> list[str]:
     """Trees after each step (path -> (mode, contents) written) on top of ``tree``, from one

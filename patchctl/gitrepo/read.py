@@ -6,11 +6,13 @@ upstream-status. Every call reads; nothing here writes to the repository.
 
 from __future__ import annotations
 
+import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl.errors import GitError
 from patchctl.gitrepo.core import git_env, run_git
 
 # No user config (log.showSignature, mailmap settings, grep defaults) may change these answers.
@@ -19,12 +21,41 @@ _PLAIN = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
 
 def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
     """The text of each path at ``commit``; None when it is absent there (or not a file)."""
-    result: dict[str, str | None] = {}
-    for path in paths:
-        r = run_git(["cat-file", "blob", f"{commit}:{path}"], repo=repo,
-                    env=git_env(**_PLAIN), check=False)
-        result[path] = r.stdout if r.returncode == 0 else None
-    return result
+    blobs = read_blobs(repo, commit, paths, env=git_env(**_PLAIN))
+    return {p: blobs[p][1].decode("utf-8", "surrogateescape") if p in blobs else None
+            for p in paths}
+
+
+def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
+               env: dict[str, str] | None = None) -> dict[str, tuple[str, bytes]]:
+    """path -> (mode, contents) of the files and symlinks among ``paths`` in ``treeish``,
+    in two git calls however many paths (absent paths and directories are left out)."""
+    if not paths:
+        return {}
+    listed = run_git(["ls-tree", "-r", "-z", "--full-tree", treeish, "--", *paths], repo=repo,
+                     env=env).stdout
+    wanted = set(paths)
+    entries = []
+    for item in listed.split("\0"):
+        if item:
+            meta, path = item.split("\t", 1)
+            mode, kind, blob = meta.split()
+            if kind == "blob" and path in wanted:
+                entries.append((path, mode, blob))
+    if not entries:
+        return {}
+    argv = ["git", "-C", str(repo), "cat-file", "--batch"]
+    proc = subprocess.run(argv, input="".join(f"{b}\n" for _, _, b in entries).encode(),
+                          capture_output=True, env=env or git_env(), check=False)
+    if proc.returncode != 0:
+        raise GitError(argv, proc.returncode, proc.stderr.decode(errors="replace"))
+    out, pos, files = proc.stdout, 0, {}
+    for path, mode, _ in entries:
+        nl = out.index(b"\n", pos)
+        size = int(out[pos:nl].split()[2])
+        files[path] = (mode, out[nl + 1:nl + 1 + size])
+        pos = nl + 1 + size + 1
+    return files
 
 
 def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
