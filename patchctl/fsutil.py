@@ -134,9 +134,14 @@ def cache_dir() -> Path:
 @contextlib.contextmanager
 def path_lock(path: Path, what: str) -> Iterator[None]:
     """One patchctl process at a time replaces ``path``; the lock file lives in the cache,
-    so nothing is left beside ``path``."""
+    so nothing is left beside ``path`` (beside it only where the cache is not writable)."""
     key = hashlib.sha256(os.fsencode(path.absolute())).hexdigest()[:32]
-    with exclusive_lock(cache_dir() / "locks" / key, what):
+    lock = cache_dir() / "locks" / key
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        lock = beside(path.absolute(), "patchctl-lock")
+    with exclusive_lock(lock, what):
         yield
 
 

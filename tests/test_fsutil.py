@@ -82,3 +82,17 @@ def test_replaceable_follows_links_and_refuses_protected(tmp_path: Path) -> None
     for bad in (project, tmp_path):
         with pytest.raises(InputError, match="would replace the project"):
             fsutil.replaceable(bad, "--into", {"the project": project})
+
+
+def test_path_lock_lives_in_the_cache_or_beside_when_it_cannot(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    dest = tmp_path / "d"
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(tmp_path / "cache"))
+    with fsutil.path_lock(dest, "test"):
+        assert len(list((tmp_path / "cache" / "locks").iterdir())) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    with fsutil.path_lock(dest, "test"):
+        assert (tmp_path / ".d.patchctl-lock").exists()
