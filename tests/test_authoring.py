@@ -461,7 +461,7 @@ def _many(upstream: Upstream, scratch: Path, out: Path) -> list[str]:
     return lines
 
 
-def test_batched_import_equals_one_by_one(cli, tmp_path: Path, upstream: Upstream,
+def test_batched_import_equals_one_by_one(cli, tmp_path: Path, upstream: Upstream, patches,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """Importing many patches takes the batched path (one `git apply` per strip level,
     one `git am`, one `git diff-tree --stdin`); it must write byte for byte what
@@ -486,6 +486,9 @@ def test_batched_import_equals_one_by_one(cli, tmp_path: Path, upstream: Upstrea
         project.mkdir()
         assert cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
                    upstream.commits["base"]).code == 0
+        first = tmp_path / f"first{batch}.patch"  # the stack is not empty: op 02 bumped
+        first.write_text(patches[1][1])
+        imported(cli, project, str(first))
         results[batch] = (imported(cli, project, str(quilt / "series")), snap(project))
         assert cli("-C", str(project), "verify").code == 0
     assert batched_runs == [True]  # the first import was batched, the second was not
