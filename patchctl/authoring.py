@@ -12,7 +12,6 @@ edited applied as commits.
 from __future__ import annotations
 
 import itertools
-import json
 import os
 import shutil
 import tempfile
@@ -20,11 +19,20 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo, importing, patchtext, stackwrite
+from patchctl import (
+    fsutil,
+    gitrepo,
+    grades,
+    importing,
+    patchtext,
+    schemas,
+    stackwrite,
+    statefile,
+)
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
-from patchctl.patchfile import Patch, apply_hunks, read_patch
+from patchctl.patchfile import FileDiff, Patch, apply_hunks, read_patch
 from patchctl.stack import (
     LOCK_FILE,
     PIN_FILE,
@@ -61,15 +69,15 @@ def init_stack(project: Path, *, url: str, pin: str, name: str | None = None,
     name = name or recorded_url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git") or "upstream"
     commit, tag, checked, why = pin.lower(), None, False, ""
     try:
-        repo = gitrepo.git_dir(local) if is_local else None
-        if repo is None and check_commit_id(commit, what="--pin"):
-            repo = gitrepo.cached_upstream(url, commit)
-        resolved = gitrepo.resolve_commit(repo, pin)
-        if resolved is None:
+        if is_local:  # a clone, or a bundle (made into a repo in the cache)
+            repo = gitrepo.bundle_repo(local) if local.is_file() else gitrepo.git_dir(local)
+        else:
+            repo = gitrepo.cached_upstream(url, check_commit_id(commit, what="--pin"))
+        ref = gitrepo.resolve_ref(repo, pin, what="--pin")
+        if ref is None:
             raise InputError(f"--pin {pin} is not a commit in upstream {url}")
-        if resolved != commit:
-            tag = pin  # a tag or branch: keep it as information next to the real pin
-        commit, checked = resolved, True
+        tag = ref.name  # a tag or branch: kept as information next to the real pin
+        commit, checked = ref.commit, True
     except EnvironmentFailure as e:
         check_commit_id(commit, what="--pin")
         why = str(e)
@@ -101,7 +109,7 @@ class ImportResult:
     fingerprint: str
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.import/1", **asdict(self)}
+        return {"schema": schemas.IMPORT, **asdict(self)}
 
 
 def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[str], *,
@@ -160,19 +168,20 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         return ImportResult(str(stack.root), report, lock.fingerprint)
 
 
+def _items(patches: list[Patch]) -> list[gitrepo.SeriesItem]:
+    return [gitrepo.SeriesItem(p.path.absolute(), p.strip, len(p.files)) for p in patches]
+
+
 def _apply_stack(index: gitrepo.TempIndex, pin: Pin, patches: list[Patch]) -> None:
     index.read_tree(pin.commit)
-    for strip, same in itertools.groupby(patches, key=lambda p: p.strip):
-        group = list(same)
-        if index.apply([p.path.absolute() for p in group], strip=strip).ok:
-            continue
-        for p in group:  # name the one that fails
-            if not index.apply([p.path.absolute()], strip=p.strip).ok:
-                raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
-                                 "(`patchctl verify` says why)")
+    done = index.apply_series(_items(patches))
+    for p, a in zip(patches, done.applied, strict=False):
+        if not a.ok:
+            raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
+                             "(`patchctl verify` says why)")
 
 
-_BATCH = 8  # from this many candidates on, one `git am` beats a few git calls per patch
+_BATCH = 8  # from this many candidates on, the batched path beats a few git calls each
 
 
 def _apply_candidates(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing: list[Patch],
@@ -200,8 +209,8 @@ def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing:
                    work: Path) -> list[tuple[str, str]] | None:
     """The common case in a handful of git calls, however many candidates.
 
-    One `git apply --cached -v` per strip level proves that every candidate
-    applies plainly on the stack (and says which had offsets). The files after
+    One `git apply --cached -v` per strip level (``apply_series``' batch) proves that
+    every candidate applies plainly on the stack, and says which had offsets. The files after
     each candidate are then made here, hunk by hunk as git placed them
     (``patchfile.apply_hunks``), and one `git fast-import` turns them into a tree
     per candidate; the last must be git's own, or nothing of this is used. One
@@ -214,18 +223,13 @@ def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing:
         parsed = [read_patch(c.diff, strip=c.strip) for c in candidates]
     except StackError:
         return None
-    if any(p.crlf_damaged or not all(f.plain_edit for f in p.files) for p in parsed):
+    if any(p.crlf_damaged or not all(_text_edit(f) for f in p.files) for p in parsed):
         return None
-    offset: set[int] = set()
-    for strip, same in itertools.groupby(range(len(candidates)),
-                                         key=lambda i: candidates[i].strip):
-        group = list(same)
-        run = index.apply([candidates[i].diff for i in group], strip=strip)
-        owner = [i for i in group for _ in parsed[i].files]
-        if not run.ok or (run.stdout + run.stderr).count("Checking patch ") != len(owner):
-            index.read_tree(base)
-            return None
-        offset |= {owner[o.file_index] for o in run.offsets()}
+    done = index.apply_series([gitrepo.SeriesItem(c.diff, c.strip, len(p.files))
+                               for c, p in zip(candidates, parsed, strict=True)],
+                              per_patch=False, base=base)
+    if not done.batched:
+        return None  # the index is as it was
     final = index.write_tree()
     paths = sorted({f.path for p in parsed for f in p.files})
     files = {p: blob for p, blob in gitrepo.read_blobs(index.repo, base, paths,
@@ -248,19 +252,23 @@ def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing:
         index.read_tree(base)
         return None
     diffs = gitrepo.format_diffs(work, [base, *trees])
-    return [("offset" if i in offset else "exact", d) for i, d in enumerate(diffs)]
+    return [(grades.clean(a.offsets), d) for a, d in zip(done.applied, diffs, strict=True)]
+
+
+def _text_edit(f: FileDiff) -> bool:
+    """Text hunks that edit or create one regular file: what the batched path re-makes."""
+    return bool(f.hunks) and not f.binary and f.target is not None and \
+        f.source in (None, f.target) and all(m == "new file mode 100644" for m in f.mode_lines)
 
 
 def _apply_candidate(index: gitrepo.TempIndex, c: importing.Candidate) -> str:
-    run = index.apply([c.diff], strip=c.strip)
-    if run.ok:
-        return "offset" if "(offset " in run.stdout + run.stderr else "exact"
-    if index.apply([c.diff], strip=c.strip, three_way=True).ok:
-        return "3way"
-    index_reason = next((ln for ln in run.stderr.splitlines() if ln.startswith("error:")),
-                        "git apply failed")
+    done = index.apply_series([gitrepo.SeriesItem(c.diff, c.strip)], on_failure="three_way")
+    a = done.applied[0]
+    if a.ok:
+        return grades.THREE_WAY if a.three_way else grades.clean(a.offsets)
+    assert a.error is not None
     raise InputError(f"{c.source}: does not apply on top of the stack at the pin "
-                     f"({index_reason.removeprefix('error: ')}); nothing was imported")
+                     f"({a.error.message}); nothing was imported")
 
 
 def _diff_paths(diff: str) -> list[str]:
@@ -271,7 +279,24 @@ def _diff_paths(diff: str) -> list[str]:
 
 # -- new, edit, refresh -----------------------------------------------------------------------
 
-EDIT_SCHEMA = "patchctl.edit/1"
+@dataclass
+class EditState:
+    """An open edit work tree (``.patchctl/edit/state.json``)."""
+
+    stack: str
+    pin: str
+    target: str  # the patch file being edited (or written, when ``new``)
+    base: str  # the work tree's commit the patch is diffed against
+    new: bool
+    header: str | None  # the mail header of a new patch
+    tree: str  # the work tree as the edit left it, to notice unrefreshed changes
+
+    @classmethod
+    def from_dict(cls, d: dict) -> EditState:
+        f = statefile.field
+        return cls(stack=f(d, "stack", str), pin=f(d, "pin", str), target=f(d, "target", str),
+                   base=f(d, "base", str), new=f(d, "new", bool),
+                   header=f(d, "header", (str, statefile.NONE)), tree=f(d, "tree", str))
 
 
 @dataclass
@@ -282,7 +307,7 @@ class EditResult:
     applied: list[str]  # patches committed in the work tree, in order (target last if not new)
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.edit/1", **asdict(self)}
+        return {"schema": schemas.EDIT, **asdict(self)}
 
 
 @dataclass
@@ -295,7 +320,7 @@ class RefreshResult:
     interdiff: str | None = None
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.refresh/1", **asdict(self)}
+        return {"schema": schemas.REFRESH, **asdict(self)}
 
 
 def edit_dir(project: Path, *, create: bool = False) -> Path:
@@ -317,21 +342,17 @@ def _find(stack: Stack, name: str) -> int:
                      "`patchctl series` lists the patches")
 
 
-def _load_edit(project: Path) -> dict | None:
+def _load_edit(project: Path) -> EditState | None:
     path = edit_dir(project) / "state.json"
-    if not path.is_file():
-        return None
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: unreadable ({e}); start again with `patchctl edit NAME "
-                         "--reset`") from e
-    if state.get("schema") != EDIT_SCHEMA:
-        raise InputError(f"{path}: unknown edit state; start again with `patchctl edit --reset`")
-    try:
-        check_patch_name(str(state.get("target")))
-    except StackError as e:
-        raise InputError(f"{path}: {e}; start again with `patchctl edit NAME --reset`") from e
+    state = statefile.load(path, schemas.EDIT_STATE, EditState.from_dict, what="edit state",
+                           again="start again with `patchctl edit NAME --reset`",
+                           older=(schemas.EDIT,))  # what the edit state used to be called
+    if state is not None:
+        try:
+            check_patch_name(state.target)
+        except StackError as e:
+            raise InputError(f"{path}: {e}; start again with `patchctl edit NAME "
+                             "--reset`") from e
     return state
 
 
@@ -340,8 +361,8 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
     state = _load_edit(project)
     work = edit_dir(project, create=True) / "work"
     if state is not None and not reset and (work / ".git").is_dir() and \
-            gitrepo.snapshot_tree(work) != state["tree"]:
-        raise InputError(f"the edit of {state['target']} in {work} has changes not yet "
+            gitrepo.snapshot_tree(work) != state.tree:
+        raise InputError(f"the edit of {state.target} in {work} has changes not yet "
                          "refreshed; run `patchctl refresh`, or pass --reset to discard them")
     shutil.rmtree(edit_dir(project), ignore_errors=True)
     edit_dir(project, create=True)
@@ -362,11 +383,9 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
         applied.append(p.name)
     if header is not None:
         base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
-    state = {"schema": EDIT_SCHEMA, "stack": str(stack.root), "pin": pin.commit,
-             "target": target, "base": base, "new": header is not None, "header": header,
-             "tree": gitrepo.snapshot_tree(work)}
-    fsutil.atomic_write(edit_dir(project) / "state.json",
-                        json.dumps(state, indent=2, sort_keys=True) + "\n")
+    state = EditState(stack=str(stack.root), pin=pin.commit, target=target, base=base,
+                      new=header is not None, header=header, tree=gitrepo.snapshot_tree(work))
+    statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
     return EditResult(str(work), target, header is not None, applied)
 
 
@@ -412,23 +431,23 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         if state is None or not (work / ".git").is_dir():
             raise InputError("nothing to refresh: no edit in progress; start one with "
                              "`patchctl edit NAME` or `patchctl new NAME`")
-        target = state["target"]
+        target = state.target
         if name is not None and _find_name(stack, name, target) != target:
             raise InputError(f"the open edit is of {target}, not {name}")
-        if stack.pin().commit != state["pin"]:
+        if stack.pin().commit != state.pin:
             raise InputError("the pin moved since the edit began; start it again with "
                              "`patchctl edit NAME --reset`")
         snap = stackwrite.snapshot(stack.root)
         git_dir = work / ".git"
         tree = gitrepo.snapshot_tree(work)
-        base_tree = gitrepo.tree_of(git_dir, state["base"])
+        base_tree = gitrepo.tree_of(git_dir, state.base)
         if tree == base_tree:
             raise InputError(f"{work} holds no change for {target}: edit the files there first")
         diff = gitrepo.format_diff(git_dir, base_tree, tree)
         patches = stack.patches()
         old = next((p for p in patches if p.name == target), None)
-        if state["new"] or old is None:
-            text = patchtext.render(state["header"], diff)
+        if state.new or old is None:
+            text = patchtext.render(state.header or "", diff)
         else:
             text = patchtext.render(patchtext.header_text(old), diff, mail_form=old.mail_form)
         path = stack.patches_dir / target
@@ -446,7 +465,7 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         unchanged = old is not None and path.read_bytes() == text.encode("utf-8",
                                                                          "surrogateescape")
         if not unchanged or stack.lock() != lock:
-            from patchctl.rebase import rewrite_series
+            from patchctl.stack import rewrite_series
 
             series = stack.series_path.read_text(encoding="utf-8")
             changes: dict[str, bytes | None] = {
@@ -456,9 +475,8 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
                                          append=[target] if old is None else []).encode(),
                 "stack.lock": render_lock(lock).encode()}
             stackwrite.replace_stack(stack, changes, expect=snap)
-        state.update(tree=tree, new=False)
-        fsutil.atomic_write(edit_dir(project) / "state.json",
-                            json.dumps(state, indent=2, sort_keys=True) + "\n")
+        state.tree, state.new = tree, False
+        statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
         result.later_failing = _later_failing(git_dir, tree, after[at:])
         return result
 
@@ -471,10 +489,7 @@ def _find_name(stack: Stack, name: str, target: str) -> str:
 
 def _later_failing(git_dir: Path, tree: str, later: list[Patch]) -> list[str]:
     """The patches after the refreshed one that no longer apply on top of it."""
-    failing: list[str] = []
     with gitrepo.temp_index(git_dir) as index:
         index.read_tree(tree)
-        for p in later:
-            if not index.apply([p.path.absolute()], strip=p.strip).ok:
-                failing.append(p.name)
-    return failing
+        done = index.apply_series(_items(later), on_failure="skip", base=tree)
+    return [p.name for p, a in zip(later, done.applied, strict=True) if not a.ok]

@@ -19,9 +19,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import __version__, fsutil
-
-SCHEMA = "patchctl.evidence/1"
+from patchctl import __version__, fsutil, schemas
 
 
 def tool_versions() -> dict[str, str]:
@@ -81,7 +79,7 @@ class Record:
 
 def write_record(evidence_dir: Path, record: Record) -> Path:
     path = evidence_dir / f"{record.name}.json"
-    data = {"schema": SCHEMA, **asdict(record), "as_expected": record.as_expected}
+    data = {"schema": schemas.EVIDENCE, **asdict(record), "as_expected": record.as_expected}
     fsutil.atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 

@@ -8,14 +8,13 @@ new tree, so a tree without a stamp was never finished.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil, gitrepo
+from patchctl import fsutil, gitrepo, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import ALGORITHM, fingerprint
 from patchctl.lint import glob_match
@@ -111,7 +110,7 @@ class ApplyResult:
     unchanged: bool
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "patchctl.apply/1", "into": str(self.into),
+        return {"schema": schemas.APPLY, "into": str(self.into),
                 "unchanged": self.unchanged, "stamp": asdict(self.stamp)}
 
 
@@ -177,12 +176,13 @@ def _build(stack: Stack, upstream: Path, staging: Path, patches: list[Patch], fp
             index.checkout_to(staging)  # the pristine pin: history replays the patches
         if progress and patches:
             progress(f"applying {len(patches)} patches")
-        for _, same_strip in itertools.groupby(patches, key=lambda p: p.strip):
-            group = list(same_strip)
-            run = index.apply([p.path for p in group], strip=group[0].strip)
-            if not run.ok:
-                raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
-                                 f"{_last_error(run.stderr)}; run `patchctl verify`")
+        applied = index.apply_series([gitrepo.SeriesItem(p.path, p.strip, len(p.files))
+                                      for p in patches])
+        if (failed := applied.failed) is not None:
+            assert failed.error is not None
+            raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
+                             f"{failed.item.path.name}: {failed.error.message}; "
+                             "run `patchctl verify`")
         tree = index.write_tree()
         if not commits:
             if progress:
@@ -218,8 +218,3 @@ def _make_history(work: Path, pin: Pin, patches: list[Patch]) -> str:
 
 def _is_repo(path: Path) -> bool:
     return (path / ".git").is_dir()
-
-
-def _last_error(stderr: str) -> str:
-    lines = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
-    return (lines[-1] if lines else stderr.strip().splitlines()[-1]).removeprefix("error: ")

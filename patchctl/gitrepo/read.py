@@ -6,22 +6,20 @@ upstream-status. Every call reads; nothing here writes to the repository.
 
 from __future__ import annotations
 
-import subprocess
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import GitError
-from patchctl.gitrepo.core import git_env, run_git
+from patchctl.gitrepo.core import run_git, run_git_bytes
 
-# No user config (log.showSignature, mailmap settings, grep defaults) may change these answers.
-_PLAIN = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+# No user config (log.showSignature, mailmap settings, grep defaults) may change these
+# answers: run_git reads none (core.py).
 
 
 def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
     """The text of each path at ``commit``; None when it is absent there (or not a file)."""
-    blobs = read_blobs(repo, commit, paths, env=git_env(**_PLAIN))
+    blobs = read_blobs(repo, commit, paths)
     return {p: blobs[p][1].decode("utf-8", "surrogateescape") if p in blobs else None
             for p in paths}
 
@@ -44,12 +42,9 @@ def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
                 entries.append((path, mode, blob))
     if not entries:
         return {}
-    argv = ["git", "-C", str(repo), "cat-file", "--batch"]
-    proc = subprocess.run(argv, input="".join(f"{b}\n" for _, _, b in entries).encode(),
-                          capture_output=True, env=env or git_env(), check=False)
-    if proc.returncode != 0:
-        raise GitError(argv, proc.returncode, proc.stderr.decode(errors="replace"))
-    out, pos, files = proc.stdout, 0, {}
+    out = run_git_bytes(["cat-file", "--batch"], repo=repo, env=env,
+                        input="".join(f"{b}\n" for _, _, b in entries).encode())
+    pos, files = 0, {}
     for path, mode, _ in entries:
         nl = out.index(b"\n", pos)
         size = int(out[pos:nl].split()[2])
@@ -65,7 +60,7 @@ def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
     if not paths:
         return []
     r = run_git(["log", "--no-merges", f"-n{commits}", "--format=%an", commit, "--", *paths],
-                repo=repo, env=git_env(**_PLAIN), check=False)
+                repo=repo, check=False)
     counts = Counter(n.strip() for n in r.stdout.splitlines() if n.strip())
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
@@ -88,7 +83,7 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
     for w in words:
         args += ["-e", w]
     args += [commit, "--", *pathspecs]
-    r = run_git(args, repo=repo, env=git_env(**_PLAIN), check=False)
+    r = run_git(args, repo=repo, check=False)
     hits = []
     prefix = f"{commit}:"
     for line in r.stdout.splitlines():
@@ -111,7 +106,7 @@ def first_adding(repo: Path, commit: str, text: str, path: str) -> CommitRef | N
     """The oldest commit up to ``commit`` whose diff of ``path`` changes how often ``text``
     occurs (``git log -S``): usually the one that introduced it."""
     r = run_git(["log", "--no-merges", "--reverse", "--format=%H%x00%as%x00%s", f"-S{text}",
-                 commit, "--", path], repo=repo, env=git_env(**_PLAIN), check=False)
+                 commit, "--", path], repo=repo, check=False)
     first = r.stdout.splitlines()[:1]
     if r.returncode != 0 or not first:
         return None
@@ -120,7 +115,7 @@ def first_adding(repo: Path, commit: str, text: str, path: str) -> CommitRef | N
 
 
 def commit_ref(repo: Path, commit: str) -> CommitRef:
-    out = run_git(["log", "-1", "--format=%H%x00%as%x00%s", commit], repo=repo,
-                  env=git_env(**_PLAIN)).stdout.rstrip("\n")
+    out = run_git(["log", "-1", "--format=%H%x00%as%x00%s", commit],
+                  repo=repo).stdout.rstrip("\n")
     sha, date, subject = out.split("\0", 2)
     return CommitRef(sha, date, subject)
