@@ -18,6 +18,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import (
     fsutil,
@@ -108,7 +109,7 @@ class ImportResult:
     patches: list[Imported]
     fingerprint: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.IMPORT, **asdict(self)}
 
 
@@ -292,7 +293,7 @@ class EditState:
     tree: str  # the work tree as the edit left it, to notice unrefreshed changes
 
     @classmethod
-    def from_dict(cls, d: dict) -> EditState:
+    def from_dict(cls, d: dict[str, Any]) -> EditState:
         f = statefile.field
         return cls(stack=f(d, "stack", str), pin=f(d, "pin", str), target=f(d, "target", str),
                    base=f(d, "base", str), new=f(d, "new", bool),
@@ -306,7 +307,7 @@ class EditResult:
     new: bool
     applied: list[str]  # patches committed in the work tree, in order (target last if not new)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.EDIT, **asdict(self)}
 
 
@@ -319,7 +320,7 @@ class RefreshResult:
     later_failing: list[str] = field(default_factory=list)  # later patches that no longer apply
     interdiff: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.REFRESH, **asdict(self)}
 
 
