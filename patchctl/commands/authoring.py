@@ -150,7 +150,10 @@ def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
 @click.pass_context
 def export(ctx: click.Context, fmt: str, dest: Path, force: bool, as_json: bool) -> None:
     """Write the stack into DIR as an mbox (DIR/stack.mbox), format-patch files, or a quilt
-    series (DIR/series + patches; use QUILT_PATCHES=DIR)."""
+    series (DIR/series + patches; use QUILT_PATCHES=DIR).
+
+    DIR is assembled beside itself and swapped in whole; a symlink DIR is followed (its
+    target is replaced, the link kept), and DIR may not be or hold the project."""
     from patchctl.exporting import export_stack
 
     result = export_stack(stack_of(ctx), fmt, dest, force=force)
