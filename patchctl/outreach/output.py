@@ -95,15 +95,9 @@ def write(project: Path, stack: Stack, out: Path, files: dict[str, str], *,
     them by their path relative to ``out`` so ``check`` covers them too.
     """
     from patchctl import fsutil, stackwrite
-    from patchctl.errors import InputError
 
-    out = out.absolute()
-    real = Path(os.path.realpath(out))
-    for what, path in (("the stack", stack.root), ("the project", project)):
-        mine = Path(os.path.realpath(path.absolute()))
-        if real == mine or real in mine.parents:  # the briefs are swapped in as a whole
-            raise InputError(f"--out {out} would replace {what} ({mine}): "
-                             "choose a directory outside it")
+    # the briefs are swapped in as a whole: never over the stack or the project
+    out = fsutil.replaceable(out, "--out", {"the stack": stack.root, "the project": project})
     out.mkdir(parents=True, exist_ok=True)
     payload = {name: text.encode("utf-8") for name, text in sorted(files.items())}
     others = {os.path.relpath(path.absolute(), out): text.encode("utf-8")
