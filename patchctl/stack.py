@@ -173,6 +173,9 @@ def check_patch_name(name: str, *, subdirs: bool = True) -> str:
     no subdirectory unless ``subdirs``.
     """
     parts = name.split("/")
+    if any(len(p.encode("utf-8", "surrogateescape")) > 255 for p in parts):  # NAME_MAX
+        raise StackError(f"patch name {name[:40]!r}...: longer than a file name may be "
+                         "(255 bytes)")
     if name.startswith("/") or ".." in name.replace("\\", "/").split("/"):
         raise StackError(f"patch name {name!r} leaves patches/")
     if not subdirs and len(parts) > 1:
