@@ -173,12 +173,13 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
     code = proc.wait()
     output = b"".join(chunks)
     fsutil.atomic_write(log_path, output)
+    shown = [redact(a) for a in argv]  # a secret given on the command line is not kept
     record = Record(
-        name=name, argv=[redact(a) for a in argv], cwd=os.getcwd(), started=started,
+        name=name, argv=shown, cwd=os.getcwd(), started=started,
         seconds=round(time.perf_counter() - t0, 3), exit_code=code, expect=expect,
         tools=tool_versions(), stack=stack_identity(project),
         output_file=log_path.name, output_sha256=hashlib.sha256(output).hexdigest(),
-        commands=[list(argv)], host=(host := hostinfo.describe()),
+        commands=[shown], host=(host := hostinfo.describe()),
         backend=_backend(backend, host), runtime=runtime, artifacts=list(artifacts or []),
         metrics=_read_metrics(metrics),
     )
@@ -195,6 +196,7 @@ def record_steps(name: str, *, evidence_dir: Path, argv: list[str], started: str
 
     evidence_dir.mkdir(parents=True, exist_ok=True)
     log = redact_bytes(log)
+    argv = [redact(a) for a in argv]
     fsutil.atomic_write(evidence_dir / f"{name}.log", log)
     record = Record(
         name=name, argv=argv, cwd=os.getcwd(), started=started, seconds=round(seconds, 3),
