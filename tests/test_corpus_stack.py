@@ -41,7 +41,7 @@ SERIES = [Case(i, data, code, frag) for i, data, code, frag in [
     ("tabs", f"\t{P1}\t#c\n{P2}\n{P3}\n".encode(), OK, ""),
     ("hash-in-name", f"{P1}#x\n{P2}\n{P3}\n".encode(), OK, ""),
     ("form-feed-splits", f"{P1}\x0c{P2}\n{P3}\n".encode(), (OK, USAGE), ""),
-    ("very-long-line", b"x" * 300_000 + b"\n", USAGE, ""),
+    ("very-long-line", b"x" * 300_000 + b"\n", USAGE, "longer than a file name may be"),
     ("many-blank-lines", b"\n" * 50_000 + GOOD_SERIES.encode(), OK, ""),
     ("many-missing", b"".join(b"%04d-x.patch\n" % i for i in range(3000)), USAGE, ""),
     ("reordered", f"{P3}\n{P2}\n{P1}\n".encode(), FINDINGS, ""),
@@ -437,3 +437,11 @@ def test_briefs_are_stale_when_the_fingerprint_algorithm_moves(cli, tmp_path, up
     monkeypatch.setattr(fingerprint, "ALGORITHM", "pcfp9")
     check(cli("-C", str(project), "draft-outreach", "--check", "--out", str(out)), FINDINGS,
           "the stack fingerprint is")
+
+
+def test_a_patch_name_longer_than_a_file_name(cli, tmp_path, upstream, patches) -> None:
+    """Bug: a 300,000-character series entry passed the name check and reached the file
+    system and git: an OSError traceback (File name too long), then, with OSErrors
+    mapped, exit 3 "Argument list too long" for what is bad input."""
+    case = next(c for c in SERIES if c.id == "very-long-line")
+    test_series_corpus(cli, case, tmp_path, upstream, patches)
