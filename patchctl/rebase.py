@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import gitrepo, patchtext, stackwrite
+from patchctl import gitrepo, patchtext, rebase_review, stackwrite
 from patchctl.errors import GitError, InputError
 from patchctl.fingerprint import fingerprint, make_lock
 from patchctl.patchfile import Patch
@@ -114,12 +114,15 @@ class RebaseResult:
     status: str  # checked | up-to-date | rebased | stopped | needs-drop | aborted
     patches: list[PatchResult]
     commits: int | None = None  # first-parent commits old..new; None when not a descendant
+    base: str | None = None  # where --bisect searched from when NEW does not descend from OLD
     bisect_checks: int = 0
     fingerprint: str | None = None
     work: str | None = None  # the conflict work tree, when stopped
     conflict: str | None = None  # the patch waiting there
     message: str = ""
     seconds: float = 0.0
+    causes: list[rebase_review.Cause] = field(default_factory=list)  # why patches conflict
+    range_diff: str | None = None  # the stack before and after, when rebased
 
     @property
     def ok(self) -> bool:
@@ -271,7 +274,7 @@ class Searcher:
         checks = 2
         if self._probe(self.line[lo], source, reverse=reverse) != start:
             what = "does not apply" if start else "already reverse-applies"
-            return None, 1, f"{what} at the old pin either"
+            return None, 1, f"{what} at {self.old[:12]}, where the search starts, either"
         if self._probe(self.line[hi], source, reverse=reverse) == start:
             return None, checks, "its state at the new pin depends on the rebased patches " \
                 "before it, not on one upstream commit"
@@ -335,14 +338,20 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             seed(index, pin.commit, sources)
             steps = classify(index, sources, new, progress=progress)
             searcher = None
-            if pin.commit != new and gitrepo.is_ancestor(upstream, pin.commit, new):
-                searcher = Searcher(index, upstream, pin.commit, new, sources, progress)
+            base = rebase_review.search_base(upstream, pin.commit, new)
+            if pin.commit != new and base is not None:
+                searcher = Searcher(index, upstream, base, new, sources, progress)
             checks = name_and_bisect(steps, searcher, bisect=bisect)
+        descends = base == pin.commit
         result = RebaseResult(stack=str(stack.root), old=pin.commit, new=new, new_ref=new_ref,
                               mode="check" if check else "rebase", status="checked",
                               patches=[s.result for s in steps],
-                              commits=searcher.commits if searcher else None,
-                              bisect_checks=checks)
+                              commits=searcher.commits if searcher and descends else None,
+                              base=None if descends else base, bisect_checks=checks)
+        for step in steps:
+            if step.result.grade == CONFLICT:
+                result.causes += rebase_review.explain(upstream, pin.commit, new,
+                                                       step.source.patch, step.result.conflicts)
         grades = {s.result.grade for s in steps}
         if check:
             pass
@@ -353,6 +362,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             result.message = "patches already upstream: re-run with --drop-upstream to drop them"
         elif CONFLICT not in grades:
             pin_new = Pin(name=pin.name, url=pin.url, commit=new, tag=tag)
+            result.range_diff = review_range_diff(upstream, pin.commit, new, steps)
             result.fingerprint = finalize(stack, snap, pin_new, steps)
             result.status = "rebased"
         else:
@@ -417,23 +427,18 @@ def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step]
 
     ``texts`` overrides a step's text (patches resolved by hand during --continue).
     """
-    texts = texts or {}
     changes: dict[str, bytes | None] = {}
-    kept: list[Patch] = []
-    dropped: set[str] = set()
+    dropped = {s.source.name for s in steps if s.result.change == DROPPED}
     restrip: set[str] = set()
+    for name in dropped:
+        changes[f"patches/{name}"] = None
+    kept = [patch for patch, _ in new_stack(steps, texts)]
     for step in steps:
         s = step.source
-        text = texts.get(s.name, step.text)
-        if step.result.change == DROPPED:
-            dropped.add(s.name)
-            changes[f"patches/{s.name}"] = None
-            continue
-        if text is None:
-            kept.append(s.patch)
+        text = (texts or {}).get(s.name, step.text)
+        if text is None or s.name in dropped:
             continue
         changes[f"patches/{s.name}"] = text.encode("utf-8", "surrogateescape")
-        kept.append(patchtext.reparse(text, name=s.name, path=s.path))
         if s.strip != 1:
             restrip.add(s.name)
     series = stack.series_path.read_text(encoding="utf-8")
@@ -443,6 +448,32 @@ def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step]
     changes["stack.lock"] = render_lock(lock).encode()
     stackwrite.replace_stack(stack, changes, expect=snap)
     return lock.fingerprint
+
+
+def new_stack(steps: Sequence[Step], texts: dict[str, str] | None = None
+              ) -> list[tuple[Patch, str]]:
+    """The rebased stack in series order: each kept patch, parsed, with its text."""
+    out: list[tuple[Patch, str]] = []
+    for step in steps:
+        s = step.source
+        text = (texts or {}).get(s.name, step.text)
+        if step.result.change == DROPPED:
+            continue
+        if text is None:
+            out.append((s.patch, s.patch.text))
+        else:
+            out.append((patchtext.reparse(text, name=s.name, path=s.path), text))
+    return out
+
+
+def review_range_diff(upstream: Path, old: str, new: str, steps: Sequence[Step],
+                      texts: dict[str, str] | None = None) -> str | None:
+    """The range-diff of the stack before and after; None when git cannot make one."""
+    before = [(s.source.patch, s.source.patch.text) for s in steps]
+    try:
+        return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)))
+    except GitError:
+        return None
 
 
 def rewrite_series(text: str, *, dropped: set[str], restrip: set[str],

@@ -18,7 +18,7 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo, patchtext, stackwrite
+from patchctl import fsutil, gitrepo, patchtext, rebase_review, stackwrite
 from patchctl.errors import InputError
 from patchctl.rebase import (
     CONFLICT,
@@ -33,6 +33,8 @@ from patchctl.rebase import (
     classify,
     finalize,
     name_and_bisect,
+    new_stack,
+    review_range_diff,
     sources_of,
 )
 from patchctl.stack import Pin, Stack
@@ -145,7 +147,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         sources = sources_of(stack)
         texts, done = _done_steps(project, state, sources)
         if state["conflict"] is not None:
-            step = _resolve(work, git_dir, state, sources)
+            step = _resolve(work, git_dir, state, sources, done, texts)
             if step.text is not None:
                 texts[step.source.name] = step.text
                 (rebase_dir(project) / "staged" / step.source.name).write_bytes(
@@ -174,12 +176,17 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                               "--drop-upstream` to drop them")
         elif CONFLICT in grades:
             k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
+            result.causes = rebase_review.explain(Path(state["upstream"]), state["old"],
+                                                  state["new"], steps[k].source.patch,
+                                                  steps[k].result.conflicts)
             _park(project, state, work, steps[:k], steps[k])
             result.status, result.work, result.conflict = "stopped", str(work), steps[k].source.name
             result.message = _stop_message(work, steps[k])
         else:
             pin = Pin(name=stack.pin().name, url=stack.pin().url, commit=state["new"],
                       tag=state["tag"])
+            result.range_diff = review_range_diff(Path(state["upstream"]), state["old"],
+                                                  state["new"], done + steps, texts)
             result.fingerprint = finalize(stack, state["snapshot"], pin, done + steps, texts)
             shutil.rmtree(rebase_dir(project), ignore_errors=True)
         result.seconds = round(time.perf_counter() - started, 3)
@@ -201,8 +208,10 @@ def _done_steps(project: Path, state: dict, sources: list[Source]) -> tuple[dict
     return texts, steps
 
 
-def _resolve(work: Path, git_dir: Path, state: dict, sources: list[Source]) -> Step:
-    """The hand-resolved conflict as a patch, committed in the work tree."""
+def _resolve(work: Path, git_dir: Path, state: dict, sources: list[Source], done: list[Step],
+             texts: dict[str, str]) -> Step:
+    """The hand-resolved conflict as a patch, committed in the work tree once it holds at
+    the new pin (with the patches before it: applies, reverses, stays in its Scope)."""
     status = gitrepo.worktree_status(work)
     if status.unmerged:
         raise InputError(f"conflicts remain in {work}: {', '.join(status.unmerged)}; resolve "
@@ -225,6 +234,11 @@ def _resolve(work: Path, git_dir: Path, state: dict, sources: list[Source]) -> S
     result.change = patchtext.compare(source.patch, new)
     if result.change == patchtext.CONTENT:
         result.interdiff = patchtext.interdiff(source.patch, new, name=source.name)
+    problems = rebase_review.recheck(Path(state["upstream"]), state["new"],
+                                     new_stack([*done, Step(source, result, text)], texts))
+    if problems:
+        raise InputError(f"the resolution does not hold at {state['new'][:12]}: "
+                         f"{'; '.join(problems)}; fix it in {work} and run --continue again")
     p = source.patch
     message = (p.subject or source.name) + (f"\n\n{p.body}" if p.body else "") + "\n"
     gitrepo.commit_index(work, message, author=p.author)

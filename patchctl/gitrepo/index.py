@@ -101,6 +101,21 @@ class TempIndex:
         r = self._run(args, check=False)
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
+    def commit(self, tree: str, parent: str, message: str) -> str:
+        """A commit of ``tree`` on ``parent``, into this index's private object dir."""
+        from patchctl.gitrepo.history import _IDENTITY
+
+        env = {**self.env, **_IDENTITY}
+        self.calls += 1
+        return run_git(["commit-tree", tree, "-p", parent, "-m", message], repo=self.repo,
+                       env=env).stdout.strip()
+
+    def range_diff(self, old: tuple[str, str], new: tuple[str, str]) -> str:
+        """``git range-diff`` of two series given as (base, tip) commit pairs."""
+        self.calls += 1
+        return run_git(["range-diff", "--no-color", f"{old[0]}..{old[1]}",
+                        f"{new[0]}..{new[1]}"], repo=self.repo, env=self.env).stdout
+
     def checkout_to(self, dest: Path) -> None:
         """Write every index entry as a plain file under ``dest`` (which must exist)."""
         self.calls += 1
