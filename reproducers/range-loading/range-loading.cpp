@@ -109,7 +109,7 @@ static void log_cb(ggml_log_level level, const char * text, void * user_data) {
 static llama_model * load(const std::string & fname, int32_t layer_start, int32_t layer_end, load_log & log) {
     llama_log_set(log_cb, &log);
     llama_model_params mparams = llama_model_default_params();
-    mparams.use_mmap    = false; // the buffer then holds exactly the loaded tensors
+    mparams.load_mode   = LLAMA_LOAD_MODE_NONE; // no mmap: the buffer then holds exactly the loaded tensors
     mparams.layer_start = layer_start;
     mparams.layer_end   = layer_end;
     llama_model * model = llama_model_load_from_file(fname.c_str(), mparams);
