@@ -13,6 +13,7 @@ All of it is index-only: commits and trees go to a temporary object directory.
 
 from __future__ import annotations
 
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -107,24 +108,47 @@ def recheck(upstream: Path, new: str, patches: Sequence[tuple[Patch, str]]) -> l
 def range_diff(upstream: Path, old: tuple[str, Sequence[tuple[Patch, str]]],
                new: tuple[str, Sequence[tuple[Patch, str]]]) -> str:
     """``git range-diff`` of the stack on the old pin against the stack on the new pin;
-    each side is (pin, patches in series order). Raises GitError if a side does not
-    apply (the caller has classified them, so it does)."""
+    each side is (pin, patches in series order). A patch keeps its name across a rebase,
+    so each old patch is compared with the new patch of its name (one ``range-diff`` per
+    pair: git's own matching would show a reworked patch as dropped plus new, or pair it
+    with another), and a dropped one is shown as removed. Raises GitError if a side does
+    not apply (the caller has classified them, so it does)."""
     with tempfile.TemporaryDirectory(prefix="patchctl-range-diff-") as tmp, \
             gitrepo.temp_index(upstream) as index:
-        tips = []
-        for side, (pin, patches) in (("old", old), ("new", new)):
-            (Path(tmp) / side).mkdir()
-            tip = pin
-            index.read_tree(pin)
-            for (patch, _), path in zip(patches, _write(Path(tmp) / side, patches), strict=True):
-                run = index.apply([path], strip=patch.strip)
-                if not run.ok:
-                    raise GitError(["git", "apply", str(path)], run.returncode, run.stderr)
-                message = (patch.subject or patch.name) + (f"\n\n{patch.body}" if patch.body
-                                                           else "")
-                tip = index.commit(index.write_tree(), tip, message)
-            tips.append((pin, tip))
-        return index.range_diff(tips[0], tips[1])
+        old_commits = _commit_series(index, Path(tmp) / "old", *old)
+        new_commits = _commit_series(index, Path(tmp) / "new", *new)
+        new_at = {p.name: (i, c) for i, ((p, _), c) in enumerate(zip(new[1], new_commits,
+                                                                       strict=True), 1)}
+        out: list[str] = []
+        for i, ((patch, _), (parent, commit)) in enumerate(zip(old[1], old_commits,
+                                                              strict=True), 1):
+            if patch.name not in new_at:  # dropped (git refuses an empty range)
+                out.append(f"{i}:  {commit[:7]} < -:  ------- {patch.subject or patch.name}\n")
+                continue
+            j, (new_parent, new_commit) = new_at[patch.name]
+            text = index.range_diff((parent, commit), (new_parent, new_commit))
+            first, _, rest = text.partition("\n")
+            first = re.sub(r"^1:", f"{i}:", first)
+            first = re.sub(r"(\s[=!<>]\s+)1:", rf"\g<1>{j}:", first)
+            out.append(first + "\n" + rest)
+        return "".join(out)
+
+
+def _commit_series(index: gitrepo.TempIndex, tmp: Path, pin: str,
+                   patches: Sequence[tuple[Patch, str]]) -> list[tuple[str, str]]:
+    """Each patch committed on the ones before it, from ``pin``: (parent, commit) pairs."""
+    tmp.mkdir()
+    index.read_tree(pin)
+    tip, out = pin, []
+    for (patch, _), path in zip(patches, _write(tmp, patches), strict=True):
+        run = index.apply([path], strip=patch.strip)
+        if not run.ok:
+            raise GitError(["git", "apply", str(path)], run.returncode, run.stderr)
+        message = (patch.subject or patch.name) + (f"\n\n{patch.body}" if patch.body else "")
+        commit = index.commit(index.write_tree(), tip, message)
+        out.append((tip, commit))
+        tip = commit
+    return out
 
 
 def _write(tmp: Path, patches: Sequence[tuple[Patch, str]]) -> list[Path]:

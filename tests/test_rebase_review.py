@@ -6,18 +6,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests import test_rebase
 from tests.builders import git
 from tests.rebase_history import History
-from tests.test_rebase import (  # noqa: F401  (fixtures)
-    P,
-    _history_template,
-    by_name,
-    history,
-    proj,
-    rebase,
-    rebase_json,
-    snap,
-)
+from tests.test_rebase import P, by_name, rebase, rebase_json, snap
+
+# the synthetic history and a project pinned at its base, as in test_rebase.py
+_history_template = test_rebase._history_template
+history = test_rebase.history
+proj = test_rebase.proj
 
 
 def _resolve_0005(work: Path, value: str) -> None:
@@ -122,3 +119,18 @@ def test_bisect_from_the_merge_base_when_not_a_descendant(
     assert b["commits"] == 6 and 2 < b["checks"] <= b["bound"]
     text = rebase(cli, proj, "release", "--check", "--bisect").out
     assert f"--bisect searches from their merge-base {c['c15'][:12]}" in text
+
+
+def test_range_diff_pairs_a_reworked_patch_with_its_old_self(cli, proj: Path) -> None:
+    """git range-diff showed a patch reworked beyond its creation factor as one commit
+    dropped (<) and an unrelated one added (>), as on the move to 82bb485; it is paired."""
+    _, data = rebase_json(cli, proj, "master", "--drop-upstream")
+    _resolve_0005(Path(data["work"]), "19;\n" + "".join(
+        f"        y += 0; /* reworked {i} */\n" for i in range(12)).rstrip(";\n"))
+    code, data = rebase_json(cli, proj, "--continue")
+    assert code == 0, data
+    rows = [ln for ln in data["range_diff"].splitlines() if ln[:1].isdigit() or ln[:2] == "-:"]
+    assert not [r for r in rows if " > " in r], rows
+    assert [r.split("-------")[-1].strip() for r in rows if " < " in r] == [  # the dropped
+        "util : add tiny_min", "tiny : advertise tiny_min"], rows
+    assert " ! " in next(r for r in rows if "tighten op 15" in r)

@@ -111,9 +111,12 @@ class TempIndex:
                        env=env).stdout.strip()
 
     def range_diff(self, old: tuple[str, str], new: tuple[str, str]) -> str:
-        """``git range-diff`` of two series given as (base, tip) commit pairs."""
+        """``git range-diff`` of two series given as (base, tip) commit pairs. A high
+        creation factor pairs commits however much they differ: meant for one commit on
+        each side that the caller knows are the same patch."""
         self.calls += 1
-        return run_git(["range-diff", "--no-color", f"{old[0]}..{old[1]}",
+        return run_git(["range-diff", "--no-color", "--creation-factor=1000",
+                        f"{old[0]}..{old[1]}",
                         f"{new[0]}..{new[1]}"], repo=self.repo, env=self.env).stdout
 
     def checkout_to(self, dest: Path) -> None:
