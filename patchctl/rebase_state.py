@@ -185,6 +185,12 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         else:
             pin = Pin(name=stack.pin().name, url=stack.pin().url, commit=state["new"],
                       tag=state["tag"])
+            problems = rebase_review.recheck(Path(state["upstream"]), state["new"],
+                                             new_stack(done + steps, texts))
+            if problems:  # a guard: each resolution was checked when it was committed
+                raise InputError(f"the rebased stack does not hold at {state['new'][:12]}: "
+                                 f"{'; '.join(problems)}; nothing was written; run "
+                                 "`patchctl rebase-pin --abort` and report this")
             result.range_diff = review_range_diff(Path(state["upstream"]), state["old"],
                                                   state["new"], done + steps, texts)
             result.fingerprint = finalize(stack, state["snapshot"], pin, done + steps, texts)
