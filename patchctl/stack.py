@@ -6,6 +6,7 @@ No git here. Formats are documented in docs/FORMATS.md.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +18,7 @@ SERIES = "series"
 PATCHES = "patches"
 PIN_FILE = "upstream.toml"
 LOCK_FILE = "stack.lock"
+LOCK_FORMAT = 1
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _STRIP = re.compile(r"^-p(\d+)$")
@@ -62,6 +64,7 @@ class Lock:
     pin: str
     fingerprint: str
     patches: tuple[LockedPatch, ...]
+    format: int = LOCK_FORMAT
 
 
 @dataclass
@@ -152,11 +155,24 @@ def parse_series(text: str, *, source: Path | str = SERIES) -> list[SeriesEntry]
     return entries
 
 
-def render_series(entries: list[SeriesEntry], header: str = "") -> str:
-    lines = [header.rstrip("\n")] if header else []
-    for e in entries:
-        lines.append(e.name if e.strip == 1 else f"{e.name} -p{e.strip}")
-    return "\n".join(lines) + "\n"
+def rewrite_series(text: str, *, dropped: Collection[str] = (), restrip: Collection[str] = (),
+                   append: Sequence[str] = ()) -> str:
+    """The series with entries dropped, strip levels reset to -p1, names appended;
+    comments, blank lines and order kept. The one way any command edits a series."""
+    out: list[str] = []
+    for raw in text.splitlines():
+        body, hash_, comment = raw.partition("#")
+        words = body.split()
+        if not words or raw.lstrip().startswith("#"):
+            out.append(raw)
+            continue
+        if words[0] in dropped:
+            continue
+        if words[0] in restrip:
+            raw = words[0] + (f"  {hash_}{comment}" if hash_ else "")
+        out.append(raw)
+    out += list(append)
+    return "\n".join(out) + "\n"
 
 
 def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:
@@ -192,6 +208,7 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
             pin=data["pin"],
             fingerprint=data["fingerprint"],
             patches=patches,
+            format=int(data.get("format", 0)),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise StackError(f"{source}: malformed lock ({e}); rewrite it with `patchctl lock`") from e
@@ -200,7 +217,7 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
 def render_lock(lock: Lock) -> str:
     lines = [
         "# patchctl stack lock: written by `patchctl lock`; do not edit by hand.",
-        "format = 1",
+        f"format = {lock.format}",
         f"algorithm = {_quote(lock.algorithm)}",
         f"name = {_quote(lock.name)}",
         f"pin = {_quote(lock.pin)}",
