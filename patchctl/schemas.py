@@ -17,7 +17,7 @@ EXPORT = "patchctl.export/1"
 APPLY = "patchctl.apply/1"
 SERIES = "patchctl.series/1"
 REPRODUCE = "patchctl.reproduce/1"
-EVIDENCE = "patchctl.evidence/1"
+EVIDENCE = "patchctl.evidence/2"
 
 # private state files under <project>/.patchctl/
 REBASE_STATE = "patchctl.rebase-state/2"

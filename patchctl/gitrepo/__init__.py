@@ -66,6 +66,7 @@ from patchctl.gitrepo.history import (
     seed_blobs,
     snapshot_tree,
     unmerged_paths,
+    work_head,
     worktree_status,
 )
 from patchctl.gitrepo.index import (
@@ -170,5 +171,6 @@ __all__ = [
     "unmerged_paths",
     "user_config_env",
     "version",
+    "work_head",
     "worktree_status",
 ]
