@@ -8,9 +8,10 @@ fixed identities and dates, so commit ids are the same on every run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -242,3 +243,22 @@ def standard_patches(upstream: Upstream, scratch: Path) -> list[tuple[str, str]]
             upstream, base, header_api, subject="tiny : declare tiny_square",
             trailers=default_trailers("square", "include/**"), scratch=scratch)),
     ]
+
+
+@contextlib.contextmanager
+def special_file(path: Path, kind: str) -> Iterator[Path]:
+    """A FIFO (``kind`` "fifo") or a bound Unix socket ("socket") at ``path``, for the
+    duration."""
+    import socket
+
+    sock = None
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+    try:
+        yield path
+    finally:
+        if sock is not None:
+            sock.close()
