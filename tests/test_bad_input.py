@@ -264,6 +264,7 @@ def test_upstream_history_untouched_by_bad_runs(cli, project, upstream, tmp_path
             cli("-C", str(project), "edit", "0003", *up),
             cli("-C", str(project), "rebase-pin", "--check", "no-such-ref", *up),
             cli("-C", str(project), "import", str(bad), *up)]
-    assert [r.code for r in runs] == [1, 2, 3, 2, 2], [(r.code, r.err) for r in runs]
+    # edit: a patch that does not apply is bad input (2), named in one line
+    assert [r.code for r in runs] == [1, 2, 2, 2, 2], [(r.code, r.err) for r in runs]
     assert all("Traceback" not in r.err for r in runs)
     assert state() == before
