@@ -22,7 +22,16 @@ from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
-from patchctl.stack import LOCK_FILE, PIN_FILE, SERIES, Pin, Stack, check_commit_id, render_lock
+from patchctl.stack import (
+    LOCK_FILE,
+    PIN_FILE,
+    SERIES,
+    Pin,
+    Stack,
+    check_commit_id,
+    render_lock,
+    resolve_name,
+)
 
 SERIES_HEADER = (
     "# patchctl series: one patch per line, in apply order; `-pN` sets the strip level.\n"
@@ -207,18 +216,8 @@ def edit_dir(project: Path, *, create: bool = False) -> Path:
 
 
 def _find(stack: Stack, name: str) -> int:
-    """Index in the series of NAME: a file name, with or without .patch, or its number."""
-    entries = stack.series()
-    for i, e in enumerate(entries):
-        stem = e.name.removesuffix(".patch")
-        if name in (e.name, stem, stem.split("-", 1)[-1]) or \
-                (name.isdigit() and stem.startswith(f"{int(name):04d}-")):
-            return i
-    loose = [i for i, e in enumerate(entries) if name in e.name]
-    if len(loose) == 1:
-        return loose[0]
-    raise InputError(f"{name!r} is not in {stack.series_path}; "
-                     "`patchctl series` lists the patches")
+    """Index in the series of the patch NAME names (``stack.resolve_name``: the one way)."""
+    return resolve_name([e.name for e in stack.series()], name, where=str(stack.series_path))
 
 
 def _load_edit(project: Path) -> dict | None:

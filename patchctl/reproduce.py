@@ -30,7 +30,7 @@ from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
-from patchctl.stack import Stack
+from patchctl.stack import PatchNameError, Stack, resolve_name
 
 SCHEMA = "patchctl.reproduce/1"
 MIN_CMAKE = (3, 21)
@@ -243,20 +243,21 @@ def reproduce(stack: Stack, upstream: Path, *, project: Path, names: Sequence[st
 def select(patches: Sequence[Patch], names: Sequence[str]) -> list[int]:
     """0-based indexes of the patches to reproduce, in series order.
 
-    No names: every patch with a ``Reproducer:``. A name is a patch file name
-    (with or without ``.patch``), its 1-based number, or a concern.
+    No names: every patch with a ``Reproducer:``. A name is what
+    ``stack.resolve_name`` accepts (file name, number, unique part of a name)
+    or, failing that, a concern: every patch of it that has a reproducer.
     """
     if not names:
         return [i for i, p in enumerate(patches) if p.reproducer]
     chosen: set[int] = set()
+    files = [p.name for p in patches]
     for name in names:
-        hits = [i for i, p in enumerate(patches)
-                if name in (p.name, p.name.removesuffix(".patch"), str(i + 1))]
-        if not hits:
+        try:
+            hits = [resolve_name(files, name)]
+        except PatchNameError:
             hits = [i for i, p in enumerate(patches) if p.concern == name and p.reproducer]
-        if not hits:
-            raise InputError(f"no patch named {name!r} in the series (give a file name, a "
-                             "number or a concern; see `patchctl series`)")
+            if not hits:
+                raise
         for i in hits:
             if not patches[i].reproducer:
                 raise InputError(f"{patches[i].name} has no `Reproducer:` trailer; add one "

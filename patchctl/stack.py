@@ -5,7 +5,9 @@ No git here. Formats are documented in docs/FORMATS.md.
 
 from __future__ import annotations
 
+import difflib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +22,7 @@ LOCK_FILE = "stack.lock"
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _STRIP = re.compile(r"^-p(\d+)$")
+_NUMBER = re.compile(r"^(\d+)-")
 
 
 @dataclass(frozen=True)
@@ -97,6 +100,12 @@ class Stack:
             return None
         return parse_lock(_read_text(self.lock_path), source=self.lock_path)
 
+    def resolve(self, query: str) -> SeriesEntry:
+        """The series entry QUERY names (see ``resolve_name``)."""
+        entries = self.series()
+        return entries[resolve_name([e.name for e in entries], query,
+                                    where=str(self.series_path))]
+
     def patches(self) -> list[Patch]:
         entries = self.series()
         patches = []
@@ -150,6 +159,64 @@ def parse_series(text: str, *, source: Path | str = SERIES) -> list[SeriesEntry]
         seen[name] = number
         entries.append(SeriesEntry(name=name, strip=strip, line=number))
     return entries
+
+
+class PatchNameError(StackError):
+    """A name on the command line names no patch, or several; ``candidates`` lists them."""
+
+    def __init__(self, message: str, candidates: Sequence[str]) -> None:
+        super().__init__(message)
+        self.candidates = list(candidates)
+
+
+def resolve_name(names: Sequence[str], query: str, *, where: str = SERIES) -> int:
+    """0-based position in ``names`` (series order) of the one patch ``query`` names.
+
+    The one way every command names an existing patch (docs/FORMATS.md), tried
+    in this order; the first rule that matches anything decides:
+
+    1. the file name, with or without ``.patch``;
+    2. a number (``2``, ``0002``): the patch at that position in the series, or
+       the patch whose file name carries that number (``0002-...``);
+    3. the name without its number and ``.patch`` (``tiny-bump-op-02``);
+    4. a part of the file name that only one patch has (``bump``).
+
+    Naming several patches, or none, raises ``PatchNameError`` (exit 2) listing
+    the candidates.
+    """
+    query = query.strip()
+    stems = [n.removesuffix(".patch") for n in names]
+    rules = [
+        lambda i: query in (names[i], stems[i]),
+        lambda i: query.isdigit() and (int(query) == i + 1 or _number(names[i]) == int(query)),
+        lambda i: _NUMBER.sub("", stems[i]) == query,
+        lambda i: bool(query) and query in names[i],
+    ]
+    for rule in rules:
+        hits = [i for i in range(len(names)) if rule(i)]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            listed = [names[i] for i in hits]
+            raise PatchNameError(
+                f"{query!r} names {len(hits)} patches in {where} ({_listing(listed)}); "
+                "give the file name", listed)
+    close = difflib.get_close_matches(query, names + stems, n=5, cutoff=0.5)
+    close = list(dict.fromkeys(n if n in names else f"{n}.patch" for n in close))
+    hint = f" (did you mean {_listing(close)}?)" if close else ""
+    raise PatchNameError(f"no patch named {query!r} in {where}{hint}; give a file name, a "
+                         "number or a unique part of a name (`patchctl series` lists them)",
+                         close)
+
+
+def _number(name: str) -> int | None:
+    m = _NUMBER.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _listing(names: Sequence[str], limit: int = 5) -> str:
+    more = f", and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
 
 
 def render_series(entries: list[SeriesEntry], header: str = "") -> str:

@@ -260,7 +260,7 @@ def test_refresh_and_edit_bad_input(cli, canonical: Path) -> None:
     r = cli("-C", str(canonical), "refresh")
     assert r.code == 2 and "no edit in progress" in r.err
     r = cli("-C", str(canonical), "edit", "no-such-patch")
-    assert r.code == 2 and "is not in" in r.err
+    assert r.code == 2 and "no patch named 'no-such-patch'" in r.err
     assert cli("-C", str(canonical), "edit", "1").code == 0
     r = cli("-C", str(canonical), "refresh", "2")
     assert r.code == 2 and "the open edit is of 0001" in r.err
