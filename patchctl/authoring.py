@@ -220,6 +220,23 @@ def _find(stack: Stack, name: str) -> int:
     return resolve_name([e.name for e in stack.series()], name, where=str(stack.series_path))
 
 
+def open_edit(project: Path) -> dict | None:
+    """The open edit's state (target, base, tree), or None when no edit is open."""
+    state = _load_edit(project)
+    return state if state is not None and (edit_dir(project) / "work" / ".git").is_dir() else None
+
+
+def close_clean_edit(project: Path, what: str) -> None:
+    """Before a verb reorders or rewrites the stack: an edit that holds nothing
+    unrefreshed is closed (its work tree would go stale); one that does refuses."""
+    state = open_edit(project)
+    if state is not None and (state["new"] or
+                              gitrepo.snapshot_tree(edit_dir(project) / "work") != state["tree"]):
+        raise InputError(f"the edit of {state['target']} has changes not yet refreshed; run "
+                         f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
+    shutil.rmtree(edit_dir(project), ignore_errors=True)
+
+
 def _load_edit(project: Path) -> dict | None:
     path = edit_dir(project) / "state.json"
     if not path.is_file():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -224,6 +224,52 @@ def render_series(entries: list[SeriesEntry], header: str = "") -> str:
     for e in entries:
         lines.append(e.name if e.strip == 1 else f"{e.name} -p{e.strip}")
     return "\n".join(lines) + "\n"
+
+
+def edit_series(text: str, order: Sequence[str], *, renamed: Mapping[str, str] | None = None,
+                regenerated: Collection[str] = ()) -> str:
+    """The series text with its entries replaced by ``order`` (the new names, in order).
+
+    Comment and blank lines stay where they are; each entry line keeps its
+    options and inline comment, moving with its patch (``renamed`` maps an old
+    name to the new one). Entries slot into the old entry lines in order;
+    surplus entries go after the last one. ``regenerated`` names patches
+    rewritten in patchctl's form: their strip level goes back to -p1.
+    """
+    renamed = dict(renamed or {})
+    old_of = {new: old for old, new in renamed.items()}
+    lines = text.splitlines()
+    slots: list[int] = []
+    own: dict[str, str] = {}
+    for i, raw in enumerate(lines):
+        words = raw.split("#", 1)[0].split()
+        if words and not raw.lstrip().startswith("#"):
+            slots.append(i)
+            own[words[0]] = raw
+    rendered: list[str] = []
+    for name in order:
+        raw = own.get(old_of.get(name, name), name)
+        old = raw.split()[0]
+        at = raw.index(old)
+        if name in regenerated:
+            _, hash_, comment = raw.partition("#")
+            raw = name + (f"  {hash_}{comment}" if hash_ else "")
+        else:
+            raw = raw[:at] + name + raw[at + len(old):]
+        rendered.append(raw)
+    for slot, raw in zip(slots, rendered, strict=False):
+        lines[slot] = raw
+    drop = set(slots[len(rendered):])
+    extra = rendered[len(slots):]
+    out: list[str] = []
+    last = slots[-1] if slots else len(lines) - 1
+    for i, raw in enumerate(lines):
+        if i not in drop:
+            out.append(raw)
+        if i == last:
+            out += extra
+            extra = []
+    return "\n".join(out + extra) + "\n"
 
 
 def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:

@@ -359,28 +359,32 @@ class _Run:
                                                int(m.group("line"))))
 
     def _explain(self, report: PatchReport, stderr: str) -> Failure:
-        patch = self.patches[report.index]
-        errors = [m.group(1) for ln in stderr.splitlines() if (m := _ERROR.match(ln))]
-        for line in stderr.splitlines():
-            m = _FAILED_AT.match(line)
-            if not m:
+        return explain_failure(self.patches[report.index], stderr)
+
+
+def explain_failure(patch: Patch, stderr: str) -> Failure:
+    """Why ``git apply`` refused ``patch``: the file, hunk and line, from its stderr."""
+    errors = [m.group(1) for ln in stderr.splitlines() if (m := _ERROR.match(ln))]
+    for line in stderr.splitlines():
+        m = _FAILED_AT.match(line)
+        if not m:
+            continue
+        path, at = m.group("file"), int(m.group("line"))
+        for fdiff in patch.files:
+            if path not in fdiff.paths:
                 continue
-            path, at = m.group("file"), int(m.group("line"))
-            for fdiff in patch.files:
-                if path not in fdiff.paths:
-                    continue
-                for n, hunk in enumerate(fdiff.hunks, start=1):
-                    if at in (hunk.source_start, hunk.target_start):
-                        return Failure(reason=f"hunk #{n} of {path} does not apply at fuzz 0: "
-                                       "its context or removed lines differ upstream",
-                                       file=path, hunk=n, line=hunk.line, upstream_line=at)
-                return Failure(reason=f"{path}: a hunk does not apply at line {at}", file=path,
-                               line=fdiff.line, upstream_line=at)
-        reason = next((e for e in errors if not e.startswith("while searching")), None)
-        reason = reason or (stderr.strip().splitlines() or ["git apply failed"])[-1]
-        file = next((f.path for f in patch.files if f.path in reason), None)
-        line = next((f.line for f in patch.files if f.path == file), None)
-        return Failure(reason=reason, file=file, line=line)
+            for n, hunk in enumerate(fdiff.hunks, start=1):
+                if at in (hunk.source_start, hunk.target_start):
+                    return Failure(reason=f"hunk #{n} of {path} does not apply at fuzz 0: "
+                                   "its context or removed lines differ upstream",
+                                   file=path, hunk=n, line=hunk.line, upstream_line=at)
+            return Failure(reason=f"{path}: a hunk does not apply at line {at}", file=path,
+                           line=fdiff.line, upstream_line=at)
+    reason = next((e for e in errors if not e.startswith("while searching")), None)
+    reason = reason or (stderr.strip().splitlines() or ["git apply failed"])[-1]
+    file = next((f.path for f in patch.files if f.path in reason), None)
+    line = next((f.line for f in patch.files if f.path == file), None)
+    return Failure(reason=reason, file=file, line=line)
 
 
 def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):

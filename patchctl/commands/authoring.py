@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import click
 
 from patchctl.commands._common import (
+    complete_patch,
     emit_json,
     exit_for,
     json_option,
@@ -78,7 +79,7 @@ def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
 
 
 @click.command()
-@click.argument("name")
+@click.argument("name", shell_complete=complete_patch)
 @click.option("--reset", is_flag=True, help="Discard an open edit that was not refreshed.")
 @upstream_option
 @json_option
@@ -87,7 +88,8 @@ def edit(ctx: click.Context, name: str, reset: bool, upstream: str | None,
          as_json: bool) -> None:
     """Open a work tree at the pin with the patches up to NAME applied as commits.
 
-    Change the files there (commit or not), then `patchctl refresh`.
+    Change the files there (commit or not), then `patchctl refresh`. NAME is a
+    file name, a number or a unique part of a name (`patchctl series`).
     """
     from patchctl.authoring import edit_patch
 
@@ -107,7 +109,7 @@ def _edit_report(result: EditResult, as_json: bool) -> None:
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_patch)
 @json_option
 @click.pass_context
 def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:

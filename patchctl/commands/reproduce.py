@@ -5,6 +5,7 @@ from pathlib import Path
 import click
 
 from patchctl.commands._common import (
+    complete_patch,
     emit_json,
     end_progress,
     exit_for,
@@ -18,7 +19,7 @@ from patchctl.commands._common import (
 
 
 @click.command()
-@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.argument("names", nargs=-1, metavar="[NAME]...", shell_complete=complete_patch)
 @upstream_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel compile jobs "
               "(default: ninja's).")
@@ -38,9 +39,10 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
               isolate: bool, as_json: bool) -> int:
     """Build each patch's reproducer: it must fail before the patch and pass after it.
 
-    NAME is a patch file name, its number or a concern (default: every patch
-    with a `Reproducer:` trailer). Needs cmake >= 3.21, ninja and a compiler
-    (`pip install cmake ninja`). Writes evidence/reproduce-<name>.json and .log.
+    NAME is a patch file name, its number, a unique part of a name, or a
+    concern (default: every patch with a `Reproducer:` trailer). Needs cmake
+    >= 3.21, ninja and a compiler (`pip install cmake ninja`). Writes
+    evidence/reproduce-<name>.json and .log.
     Exit 0 when every reproducer fails before and passes after, 1 otherwise.
     """
     from patchctl.reproduce import reproduce as run_reproduce

@@ -14,6 +14,7 @@ from patchctl.gitrepo.cache import (
     cached_bundle,
     cached_upstream,
     default_cache_dir,
+    upstream_cache_dir,
 )
 from patchctl.gitrepo.core import (
     EMPTY_TREE,
@@ -24,6 +25,7 @@ from patchctl.gitrepo.core import (
     git_env,
     is_ancestor,
     last_line,
+    ref_names,
     resolve_commit,
     run_git,
     subject,
@@ -104,6 +106,7 @@ __all__ = [
     "mailsplit",
     "patch_id",
     "range_patch_ids",
+    "ref_names",
     "remove_from_index",
     "resolve_commit",
     "rev_range",
@@ -118,6 +121,7 @@ __all__ = [
     "temp_index",
     "tree_of",
     "unmerged_paths",
+    "upstream_cache_dir",
     "version",
     "worktree_status",
 ]

@@ -60,12 +60,14 @@ _DIFF = ["-c", "core.quotePath=true", "diff-tree", "-r", "-p", "--stat=72", "--s
 
 
 def format_diff(repo: Path, old_tree: str, new_tree: str, *,
-                env: dict[str, str] | None = None) -> str:
+                env: dict[str, str] | None = None, paths: Sequence[str] | None = None) -> str:
     """Diffstat, a blank line, then the diff from ``old_tree`` to ``new_tree`` ("" if none).
 
-    Pass a TempIndex's ``env`` when the trees were written through it.
+    Pass a TempIndex's ``env`` when the trees were written through it. ``paths``
+    limits the diff to exactly those paths (literal, not globs).
     """
-    return run_git([*_DIFF, old_tree, new_tree], repo=repo,
+    limit = ["--", *(f":(literal){p}" for p in paths)] if paths is not None else []
+    return run_git([*_DIFF, old_tree, new_tree, *limit], repo=repo,
                    env={**(env or git_env()), **_STABLE}).stdout
 
 
