@@ -5,7 +5,6 @@ No git here. Formats are documented in docs/FORMATS.md.
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -201,6 +200,8 @@ def resolve_name(names: Sequence[str], query: str, *, where: str = SERIES) -> in
             raise PatchNameError(
                 f"{query!r} names {len(hits)} patches in {where} ({_listing(listed)}); "
                 "give the file name", listed)
+    import difflib
+
     close = difflib.get_close_matches(query, names + stems, n=5, cutoff=0.5)
     close = list(dict.fromkeys(n if n in names else f"{n}.patch" for n in close))
     hint = f" (did you mean {_listing(close)}?)" if close else ""
