@@ -16,43 +16,14 @@ from pathlib import Path
 from patchctl import gitrepo, patchtext
 from patchctl.errors import InputError
 from patchctl.lint import glob_match
-from patchctl.patchfile import Patch
-from patchctl.stack import Pin, Stack, resolve_name
-from patchctl.stackops import StackOpResult, check_new_name, transaction
-
-
-class _Trees:
-    """pin + each prefix of a series on one temporary index."""
-
-    def __init__(self, index: gitrepo.TempIndex, pin: Pin) -> None:
-        self.index = index
-        self.pin = pin
-
-    def prefixes(self, patches: Sequence[Patch]) -> list[str]:
-        """Tree ids of pin + patches[:k] for k = 0..len(patches)."""
-        from patchctl.verify import explain_failure
-
-        self.index.read_tree(self.pin.commit)
-        trees = [self.index.write_tree()]
-        for p in patches:
-            run = self.index.apply([p.path.absolute()], strip=p.strip)
-            if not run.ok:
-                raise InputError(f"{p.name} does not apply at the pin "
-                                 f"({explain_failure(p, run.stderr).reason}); fix the stack "
-                                 "first (`patchctl verify` says why)")
-            trees.append(self.index.write_tree())
-        return trees
-
-    def diff(self, old: str, new: str, paths: Sequence[str] | None = None) -> str:
-        return gitrepo.format_diff(self.index.repo, old, new, env=self.index.env, paths=paths)
-
-
-def _repo(upstream: Path, pin: Pin) -> Path:
-    repo = gitrepo.git_dir(upstream)
-    if gitrepo.resolve_commit(repo, pin.commit) is None:
-        raise InputError(f"pin {pin.commit} is not in upstream {repo}; pass --upstream with "
-                         "a clone that has it")
-    return repo
+from patchctl.stack import Stack, resolve_name
+from patchctl.stackops import (
+    StackOpResult,
+    Trees,
+    check_new_name,
+    pinned_repo,
+    transaction,
+)
 
 
 def _encode(text: str) -> bytes:
@@ -75,8 +46,8 @@ def fold(project: Path, stack: Stack, upstream: Path, name: str, *, into: str) -
         gone, other = t.patches[i], t.patches[j]
         lo = min(i, j)
         pin = stack.pin()
-        with gitrepo.temp_index(_repo(upstream, pin)) as index:
-            trees = _Trees(index, pin)
+        with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
+            trees = Trees(index, pin)
             prefix = trees.prefixes(t.patches[:lo + 2])
             diff = trees.diff(prefix[lo], prefix[lo + 2])
         if not diff.strip():
@@ -118,8 +89,8 @@ def split(project: Path, stack: Stack, upstream: Path, name: str, *, globs: Sequ
             raise InputError(f"--paths {' '.join(globs)} match every file of {patch.name}: "
                              "the remainder would be empty; nothing was written")
         pin = stack.pin()
-        with gitrepo.temp_index(_repo(upstream, pin)) as index:
-            trees = _Trees(index, pin)
+        with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
+            trees = Trees(index, pin)
             prefix = trees.prefixes(t.patches[:i + 1])
             first = trees.diff(prefix[i], prefix[i + 1], rest)
             second = trees.diff(prefix[i], prefix[i + 1], carved)
@@ -180,8 +151,8 @@ def diff(project: Path, stack: Stack, upstream: Path | None, name: str | None) -
     patches = stack.patches()
     i = resolve_name([p.name for p in patches], name, where=str(stack.series_path))
     pin = stack.pin()
-    with gitrepo.temp_index(_repo(upstream, pin)) as index:
-        trees = _Trees(index, pin)
+    with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
+        trees = Trees(index, pin)
         prefix = trees.prefixes(patches[:i + 1])
         return _split_stat(patches[i].name, trees.diff(prefix[i], prefix[i + 1]))
 

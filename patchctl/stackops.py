@@ -96,22 +96,49 @@ def transaction(project: Path, stack: Stack, what: str) -> Iterator[Txn]:
         yield Txn(project, stack, what, snap, stack.patches())
 
 
-def check_order(upstream: Path, pin: Pin, patches: Sequence[Patch]) -> None:
-    """Refuse (naming the patch and hunk) an order that does not apply at the pin."""
-    from patchctl.verify import explain_failure
+class Trees:
+    """pin + each prefix of a series on one temporary index (index-only, milliseconds)."""
 
+    def __init__(self, index: gitrepo.TempIndex, pin: Pin) -> None:
+        self.index = index
+        self.pin = pin
+
+    def prefixes(self, patches: Sequence[Patch], *, proposed: bool = False) -> list[str]:
+        """Tree ids of pin + patches[:k] for k = 0..len(patches); a patch that does not
+        apply is refused naming it and its hunk (``proposed``: an order not yet written)."""
+        from patchctl.verify import explain_failure
+
+        self.index.read_tree(self.pin.commit)
+        trees = [self.index.write_tree()]
+        for n, p in enumerate(patches, start=1):
+            run = self.index.apply([p.path.absolute()], strip=p.strip)
+            if not run.ok:
+                why = explain_failure(p, run.stderr).reason
+                if proposed:
+                    raise InputError(f"in that order {p.name} (#{n}) does not apply at the "
+                                     f"pin: {why}; nothing was written")
+                raise InputError(f"{p.name} does not apply at the pin ({why}); fix the stack "
+                                 "first (`patchctl verify` says why)")
+            trees.append(self.index.write_tree())
+        return trees
+
+    def diff(self, old: str, new: str, paths: Sequence[str] | None = None) -> str:
+        return gitrepo.format_diff(self.index.repo, old, new, env=self.index.env, paths=paths)
+
+
+def pinned_repo(upstream: Path, pin: Pin) -> Path:
+    """The upstream's git dir, which must hold the pin."""
     repo = gitrepo.git_dir(upstream)
     if gitrepo.resolve_commit(repo, pin.commit) is None:
-        raise InputError(f"pin {pin.commit} is not in upstream {repo}; pass --upstream "
-                         "with a clone that has it")
-    with gitrepo.temp_index(repo) as index:
-        index.read_tree(pin.commit)
-        for n, p in enumerate(patches, start=1):
-            run = index.apply([p.path.absolute()], strip=p.strip)
-            if not run.ok:
-                why = explain_failure(p, run.stderr)
-                raise InputError(f"in that order {p.name} (#{n}) does not apply at the pin: "
-                                 f"{why.reason}; nothing was written")
+        raise InputError(f"pin {pin.commit} is not in upstream {repo}; pass --upstream with "
+                         "a clone that has it")
+    return repo
+
+
+def check_order(upstream: Path, pin: Pin, patches: Sequence[Patch]) -> None:
+    """Refuse (naming the patch and hunk) an order that does not apply at the pin."""
+    with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
+        Trees(index, pin).prefixes(patches, proposed=True)
 
 
 # -- delete, rename, move ---------------------------------------------------------------
