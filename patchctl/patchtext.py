@@ -149,8 +149,8 @@ def set_trailer(header: str, key: str, value: str | None, *, mail_form: bool = T
         skipping = bool(m and m.group(1).lower() == key.lower())
         if not skipping:
             out.append(ln)
-        elif not placed and value is not None:
-            out.append(f"{key}: {value}")
+        elif not placed and value is not None and m:
+            out.append(f"{m.group(1)}: {value}")  # the spelling already there
             placed = True
     if not placed and value is not None:
         if mail_form and start == len(lines):
