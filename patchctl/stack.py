@@ -202,7 +202,7 @@ def resolve_name(names: Sequence[str], query: str, *, where: str = SERIES) -> in
                 "give the file name", listed)
     import difflib
 
-    close = difflib.get_close_matches(query, names + stems, n=5, cutoff=0.5)
+    close = difflib.get_close_matches(query, [*names, *stems], n=5, cutoff=0.5)
     close = list(dict.fromkeys(n if n in names else f"{n}.patch" for n in close))
     hint = f" (did you mean {_listing(close)}?)" if close else ""
     raise PatchNameError(f"no patch named {query!r} in {where}{hint}; give a file name, a "

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import gitrepo, patchtext
 from patchctl.errors import InputError
@@ -128,7 +129,7 @@ class DiffResult:
     stat: str
     diff: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "patchctl.diff/1", **asdict(self)}
 
 

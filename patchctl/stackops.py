@@ -15,6 +15,7 @@ import contextlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import gitrepo, patchtext, stackwrite
 from patchctl.errors import InputError
@@ -36,7 +37,7 @@ class StackOpResult:
     removed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": f"patchctl.{self.op}/1", **asdict(self)}
 
 
@@ -231,7 +232,7 @@ class HeaderResult:
     changed: bool = False
     warnings: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "patchctl.header/1", **asdict(self)}
 
 
@@ -241,7 +242,7 @@ def read_header(stack: Stack, name: str) -> HeaderResult:
     return _header_of(patch)
 
 
-def _header_of(patch: Patch, **extra) -> HeaderResult:
+def _header_of(patch: Patch, **extra: Any) -> HeaderResult:
     return HeaderResult(patch.name, patch.subject, patch.author, patch.date,
                         patchtext.trailers(patch), **extra)
 

@@ -383,8 +383,8 @@ def explain_failure(patch: Patch, stderr: str) -> Failure:
     reason = next((e for e in errors if not e.startswith("while searching")), None)
     reason = reason or (stderr.strip().splitlines() or ["git apply failed"])[-1]
     file = next((f.path for f in patch.files if f.path in reason), None)
-    line = next((f.line for f in patch.files if f.path == file), None)
-    return Failure(reason=reason, file=file, line=line)
+    at_line = next((f.line for f in patch.files if f.path == file), None)
+    return Failure(reason=reason, file=file, line=at_line)
 
 
 def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):
