@@ -76,6 +76,8 @@ def test_split_whose_remainder_is_empty_is_refused(cli, tiny: Path, big: Path) -
     err = refused(cli, tiny, "split", "bump", "--paths", "src/*")
     assert "the remainder would be empty" in err
     assert "match no file" in refused(cli, tiny, "split", "bump", "--paths", "docs/*")
+    assert "remainder would be empty" in refused(cli, tiny, "split", "bump", "--paths",
+                                                 "docs/*, src/*")
     assert "remainder would be empty" in refused(cli, big, "split", "0007", "--paths", "docs/*")
 
 

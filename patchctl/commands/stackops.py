@@ -116,7 +116,8 @@ def fold(ctx: click.Context, name: str, into: str, upstream: str | None, as_json
 @click.command()
 @click.argument("name", shell_complete=complete_patch)
 @click.option("--paths", "globs", multiple=True, required=True, metavar="GLOB",
-              help="Carve out the files matching GLOB (as in Scope:); repeat for more.")
+              help="Carve out the files matching GLOB (as in Scope:); repeat, or separate "
+              "globs with spaces or commas, for more.")
 @click.option("--name", "new_name", metavar="FILE", help="File name of the new patch "
               "(default: the next number and a slug of its subject).")
 @click.option("--subject", help="Subject of the new patch (default: NAME's, with the globs).")
@@ -137,7 +138,8 @@ def split(ctx: click.Context, name: str, globs: tuple[str, ...], new_name: str |
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
-    _report(run_split(project_dir(ctx), stack, repo, name, globs=list(globs),
+    patterns = [g for value in globs for g in value.replace(",", " ").split()]
+    _report(run_split(project_dir(ctx), stack, repo, name, globs=patterns,
                       new_name=new_name, subject=subject, concern=concern), as_json)
 
 
