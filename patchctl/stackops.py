@@ -12,6 +12,7 @@ anything is written. Patches named on the command line go through
 from __future__ import annotations
 
 import contextlib
+import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -139,6 +140,13 @@ def pinned_repo(upstream: Path, pin: Pin) -> Path:
 def check_order(upstream: Path, pin: Pin, patches: Sequence[Patch]) -> None:
     """Refuse (naming the patch and hunk) an order that does not apply at the pin."""
     with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
+        index.read_tree(pin.commit)
+        # The floor first: one `git apply` per run of equal strip levels; only when that
+        # fails, one call per patch to name the patch and hunk.
+        runs = itertools.groupby(patches, key=lambda p: p.strip)
+        if all(index.apply([p.path.absolute() for p in run], strip=strip).ok
+               for strip, run in runs):
+            return
         Trees(index, pin).prefixes(patches, proposed=True)
 
 
