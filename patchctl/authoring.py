@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -295,7 +296,8 @@ def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,
 
 
 def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern: str,
-              scope: list[str], subject: str | None = None, reset: bool = False) -> EditResult:
+              scope: list[str], subject: str | None = None, reset: bool = False,
+              assisted_by: Sequence[str] = ()) -> EditResult:
     """Open the edit work tree on top of the whole stack for a patch not yet written;
     ``refresh`` writes it and appends it to the series."""
     with stackwrite.stack_lock(project, f"new in {stack.root}"):
@@ -310,7 +312,7 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
             author=gitrepo.author_ident(), date=patchtext.now_rfc2822(),
             subject=subject or name.removesuffix(".patch"), body="",
             trailers=[("Concern", concern), ("Upstream-Status", "Pending"),
-                      ("Scope", " ".join(scope))])
+                      ("Scope", " ".join(scope)), *(("Assisted-by", t) for t in assisted_by)])
         return _start_edit(project, stack, upstream, len(names), reset=reset, target=file,
                            header=header)
 

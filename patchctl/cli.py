@@ -49,6 +49,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Write the stack as an mbox, format-patch files or a quilt series."),
     "reproduce": ("patchctl.commands.reproduce:reproduce",
                   "Build each patch's reproducer: it must fail before and pass after."),
+    "draft-outreach": ("patchctl.commands.outreach:draft_outreach",
+                       "Write a fact brief for the person who proposes a patch upstream."),
+    "upstream-status": ("patchctl.commands.outreach:upstream_status",
+                        "Report Upstream-Status: counts, age, landed or superseded upstream."),
     "record": ("patchctl.commands.record:record",
                "Run a command and keep its evidence record under evidence/."),
 }

@@ -29,6 +29,8 @@ KNOWN_KEYS = (
     "Description",
     "Author",
     "Last-Update",
+    "Assisted-by",
+    "Co-authored-by",
 )
 _CANONICAL = {k.lower(): k for k in KNOWN_KEYS}
 

@@ -328,3 +328,21 @@ def test_export_refuses_strip_levels_git_am_cannot_take(cli, tmp_path: Path, ups
     assert not (tmp_path / "out").exists()
     assert cli("-C", str(project), "export", "--format", "quilt", str(tmp_path / "q")).code == 0
     assert (tmp_path / "q/series").read_text() == f"{patches[0][0]} -p0\n"
+
+
+def test_new_records_machine_assistance_as_assisted_by(cli, canonical: Path) -> None:
+    """`new --assisted-by` writes an Assisted-by trailer (never Co-authored-by), which
+    refresh keeps and draft-outreach reads for the disclosure facts."""
+    r = cli("-C", str(canonical), "new", "add-cube", "--concern", "cube", "--scope",
+            "src/util.c", "--assisted-by", "ExampleTool [src/*]", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "src/util.c").write_text((work / "src/util.c").read_text() + CUBE)
+    assert cli("-C", str(canonical), "refresh").code == 0
+    text = (canonical / "stack/patches/0004-add-cube.patch").read_text()
+    assert "Scope: src/util.c\nAssisted-by: ExampleTool [src/*]\n---\n" in text
+    assert "Co-authored-by" not in text
+    brief = cli("-C", str(canonical), "draft-outreach", "--json", "0004")
+    assert json.loads(brief.out)["patches"][0]["assistance"] == [
+        {"tool": "ExampleTool", "files": ["src/util.c"],
+         "trailer": "Assisted-by: ExampleTool [src/*]"}]

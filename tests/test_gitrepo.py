@@ -34,3 +34,18 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     assert not (work / "README.md").exists()
     assert git(work, "status", "--porcelain") == ""
     assert gitrepo.index_tree(work) == upstream.tree(head)  # the index is still whole
+
+
+def test_read_at_a_commit_files_authors_grep_and_pickaxe(upstream) -> None:
+    from patchctl import gitrepo
+
+    base = upstream.commits["base"]
+    files = gitrepo.read_files(upstream.path, base, ["README.md", "nope.md", "src"])
+    assert files["README.md"].startswith("# tiny") and files["nope.md"] is None
+    assert files["src"] is None  # a tree is not a file
+    assert gitrepo.path_authors(upstream.path, base, ["src/util.c"]) == [("Upstream Dev", 2)]
+    hits = gitrepo.grep_fixed(upstream.path, base, ["tiny_abs"], ["*.c"])
+    assert [(h.path, h.text) for h in hits] == [("src/util.c", "int tiny_abs(int v)")]
+    added = gitrepo.first_adding(upstream.path, base, "tiny_abs", "src/util.c")
+    assert added.commit == base and added.subject == "util : add tiny_abs (#3)"
+    assert gitrepo.first_adding(upstream.path, base, "no such text", "src/util.c") is None

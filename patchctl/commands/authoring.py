@@ -61,12 +61,16 @@ def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None
 @click.option("--scope", "scope", multiple=True, required=True, metavar="GLOB",
               help="A path glob the patch may touch; repeat for more.")
 @click.option("--subject", help="Subject line (default: NAME).")
+@click.option("--assisted-by", "assisted_by", multiple=True, metavar="TOOL",
+              help="Record machine assistance as an `Assisted-by: TOOL [globs]` trailer "
+              "(never Co-authored-by); draft-outreach lists it for the submitter's disclosure.")
 @click.option("--reset", is_flag=True, help="Discard an open edit that was not refreshed.")
 @upstream_option
 @json_option
 @click.pass_context
 def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
-        subject: str | None, reset: bool, upstream: str | None, as_json: bool) -> None:
+        subject: str | None, assisted_by: tuple[str, ...], reset: bool, upstream: str | None,
+        as_json: bool) -> None:
     """Start a new patch after the last one: opens the edit work tree with the whole stack
     applied; make the change there, then `patchctl refresh` writes the patch."""
     from patchctl.authoring import new_patch
@@ -74,7 +78,7 @@ def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
     result = new_patch(project_dir(ctx), stack, repo, name, concern=concern, scope=list(scope),
-                       subject=subject, reset=reset)
+                       subject=subject, reset=reset, assisted_by=assisted_by)
     _edit_report(result, as_json)
 
 

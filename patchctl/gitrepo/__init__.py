@@ -7,7 +7,8 @@ module outside this package runs git or imports GitPython.
 - ``core``: the one subprocess helper and small queries;
 - ``index``: temporary indexes (verify, apply --into, reproduce);
 - ``cache``: upstream URLs and bundles fetched once into the cache;
-- ``history``: small histories and work trees (apply --commits, edit, rebase-pin).
+- ``history``: small histories and work trees (apply --commits, edit, rebase-pin);
+- ``read``: files, authors and grep at one commit (draft-outreach, upstream-status).
 """
 
 from patchctl.gitrepo.cache import (
@@ -70,11 +71,22 @@ from patchctl.gitrepo.index import (
     switch_tree_in_place,
     temp_index,
 )
+from patchctl.gitrepo.read import (
+    CommitRef,
+    GrepHit,
+    commit_ref,
+    first_adding,
+    grep_fixed,
+    path_authors,
+    read_files,
+)
 
 __all__ = [
     "EMPTY_TREE",
     "ApplyRun",
     "CommitInfo",
+    "CommitRef",
+    "GrepHit",
     "HunkOffset",
     "Result",
     "StoreIndex",
@@ -88,13 +100,16 @@ __all__ = [
     "commit_index",
     "commit_info",
     "commit_patch",
+    "commit_ref",
     "default_cache_dir",
     "dirty_paths",
     "fetch_ref",
+    "first_adding",
     "first_parent_path",
     "format_diff",
     "git_dir",
     "git_env",
+    "grep_fixed",
     "index_paths",
     "index_tree",
     "indexed_tree",
@@ -105,7 +120,9 @@ __all__ = [
     "mailinfo",
     "mailsplit",
     "patch_id",
+    "path_authors",
     "range_patch_ids",
+    "read_files",
     "ref_names",
     "remove_from_index",
     "resolve_commit",

@@ -1,0 +1,165 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import click
+
+from patchctl.commands._common import (
+    emit_json,
+    end_progress,
+    exit_for,
+    json_option,
+    progress,
+    project_dir,
+    resolve_upstream,
+    stack_of,
+    upstream_option,
+)
+
+NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it writes files "
+               "for a person to read.")
+
+
+@click.command(epilog=NEVER_POSTS)
+@click.argument("patches", nargs=-1, metavar="[PATCH]...")
+@click.option("--series", is_flag=True,
+              help="Brief every patch and the series as a whole (the default without PATCH).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path),
+              help="Write one Markdown file per patch, series.md and MANIFEST.json to DIR "
+              "(replacing the briefs there at once). Default: print to stdout.")
+@click.option("--onto", metavar="REF",
+              help="Also port each patch to upstream REF (index-only, 3-way), grade it "
+              "exact/offset/3way/conflict and, with --out, write the ported plain diff.")
+@click.option("--check", "check_only", is_flag=True,
+              help="With --out: do not render; exit 1 if the briefs in DIR are stale "
+              "(their stack, evidence, templates or code changed). Needs no upstream.")
+@click.option("--handoff", type=click.Path(dir_okay=False, path_type=Path),
+              help="With --out: also write a handoff README (per concern: patch, tests, "
+              "evidence commands and results, changed files, limitations, worker handoff).")
+@upstream_option
+@json_option
+@click.pass_context
+def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, out: Path | None,
+                   onto: str | None, check_only: bool, handoff: Path | None,
+                   upstream: str | None, as_json: bool) -> int:
+    """Write a submission brief for the person who proposes each patch upstream.
+
+    PATCH is a file name, its number prefix (0001) or a concern. The brief
+    holds facts with their sources, never text to paste: the upstream's own
+    rules read at the pin (each quoted with file and line), what the patch
+    changes and adds to the public API, why (stack/outreach/CONCERN.toml), how
+    it was tested (evidence/), prior art, a per-hunk understanding guide with
+    likely reviewer questions, AI-assistance facts from `Assisted-by:`
+    trailers, policy lint and suggested reviewers. Output is deterministic.
+    """
+    from patchctl.outreach import output
+
+    stack = stack_of(ctx)
+    project = project_dir(ctx)
+    if handoff and out is None:
+        raise click.UsageError("--handoff needs --out DIR")
+    if check_only:
+        if out is None:
+            raise click.UsageError("--check needs --out DIR")
+        result = output.check(project, stack, out)
+        if as_json:
+            emit_json(result.to_dict())
+        elif result.ok:
+            click.echo(f"{out}: up to date")
+        else:
+            click.echo(f"{out}: stale")
+            for reason in result.stale:
+                click.echo(f"  {reason}")
+            if result.command:
+                click.echo(f"regenerate with: {result.command}")
+        return exit_for(result.ok)
+
+    from patchctl.outreach import brief as briefs
+    from patchctl.outreach import render
+
+    repo = resolve_upstream(upstream, stack.pin(), stack)
+    b = briefs.draft(project, stack, repo, patches, progress=progress)
+    diffs: dict[str, str] = {}
+    if onto:
+        from patchctl.outreach.port import port
+
+        diffs = port(stack, repo, b, onto, progress=progress)
+    end_progress()
+    whole = series or not patches
+    if as_json and out is None:
+        emit_json(b.to_dict())
+        return 0
+    files: dict[str, str] = {}
+    if whole:
+        files["series.md"] = render.render_series(b)
+    for p in b.patches:
+        files[p.file.removesuffix(".patch") + ".md"] = render.render_patch(b, p)
+    files.update(diffs)
+    if out is None:
+        click.echo("\n".join(files[name] for name in files if name.endswith(".md")), nl=False)
+        return 0
+    beside = {}
+    if handoff:
+        beside[handoff] = render.render_handoff(b, os.path.relpath(out.absolute(),
+                                                                   project.absolute()))
+    command = ["patchctl", "draft-outreach", *(["--series"] if whole else []),
+               *patches, "--upstream", "UPSTREAM", "--out", str(out),
+               *(["--handoff", str(handoff)] if handoff else []),
+               *(["--onto", onto] if onto else [])]
+    evidence = output.evidence_files(project, stack, [p.file for p in b.patches])
+    meta = {"command": " ".join(command), "name": b.name, "base": b.base, "onto": b.onto,
+            "fingerprint": b.fingerprint, "patches": [p.file for p in b.patches],
+            "policy_files": {f.path: f.lines for f in b.policy_files}}
+    result = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
+                          beside=beside)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        for name in result.files:
+            click.echo(f"wrote {os.path.normpath(Path(result.out) / name)}")
+        for name in result.removed:
+            click.echo(f"removed {Path(result.out) / name}", err=True)
+    return 0
+
+
+@click.command(epilog="Read-only: it never writes to GitHub or anywhere upstream.")
+@click.option("--ref", metavar="REF",
+              help="Also say which patches landed upstream between the pin and REF, and "
+              "which upstream probably superseded (needs the upstream).")
+@click.option("--online", is_flag=True,
+              help="Read the state of the GitHub issues and pull requests the patches point "
+              "at (GITHUB_TOKEN is used when set; API base: PATCHCTL_GITHUB_API). Without it "
+              "the last answers are shown from the cache, with their age.")
+@upstream_option
+@json_option
+@click.pass_context
+def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream: str | None,
+                    as_json: bool) -> int:
+    """Report each patch's Upstream-Status: counts, malformed or missing statuses, patches
+    with no Forwarded/Bug reference, how long each has been Pending.
+
+    Exit 1 when a status is missing or malformed.
+    """
+    from patchctl import stackwrite
+    from patchctl.outreach import github, status
+
+    stack = stack_of(ctx)
+    result = status.report(stack)
+    if ref:
+        repo = resolve_upstream(upstream, stack.pin(), stack)
+        status.against(result, stack, repo, ref, progress=progress)
+        end_progress()
+    refs = sorted({r for p in result.patches for r in p.references})
+    cache = stackwrite.state_dir(project_dir(ctx), create=online) / github.CACHE_FILE
+    answers = github.lookup(refs, cache, online=online) if refs else {}
+    for p in result.patches:
+        p.online = [{"ref": k, **answers[k]} for r in p.references
+                    if (parsed := github.parse_ref(r)) and (k := github.key(parsed)) in answers]
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        from patchctl.outreach.render import status_text
+
+        click.echo(status_text(result), nl=False)
+    return exit_for(result.ok)

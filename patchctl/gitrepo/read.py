@@ -1,0 +1,95 @@
+"""Reading an upstream at one commit without a work tree: files, authors, grep, pickaxe.
+
+Used by draft-outreach (policy files, reviewers, upstream facts) and
+upstream-status. Every call reads; nothing here writes to the repository.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl.gitrepo.core import git_env, run_git
+
+# No user config (log.showSignature, mailmap settings, grep defaults) may change these answers.
+_PLAIN = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+
+
+def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """The text of each path at ``commit``; None when it is absent there (or not a file)."""
+    result: dict[str, str | None] = {}
+    for path in paths:
+        r = run_git(["cat-file", "blob", f"{commit}:{path}"], repo=repo,
+                    env=git_env(**_PLAIN), check=False)
+        result[path] = r.stdout if r.returncode == 0 else None
+    return result
+
+
+def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
+                 commits: int = 200) -> list[tuple[str, int]]:
+    """Author names of the last ``commits`` non-merge commits touching ``paths`` up to
+    ``commit``, most frequent first (ties by name); names only, never e-mail addresses."""
+    if not paths:
+        return []
+    r = run_git(["log", "--no-merges", f"-n{commits}", "--format=%an", commit, "--", *paths],
+                repo=repo, env=git_env(**_PLAIN), check=False)
+    counts = Counter(n.strip() for n in r.stdout.splitlines() if n.strip())
+    return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+@dataclass(frozen=True)
+class GrepHit:
+    path: str
+    line: int
+    text: str
+
+
+def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequence[str] = (),
+               *, whole_words: bool = True) -> list[GrepHit]:
+    """Lines at ``commit`` holding any of ``words`` (fixed strings), in path/line order."""
+    if not words:
+        return []
+    args = ["grep", "-n", "-I", "-F", "--full-name", "--no-color"]
+    if whole_words:
+        args.append("-w")
+    for w in words:
+        args += ["-e", w]
+    args += [commit, "--", *pathspecs]
+    r = run_git(args, repo=repo, env=git_env(**_PLAIN), check=False)
+    hits = []
+    prefix = f"{commit}:"
+    for line in r.stdout.splitlines():
+        line = line.removeprefix(prefix)
+        path, _, rest = line.partition(":")
+        number, _, text = rest.partition(":")
+        if number.isdigit():
+            hits.append(GrepHit(path, int(number), text))
+    return hits
+
+
+@dataclass(frozen=True)
+class CommitRef:
+    commit: str
+    date: str  # YYYY-MM-DD, author date
+    subject: str
+
+
+def first_adding(repo: Path, commit: str, text: str, path: str) -> CommitRef | None:
+    """The oldest commit up to ``commit`` whose diff of ``path`` changes how often ``text``
+    occurs (``git log -S``): usually the one that introduced it."""
+    r = run_git(["log", "--no-merges", "--reverse", "--format=%H%x00%as%x00%s", f"-S{text}",
+                 commit, "--", path], repo=repo, env=git_env(**_PLAIN), check=False)
+    first = r.stdout.splitlines()[:1]
+    if r.returncode != 0 or not first:
+        return None
+    sha, date, subject = first[0].split("\0", 2)
+    return CommitRef(sha, date, subject)
+
+
+def commit_ref(repo: Path, commit: str) -> CommitRef:
+    out = run_git(["log", "-1", "--format=%H%x00%as%x00%s", commit], repo=repo,
+                  env=git_env(**_PLAIN)).stdout.rstrip("\n")
+    sha, date, subject = out.split("\0", 2)
+    return CommitRef(sha, date, subject)

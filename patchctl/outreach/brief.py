@@ -1,0 +1,445 @@
+"""draft-outreach: a brief for the person who proposes a patch upstream.
+
+The brief holds facts with their sources (the upstream's own rules at the
+base commit, the diff, evidence records, the concern's outreach data) and
+never prose meant to be pasted upstream as a person's words. Everything is
+sorted and free of clocks, so the same inputs give the same bytes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path, PurePosixPath
+
+from patchctl import gitrepo
+from patchctl.fingerprint import fingerprint
+from patchctl.outreach import facts, policy
+from patchctl.patchfile import Patch
+from patchctl.stack import Pin, Stack
+
+SCHEMA = "patchctl.outreach/1"
+
+# Identifiers an added line uses that are too common to be worth a pointer.
+_STOP = {
+    "auto", "bool", "break", "case", "char", "class", "const", "continue", "default",
+    "delete", "double", "else", "enum", "explicit", "extern", "false", "float", "for",
+    "goto", "if", "inline", "int", "long", "namespace", "new", "nullptr", "private",
+    "protected", "public", "return", "short", "signed", "sizeof", "static", "struct",
+    "switch", "template", "this", "throw", "true", "try", "typedef", "typename", "union",
+    "unsigned", "using", "virtual", "void", "volatile", "while", "size_t", "int32_t",
+    "int64_t", "uint32_t", "uint64_t", "uint8_t", "int8_t", "std", "string", "vector",
+    "format", "c_str", "to_string", "runtime_error", "__func__", "INT32_MAX", "INT64_MAX",
+    "SIZE_MAX", "printf", "fprintf", "stderr", "stdout", "size", "empty", "push_back",
+    "begin", "end", "emplace_back"
+}
+_IDENT = re.compile(r"\b[A-Za-z_]\w{3,}\b")
+_DECL = re.compile(r"^\s*(?:static\s+|const\s+|inline\s+)*([\w:<>]+)[\s\*&]+(\w+)\s*[(=;\[{]")
+_PARAM = re.compile(r"[\w:<>]+\s*[\*&]*\s+[\*&]?(\w+)\s*(?:[,)=]|$)")
+_NOT_TYPE = {"return", "else", "case", "goto", "delete", "throw", "new", "co_return"}
+
+
+@dataclass
+class PolicyFileInfo:
+    path: str
+    present: bool
+    lines: int
+
+
+@dataclass
+class Reviewer:
+    name: str
+    source: str  # "CODEOWNERS:89 (/src/)" or "git log: 12 of the last 200 commits"
+    paths: list[str]
+    members: str | None = None  # a team's members as the file lists them
+
+
+@dataclass
+class Relied:
+    name: str
+    file: str
+    line: int
+    text: str
+
+
+@dataclass
+class HunkGuide:
+    file: str
+    number: int  # 1-based within the file
+    header: str  # the @@ line
+    added: int
+    removed: int
+    comments: list[str]  # comment lines the hunk adds (the author's words, quoted)
+    declares: list[str]  # public API the hunk adds
+    relies_on: list[Relied]
+
+
+@dataclass
+class ReviewerQuestion:
+    question: str
+    evidence: list[str]
+    source: str  # "outreach data" or what triggered it
+
+
+@dataclass
+class CheckResult:
+    what: str
+    path: str
+    text: str
+    found: list[Relied]
+    introduced: gitrepo.CommitRef | None
+
+
+@dataclass
+class PatchBrief:
+    index: int
+    file: str
+    subject: str
+    author: str
+    concern: str | None
+    upstream_status: str | None
+    scope: list[str]
+    body_present: bool
+    reproducer: str | None
+    stats: list[facts.FileStat]
+    api: list[facts.ApiItem]
+    rules: list[policy.Rule]
+    template: list[policy.TemplateSection]
+    outreach: facts.OutreachData | None
+    evidence: list[facts.EvidenceRun]
+    checks: list[CheckResult]
+    guide: list[HunkGuide]
+    questions: list[ReviewerQuestion]
+    assistance: list[facts.Assistance]
+    coauthors: list[str]
+    lint: list[facts.LintFinding]
+    reviewers: list[Reviewer]
+    authors: list[Reviewer]
+    missing: list[str]
+    port: dict | None = None  # filled by --onto
+
+    @property
+    def added(self) -> int:
+        return sum(s.added for s in self.stats)
+
+    @property
+    def removed(self) -> int:
+        return sum(s.removed for s in self.stats)
+
+    @property
+    def verified_prior_art(self) -> list[facts.PriorArt]:
+        return [p for p in (self.outreach.prior_art if self.outreach else []) if p.verified]
+
+    @property
+    def unverified_prior_art(self) -> list[facts.PriorArt]:
+        return [p for p in (self.outreach.prior_art if self.outreach else []) if not p.verified]
+
+
+@dataclass
+class Brief:
+    name: str
+    url: str
+    base: str
+    base_date: str
+    base_subject: str
+    fingerprint: str
+    policy_files: list[PolicyFileInfo]
+    prose_rule: list[policy.Citation]  # lines forbidding machine-written descriptions
+    patches: list[PatchBrief]
+    onto: str | None = None
+    missing: list[str] = field(default_factory=list)
+
+    @property
+    def owners(self) -> list[str]:
+        return sorted({r.name for p in self.patches for r in p.reviewers})
+
+    def to_dict(self) -> dict:
+        return {"schema": SCHEMA, **asdict(self)}
+
+
+def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = (),
+          *, progress=None) -> Brief:
+    """The brief for the named patches (all when none are named), at the stack's pin."""
+    pin = stack.pin()
+    upstream = gitrepo.git_dir(upstream)
+    all_patches = stack.patches()
+    chosen = select(all_patches, names)
+    base = pin.commit
+    if gitrepo.resolve_commit(upstream, base) is None:
+        from patchctl.errors import InputError
+
+        raise InputError(f"the pin {base} is not in upstream {upstream}; pass --upstream "
+                         "with a clone that has it")
+    files = gitrepo.read_files(upstream, base, policy.ALL_FILES)
+    rules_all = policy.find_rules(files)
+    template_path = next((p for p in policy.TEMPLATE_FILES if files.get(p)), None)
+    template = policy.template_sections(files[template_path]) if template_path else []
+    owners_path = next((p for p in policy.CODEOWNERS_FILES if files.get(p)), None)
+    ref = gitrepo.commit_ref(upstream, base)
+    fp = fingerprint(base, all_patches)
+    briefs = []
+    for patch in chosen:
+        if progress:
+            progress(f"brief {patch.name}")
+        index = all_patches.index(patch) + 1
+        briefs.append(_patch_brief(project, stack, upstream, pin, patch, index, files, rules_all,
+                                   template, template_path, owners_path, fp))
+    prose = next((r.citations for r in rules_all if r.id == "no-machine-prose"), [])
+    missing = [f"no {name} at the base" for name, group in (
+        ("contribution guide (CONTRIBUTING.md or AGENTS.md)", policy.RULE_FILES),
+        ("pull request template", policy.TEMPLATE_FILES),
+        ("CODEOWNERS", policy.CODEOWNERS_FILES),
+        (".editorconfig", (policy.EDITORCONFIG,))) if not any(files.get(p) for p in group)]
+    infos = [PolicyFileInfo(p, files.get(p) is not None,
+                            len((files.get(p) or "").splitlines()))
+             for p in policy.ALL_FILES if files.get(p) is not None]
+    return Brief(pin.name, pin.url, base, ref.date, ref.subject, fp, infos, prose, briefs,
+                 missing=missing)
+
+
+def select(patches: list[Patch], names: Sequence[str]) -> list[Patch]:
+    """Patches named by file name, number prefix or concern; all when ``names`` is empty."""
+    if not names:
+        return patches
+    from patchctl.errors import InputError
+
+    out: list[Patch] = []
+    for name in names:
+        hits = [p for p in patches if name in (p.name, p.name.removesuffix(".patch"),
+                                               p.concern) or p.name.startswith(f"{name}-")]
+        if not hits:
+            known = ", ".join(p.name for p in patches) or "none"
+            raise InputError(f"no patch {name!r} in the series (patches: {known})")
+        out += [p for p in hits if p not in out]
+    return sorted(out, key=patches.index)
+
+
+def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: Patch,
+                 index: int, files: dict[str, str | None], rules_all: list[policy.Rule],
+                 template: list[policy.TemplateSection], template_path: str | None,
+                 owners_path: str | None, fp: str) -> PatchBrief:
+    base = pin.commit
+    touched = sorted({p for f in patch.files for p in f.paths})
+    headers = [f.path for f in patch.files if f.source and facts.is_public_header(f.path)]
+    base_files = gitrepo.read_files(upstream, base, headers)
+    api = facts.public_api(patch, base_files)
+    outreach = facts.load_outreach(stack.root, patch.concern)
+    evidence = facts.evidence_for(project, patch, fp)
+    assistance, coauthors = facts.assistance(patch)
+    lint = facts.policy_lint(patch, rules_all, files.get(policy.EDITORCONFIG), api)
+    rules = [_applies(r, patch, api, outreach, assistance, lint) for r in rules_all]
+    reviewers = _owners(files.get(owners_path) if owners_path else None, owners_path, touched)
+    authors = [Reviewer(name, f"git log: {n} of the last 200 commits touching these paths",
+                        touched) for name, n in gitrepo.path_authors(upstream, base, touched)[:8]]
+    guide = _guide(upstream, base, patch, api)
+    checks = [_check(upstream, base, c) for c in (outreach.checks if outreach else [])]
+    missing = []
+    if not patch.concern:
+        missing.append("no Concern: trailer, so no outreach data can be found")
+    elif outreach is None:
+        missing.append(f"no stack/outreach/{patch.concern}.toml: why, prior art and reviewer "
+                       "questions are not recorded")
+    if not evidence:
+        missing.append("no evidence records for this patch under evidence/")
+    if not patch.reproducer:
+        missing.append("no Reproducer: trailer")
+    if not assistance:
+        missing.append("no Assisted-by: trailer: the patch records no machine assistance "
+                       "(the submitter knows whether that is complete)")
+    return PatchBrief(
+        index=index, file=patch.name, subject=patch.subject, author=_name_only(patch.author),
+        concern=patch.concern, upstream_status=patch.upstream_status, scope=patch.scope,
+        body_present=bool(patch.body.strip()), reproducer=patch.reproducer,
+        stats=facts.diffstat(patch), api=api,
+        rules=rules, template=template, outreach=outreach, evidence=evidence, checks=checks,
+        guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
+        assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
+        authors=authors, missing=missing)
+
+
+def _name_only(author: str) -> str:
+    return author.split("<", 1)[0].strip().strip('"') or author
+
+
+def _applies(rule: policy.Rule, patch: Patch, api: list[facts.ApiItem],
+             outreach: facts.OutreachData | None, assistance: list[facts.Assistance],
+             lint: list[facts.LintFinding]) -> policy.Rule:
+    r = policy.Rule(rule.id, rule.title, list(rule.citations))
+    prior = [p for p in (outreach.prior_art if outreach else []) if p.kind in ("issue", "pr")]
+    issues = [p for p in prior if p.kind == "issue"]
+    lint_codes = {x.code for x in lint}
+    names = ", ".join(sorted({a.name for a in api}))
+    table = {
+        "no-machine-prose": ("yes", "write the issue comment, PR description and commit "
+                             "message yourself; this brief has facts only"),
+        "no-automated-submission": ("yes", "patchctl never posts, comments or pushes"),
+        "issue-first": ("yes", f"recorded issue(s): {', '.join(p.ref for p in issues)}")
+        if issues else ("check", "no issue recorded in the outreach data"),
+        "check-existing": ("yes", "recorded: " + ", ".join(
+            f"{p.ref} ({p.state}{'' if p.verified else ', unverified'})" for p in prior))
+        if prior else ("check", "no existing issue or PR recorded in the outreach data"),
+        "api-bar": ("yes", f"the patch adds public API: {names}") if api
+        else ("no", "no public API added (no declarations added to an include/ header)"),
+        "sized-types": ("yes", f"check the types of: {names}") if api
+        else ("no", "no public API added"),
+        "ai-disclosure": ("yes", "the patch records " + "; ".join(a.trailer for a in assistance))
+        if assistance else ("check", "the patch records no Assisted-by trailer"),
+        "assisted-by": ("yes", "the patch carries Assisted-by trailers") if assistance
+        else ("check", "the patch records no Assisted-by trailer"),
+        "ascii": ("yes", "policy lint found non-ASCII added lines") if "non-ascii" in lint_codes
+        else ("yes", "policy lint found no non-ASCII added line"),
+        "trailing-whitespace": ("yes", "policy lint found trailing whitespace")
+        if "trailing-whitespace" in lint_codes
+        else ("yes", "policy lint found none in added lines"),
+        "one-open-pr": ("check", "applies while the submitter is a new contributor"),
+        "regression-test": ("check", "applies if this is a bug fix"),
+        "commit-title": ("check", "the format of the squashed commit title"),
+    }
+    r.applies, r.reason = table.get(rule.id, ("yes", ""))
+    return r
+
+
+def _owners(text: str | None, path: str | None, touched: list[str]) -> list[Reviewer]:
+    if not text or not path:
+        return []
+    teams = policy.team_members(text)
+    found: dict[tuple[str, str], list[str]] = {}
+    for p in touched:
+        entry = policy.codeowners_for(text, p)
+        if entry is None:
+            continue
+        for owner in entry.owners:
+            found.setdefault((owner, f"{path}:{entry.line} ({entry.pattern})"), []).append(p)
+    out = []
+    for (owner, source), paths in sorted(found.items()):
+        team = teams.get(owner)
+        members = f"{team[0]} (as listed at {path}:{team[1]})" if team else None
+        if "@" in owner.lstrip("@"):
+            owner = "(an e-mail address; left out)"
+        out.append(Reviewer(owner, source, sorted(paths), members))
+    return out
+
+
+def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem]) -> list[HunkGuide]:
+    """Per hunk: where, how big, the comments it adds, the API it declares, and where the
+    upstream code it uses is declared at the base (one git grep for the whole patch)."""
+    lines = patch.text.split("\n")
+    introduced = _introduced(patch, api)
+    per_hunk = [(f.path, number, h, _identifiers(h, introduced))
+                for f in patch.files for number, h in enumerate(f.hunks, start=1)]
+    wanted = list(dict.fromkeys(i for *_, ids in per_hunk for i in ids))[:200]
+    where = _locate(upstream, base, patch, wanted)
+    out = []
+    for path, number, h, ids in per_hunk:
+        added = [ln[1:] for ln in h.lines if ln[:1] == "+"]
+        comments = [c for ln in added for c in [ln.strip()]
+                    if c.startswith(("//", "/*", "*")) and
+                    not facts.strip_comments(c).strip().strip("*/").strip()]
+        decl = sorted({a.name for a in api if a.file == path and
+                       h.target_start <= a.line < h.target_start + max(h.target_length, 1)})
+        out.append(HunkGuide(path, number, lines[h.line - 1] if h.line - 1 < len(lines) else "",
+                             len(added), sum(1 for ln in h.lines if ln[:1] == "-"),
+                             [c[:200] for c in comments], decl,
+                             [where[i] for i in ids if i in where]))
+    return out
+
+
+def _introduced(patch: Patch, api: list[facts.ApiItem]) -> set[str]:
+    """Names the patch itself declares (its API, variables, parameters): not upstream's."""
+    names = {a.name for a in api}
+    for f in patch.files:
+        for h in f.hunks:
+            for ln in h.lines:
+                if ln[:1] != "+":
+                    continue
+                if (m := _DECL.match(ln[1:])) and m.group(1) not in _NOT_TYPE:
+                    names.add(m.group(2))
+                if "(" in ln:
+                    names.update(_PARAM.findall(ln[1:].split("(", 1)[1]))
+    return names
+
+
+def _identifiers(hunk, introduced: set[str]) -> list[str]:
+    """Up to 12 distinctive identifiers the hunk's added code uses (not in strings or
+    comments, not declared by the patch), in order of appearance."""
+    ids: list[str] = []
+    for ln in hunk.lines:
+        if ln[:1] != "+":
+            continue
+        code = re.sub(r'"(\\.|[^"\\])*"', "", facts.strip_comments(ln[1:]))
+        for m in _IDENT.finditer(code):
+            word = m.group(0)
+            if word not in _STOP and word not in introduced and word not in ids and \
+                    ("_" in word or re.search(r"[a-z][A-Z]", word)):
+                ids.append(word)
+    return ids[:12]
+
+
+def _locate(upstream: Path, base: str, patch: Patch, words: list[str]) -> dict[str, Relied]:
+    """For each word, its most declaration-like line at the base, in files of the kinds
+    the patch touches."""
+    if not words:
+        return {}
+    kinds = sorted({f"*{PurePosixPath(p).suffix}" if PurePosixPath(p).suffix else
+                    f"*{PurePosixPath(p).name}" for f in patch.files for p in f.paths})
+    wanted = set(words)
+    where: dict[str, Relied] = {}
+    best: dict[str, int] = {}
+    for hit in gitrepo.grep_fixed(upstream, base, words, kinds):
+        for word in _IDENT.findall(hit.text):
+            if word in wanted:
+                score = _definition_score(word, hit.path, hit.line, hit.text)
+                if word not in best or score > best[word]:
+                    best[word] = score
+                    where[word] = Relied(word, hit.path, hit.line, hit.text.strip()[:160])
+    return where
+
+
+def _definition_score(word: str, path: str, line: int, text: str) -> int:
+    """Prefer a header, then a line that looks like a declaration of ``word``."""
+    score = 2 if path.endswith((".h", ".hpp")) else 0
+    if re.search(rf"(struct|enum|class|define)\s+{re.escape(word)}\b|"
+                 rf"\b{re.escape(word)}\s*\(.*\)\s*[;{{]|\b{re.escape(word)}\s*[;=]", text):
+        score += 3
+    return score * 10_000_000 - line  # then the first hit
+
+
+def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],
+               outreach: facts.OutreachData | None,
+               evidence: list[facts.EvidenceRun]) -> list[ReviewerQuestion]:
+    out: list[ReviewerQuestion] = []
+    cite = {r.id: f"{r.citations[0].file}:{r.citations[0].line}" for r in rules}
+    prior = [p.ref for p in (outreach.prior_art if outreach else []) if p.verified]
+    runs = [e.file for e in evidence]
+    if api:
+        out.append(ReviewerQuestion(
+            "Why is a new public API needed; why does an existing mechanism not suffice?",
+            [*(["outreach data: motivation"] if outreach and "motivation" in outreach.fields
+               else []), *prior], f"public API added; rule {cite['api-bar']}"
+            if "api-bar" in cite else "public API added"))
+        out.append(ReviewerQuestion(
+            "What happens for callers that never set the new API (defaults, cost when unused)?",
+            [f"{a.file}:{a.line}" for a in api][:6] + runs, "public API added"))
+    if "issue-first" in cite:
+        out.append(ReviewerQuestion("Which issue asked for this, and what did maintainers say?",
+                                    [p.ref for p in (outreach.prior_art if outreach else [])
+                                     if p.kind == "issue"], f"rule {cite['issue-first']}"))
+    out.append(ReviewerQuestion("How was it tested, and how do I rerun the tests?", runs,
+                                "every patch"))
+    for q in outreach.questions if outreach else []:
+        out.append(ReviewerQuestion(q.question, q.evidence, outreach.file if outreach else ""))
+    return out
+
+
+def _check(upstream: Path, base: str, c: facts.UpstreamCheck) -> CheckResult:
+    hits = gitrepo.grep_fixed(upstream, base, [c.text], [c.path], whole_words=False)[:10]
+    texts = gitrepo.read_files(upstream, base, sorted({h.path for h in hits})) \
+        if c.context else {}
+    found = []
+    for h in hits:
+        lines = (texts.get(h.path) or "").splitlines()[h.line - 1 : h.line + c.context]
+        text = " / ".join(x.strip() for x in lines) if lines else h.text.strip()
+        found.append(Relied(c.text, h.path, h.line, text[:240]))
+    introduced = gitrepo.first_adding(upstream, base, c.text, c.path) if found else None
+    return CheckResult(c.what, c.path, c.text, found, introduced)

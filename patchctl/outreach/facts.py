@@ -1,0 +1,397 @@
+"""Facts about one patch, read from the patch itself and the stack's files. No git here.
+
+Public API from the diff, the diffstat, machine-assistance trailers, policy
+lint of the lines as they would be submitted, evidence records and the
+concern's outreach data. Text from patches is kept verbatim as data.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+
+from patchctl.errors import StackError
+from patchctl.lint import glob_match
+from patchctl.outreach import policy
+from patchctl.patchfile import FileDiff, Patch
+
+# -- the diff ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FileStat:
+    path: str
+    added: int
+    removed: int
+    status: str  # added | modified | deleted
+
+
+def diffstat(patch: Patch) -> list[FileStat]:
+    """Per-file counts from the patch's parsed diff (patchfile reads it with unidiff)."""
+    stats = []
+    for f in patch.files:
+        lines = [ln[:1] for h in f.hunks for ln in h.lines]
+        status = "added" if f.source is None else "deleted" if f.target is None else "modified"
+        stats.append(FileStat(f.path if f.target else (f.source or f.path), lines.count("+"),
+                              lines.count("-"), status))
+    return stats
+
+
+@dataclass(frozen=True)
+class AddedLine:
+    path: str
+    line: int  # line number in the new file
+    text: str  # without the leading "+"
+
+
+def added_lines(f: FileDiff) -> list[AddedLine]:
+    out = []
+    for h in f.hunks:
+        number = h.target_start
+        for ln in h.lines:
+            if ln[:1] == "+":
+                out.append(AddedLine(f.path, number, ln[1:]))
+                number += 1
+            elif ln[:1] == " ":
+                number += 1
+    return out
+
+
+def is_public_header(path: str) -> bool:
+    """A header under an ``include/`` directory: the convention for a C/C++ public API."""
+    p = PurePosixPath(path)
+    return p.suffix in (".h", ".hpp", ".hh", ".hxx") and "include" in p.parts[:-1]
+
+
+def is_test_path(path: str) -> bool:
+    p = PurePosixPath(path)
+    return any(part in ("test", "tests", "testing") for part in p.parts[:-1]) or \
+        p.name.startswith("test") or "_test." in p.name or "-test." in p.name
+
+
+@dataclass(frozen=True)
+class ApiItem:
+    kind: str  # function | field | macro | type | enum-value
+    name: str
+    signature: str  # the declaration as the diff adds it
+    file: str
+    line: int
+    container: str | None = None  # the struct/enum a field or value is added to
+
+
+_COMMENT = re.compile(r"//.*$|/\*.*?\*/")
+def strip_comments(code: str) -> str:
+    """A C/C++ line without its ``//`` and one-line ``/* */`` comments."""
+    return _COMMENT.sub("", code)
+
+
+_FUNC = re.compile(r"^(?!return\b)[A-Za-z_][\w\s\*&:<>,]*?\b(\w+)\s*\((.*)\)\s*(const\s*)?;$")
+_FIELD = re.compile(r"^(?!return\b)[A-Za-z_][\w\s\*&:<>,]*?\b(\w+)\s*(\[[^\]]*\])?\s*"
+                    r"(=[^;]*)?;$")
+_MACRO = re.compile(r"^#\s*define\s+(\w+)")
+_TYPE = re.compile(r"^(?:typedef\b.*\b(\w+)\s*;|(?:struct|enum|class)\s+(\w+)\s*[{;])")
+_ENUM_VALUE = re.compile(r"^([A-Z][A-Z0-9_]+)\s*(=\s*[^,]+)?,?$")
+_CONTAINER = re.compile(r"^\s*(?:typedef\s+)?(struct|enum|class|union)\s+(\w+)[^;]*$")
+
+
+def public_api(patch: Patch, base_files: dict[str, str | None]) -> list[ApiItem]:
+    """Declarations the patch adds to public headers, with their exact text.
+
+    A field or enum value is attributed to the struct/enum that encloses its
+    hunk in the header at the base (``base_files``), found by scanning up from
+    the hunk's first line.
+    """
+    items: list[ApiItem] = []
+    for f in patch.files:
+        if f.target is None or not is_public_header(f.path):
+            continue
+        base = (base_files.get(f.path) or "").splitlines()
+        pending: list[AddedLine] = []
+        for added in added_lines(f):
+            code = strip_comments(added.text).strip()
+            if not code:
+                continue
+            if pending or ("(" in code and not code.endswith((";", "{", "}"))):
+                pending.append(AddedLine(added.path, added.line, code))
+                if not code.endswith(";"):
+                    continue
+                code = " ".join(p.text for p in pending)
+                added = pending[0]
+                pending = []
+            item = _classify(code, added, base)
+            if item:
+                items.append(item)
+    return items
+
+
+def _classify(code: str, added: AddedLine, base: list[str]) -> ApiItem | None:
+    if m := _MACRO.match(code):
+        return ApiItem("macro", m.group(1), code, added.path, added.line)
+    if m := _TYPE.match(code):
+        return ApiItem("type", m.group(1) or m.group(2), code, added.path, added.line)
+    if (m := _FUNC.match(code)) and not code.startswith(("if", "for", "while", "switch")):
+        return ApiItem("function", m.group(1), code, added.path, added.line)
+    container = _container(base, added.line)
+    if (m := _FIELD.match(code)) and container and container[0] in ("struct", "union", "class"):
+        return ApiItem("field", m.group(1), code, added.path, added.line, container[1])
+    if (m := _ENUM_VALUE.match(code)) and container and container[0] == "enum":
+        return ApiItem("enum-value", m.group(1), code, added.path, added.line, container[1])
+    return None
+
+
+def _container(base: list[str], line: int) -> tuple[str, str] | None:
+    """The innermost struct/enum open at ``line`` in the base header (1-based, new-file line
+    numbers are close enough: the scan only needs the enclosing block)."""
+    depth = 0
+    for text in reversed(base[: max(0, min(line - 1, len(base)))]):
+        code = strip_comments(text)
+        depth += code.count("}") - code.count("{")
+        if depth < 0:
+            m = _CONTAINER.match(code.split("{")[0])
+            return (m.group(1), m.group(2)) if m else None
+    return None
+
+
+# -- machine assistance ------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Assistance:
+    tool: str
+    files: list[str]  # the patch's files the trailer covers
+    trailer: str  # the trailer as written
+
+
+def assistance(patch: Patch) -> tuple[list[Assistance], list[str]]:
+    """``Assisted-by: TOOL [glob ...]`` trailers (no globs: every file), and the names in
+    any ``Co-authored-by:`` (upstreams that use Assisted-by ask that a tool is never a
+    co-author; the person judges)."""
+    paths = [f.path for f in patch.files]
+    out = []
+    for value in patch.metadata.get("Assisted-by", []):
+        tool, _, rest = value.partition("[")
+        globs = rest.rstrip("]").split() if rest else []
+        files = [p for p in paths if not globs or any(glob_match(p, g) for g in globs)]
+        out.append(Assistance(tool.strip(), files, f"Assisted-by: {value}"))
+    # names only: e-mail addresses stay out of briefs
+    coauthors = [v.split("<", 1)[0].strip() or v for v in patch.metadata.get("Co-authored-by", [])]
+    return out, coauthors
+
+
+# -- policy lint ----------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LintFinding:
+    code: str
+    file: str
+    line: int | None
+    message: str
+    rule: str  # what asks for it: "AGENTS.md:73", ".editorconfig:10", "Scope trailer"
+
+
+def policy_lint(patch: Patch, rules: list[policy.Rule], editorconfig: str | None,
+                api: list[ApiItem]) -> list[LintFinding]:
+    """Checks that can be made mechanically on the lines the patch adds."""
+    cite = {r.id: f"{r.citations[0].file}:{r.citations[0].line}" for r in rules}
+    out: list[LintFinding] = []
+    for f in patch.files:
+        if f.target is None:
+            continue
+        props = policy.editorconfig_for(editorconfig, f.path) if editorconfig else {}
+        trim = props.get("trim_trailing_whitespace")
+        indent = props.get("indent_style")
+        for added in added_lines(f):
+            text = added.text
+            if "ascii" in cite and not text.isascii():
+                chars = "".join(dict.fromkeys(c for c in text if not c.isascii()))
+                names = ", ".join(f"U+{ord(c):04X}" for c in chars)
+                out.append(LintFinding("non-ascii", f.path, added.line,
+                                       f"non-ASCII character(s) {names}", cite["ascii"]))
+            if text != text.rstrip(" \t"):
+                if trim and trim.value == "true":
+                    out.append(LintFinding("trailing-whitespace", f.path, added.line,
+                                           "trailing whitespace", f".editorconfig:{trim.line}"))
+                elif "trailing-whitespace" in cite:
+                    out.append(LintFinding("trailing-whitespace", f.path, added.line,
+                                           "trailing whitespace", cite["trailing-whitespace"]))
+            lead = text[: len(text) - len(text.lstrip(" \t"))]
+            if indent and indent.value == "space" and "\t" in lead:
+                out.append(LintFinding("indent", f.path, added.line,
+                                       "tab in indentation (indent_style = space)",
+                                       f".editorconfig:{indent.line}"))
+            elif indent and indent.value == "tab" and lead.startswith(" "):
+                out.append(LintFinding("indent", f.path, added.line,
+                                       "spaces in indentation (indent_style = tab)",
+                                       f".editorconfig:{indent.line}"))
+        final = props.get("insert_final_newline")
+        if final and final.value == "true" and f.hunks and \
+                any(ln.startswith("\\") and i > 0 and h.lines[i - 1][:1] == "+"
+                    for h in f.hunks for i, ln in enumerate(h.lines)):
+            out.append(LintFinding("final-newline", f.path, None, "no newline at end of file",
+                                   f".editorconfig:{final.line}"))
+    scope = patch.scope
+    for f in patch.files:
+        for path in f.paths:
+            if scope and not any(glob_match(path, g) for g in scope):
+                out.append(LintFinding("scope", path, None,
+                                       f"outside the patch's Scope ({' '.join(scope)})",
+                                       "Scope trailer"))
+    if api and not any(is_test_path(p) for f in patch.files for p in f.paths):
+        names = ", ".join(sorted({a.name for a in api}))
+        out.append(LintFinding("no-test", api[0].file, None,
+                               f"adds public API ({names}) but touches no test file",
+                               cite.get("api-bar", "patchctl")))
+    return sorted(out, key=lambda x: (x.file, x.line or 0, x.code))
+
+
+# -- evidence -----------------------------------------------------------------------
+
+@dataclass
+class EvidenceRun:
+    name: str
+    file: str  # relative to the project
+    command: list[str]
+    exit_code: int
+    expect: str
+    as_expected: bool
+    seconds: float
+    started: str
+    pin: str | None
+    fingerprint: str | None
+    current: bool  # recorded for this stack's fingerprint
+    outcome: str | None = None  # reproduce: fails-before/passes-after, ...
+    steps: list[str] = field(default_factory=list)  # reproduce: each side's result, timings
+    checks: list[str] = field(default_factory=list)  # test lines from the log
+
+
+_CHECK_LINE = re.compile(r"^(?:\d+: )?((?:ok|not ok|FAIL|PASS|PASSED|FAILED)\b.*)$")
+
+
+def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[EvidenceRun]:
+    """Records under evidence/ about this patch: in evidence/<concern>/, named after the
+    concern, or a reproduce record with an entry for the patch."""
+    root = project / "evidence"
+    concern = patch.concern or ""
+    runs: list[EvidenceRun] = []
+    if not root.is_dir():
+        return runs
+    for path in sorted(root.rglob("*.json")):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if not isinstance(data, dict) or data.get("schema") != "patchctl.evidence/1":
+            continue
+        rel = path.relative_to(project).as_posix()
+        entry = None
+        for p in (data.get("extra") or {}).get("reproduce", {}).get("patches", []) or []:
+            if p.get("name") == patch.name or (concern and p.get("concern") == concern):
+                entry = p
+        related = entry is not None or (concern and (
+            path.parent.name == concern or str(data.get("name", "")).startswith(concern)))
+        if not related:
+            continue
+        stack = data.get("stack") or {}
+        run = EvidenceRun(
+            name=str(data.get("name")), file=rel, command=[str(a) for a in data.get("argv", [])],
+            exit_code=int(data.get("exit_code", -1)), expect=str(data.get("expect", "")),
+            as_expected=bool(data.get("as_expected")), seconds=float(data.get("seconds", 0)),
+            started=str(data.get("started", "")), pin=stack.get("pin"),
+            fingerprint=stack.get("fingerprint"), current=stack.get("fingerprint") == fingerprint,
+            outcome=entry.get("outcome") if entry else None,
+            steps=_reproduce_steps(entry) if entry else [])
+        log = path.parent / str(data.get("output_file", ""))
+        if data.get("output_file") and log.is_file():
+            text = log.read_text(encoding="utf-8", errors="replace")
+            run.checks = [m.group(1).strip() for ln in text.splitlines()
+                          if (m := _CHECK_LINE.match(ln.strip()))][:60]
+        runs.append(run)
+    return runs
+
+
+def _reproduce_steps(entry: dict) -> list[str]:
+    """One line per side of a reproduce record: its result, where a build failed, timings."""
+    out = []
+    for role in ("before", "after"):
+        side = entry.get(role) or {}
+        if not side:
+            continue
+        result = str(side.get("result"))
+        if result in ("configure", "build", "test"):
+            result = f"failed at the {result} step"
+        where = f" ({side['failed_target']})" if side.get("failed_target") else ""
+        times = ", ".join(f"{k} {v}s" for k, v in sorted((side.get("seconds") or {}).items()))
+        out.append(f"{role} (pin + {side.get('prefix', '?')} patches): {result}"
+                   f"{where}; {side.get('compiled', '?')} objects compiled; {times}")
+    return out
+
+
+# -- outreach data -----------------------------------------------------------------------
+
+@dataclass
+class PriorArt:
+    kind: str
+    ref: str
+    url: str
+    title: str
+    state: str
+    verified: bool
+    checked_via: str
+    note: str
+
+
+@dataclass
+class Question:
+    question: str
+    evidence: list[str]  # prior-art refs, evidence record names, or files
+
+
+@dataclass
+class UpstreamCheck:
+    what: str
+    path: str
+    text: str
+    context: int = 0  # lines after each hit to show
+
+
+@dataclass
+class OutreachData:
+    file: str
+    fields: dict[str, str]  # title, summary, motivation, api, scope, ...
+    prior_art: list[PriorArt]
+    questions: list[Question]
+    checks: list[UpstreamCheck]
+
+
+_TEXT_FIELDS = ("title", "summary", "motivation", "api", "scope", "upstream", "pin", "checked_on")
+
+
+def load_outreach(stack_root: Path, concern: str | None) -> OutreachData | None:
+    """``stack/outreach/<concern>.toml``, or None when the stack has none for the concern."""
+    if not concern:
+        return None
+    path = stack_root / "outreach" / f"{concern}.toml"
+    if not path.is_file():
+        return None
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise StackError(f"{path}: cannot read outreach data: {e}") from e
+    try:
+        prior = [PriorArt(kind=str(p.get("kind", "")), ref=str(p["ref"]),
+                          url=str(p.get("url", "")), title=str(p.get("title", "")),
+                          state=str(p.get("state", "")), verified=p.get("verified") is True,
+                          checked_via=str(p.get("checked_via", "")), note=str(p.get("note", "")))
+                 for p in data.get("prior_art", [])]
+        questions = [Question(str(q["question"]), [str(e) for e in q.get("evidence", [])])
+                     for q in data.get("question", [])]
+        checks = [UpstreamCheck(str(c["what"]), str(c["path"]), str(c["text"]),
+                                int(c.get("context", 0)))
+                  for c in data.get("upstream_check", [])]
+    except (KeyError, TypeError) as e:
+        raise StackError(f"{path}: malformed outreach entry (missing {e})") from e
+    fields = {k: str(data[k]) for k in _TEXT_FIELDS if k in data}
+    return OutreachData(path.relative_to(stack_root.parent).as_posix(), fields, prior,
+                        questions, checks)

@@ -1,0 +1,190 @@
+"""Read-only GitHub REST lookups for upstream-status --online, with a local cache.
+
+Only GET requests are made. The token (``GITHUB_TOKEN``, optional) goes in
+the Authorization header and nowhere else: every message that could carry it
+is scrubbed, and the cache stores answers, never request headers. Timeouts,
+retries with backoff on 5xx, and rate limits (honoured up to a bounded wait)
+keep a flaky network from hanging the report; the last good answer for each
+reference is cached and shown offline with its age.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl import fsutil
+
+DEFAULT_API = "https://api.github.com"
+CACHE_FILE = "github-cache.json"
+CACHE_SCHEMA = "patchctl.github-cache/1"
+_REF = re.compile(r"(?:https?://github\.com/)?([\w.-]+)/([\w.-]+?)(?:#|/(?:issues|pull)/)(\d+)")
+
+
+@dataclass(frozen=True)
+class Settings:
+    api: str
+    token: str | None
+    timeout: float
+    retries: int
+    backoff: float
+    max_wait: float
+
+    @classmethod
+    def from_env(cls) -> Settings:
+        env = os.environ
+        return cls(api=env.get("PATCHCTL_GITHUB_API", DEFAULT_API).rstrip("/"),
+                   token=env.get("GITHUB_TOKEN") or None,
+                   timeout=float(env.get("PATCHCTL_GITHUB_TIMEOUT", "10")),
+                   retries=int(env.get("PATCHCTL_GITHUB_RETRIES", "3")),
+                   backoff=float(env.get("PATCHCTL_GITHUB_BACKOFF", "1")),
+                   max_wait=float(env.get("PATCHCTL_GITHUB_MAX_WAIT", "60")))
+
+
+def parse_ref(text: str) -> tuple[str, str, int] | None:
+    """owner, repo, number from a GitHub issue/PR URL or ``owner/repo#N``."""
+    m = _REF.search(text)
+    return (m.group(1), m.group(2), int(m.group(3))) if m else None
+
+
+def key(ref: tuple[str, str, int]) -> str:
+    return f"{ref[0]}/{ref[1]}#{ref[2]}"
+
+
+def _now() -> dt.datetime:
+    return dt.datetime.now(dt.UTC).replace(microsecond=0)
+
+
+def _scrub(text: str, token: str | None) -> str:
+    return text.replace(token, "***") if token else text
+
+
+def fetch(ref: tuple[str, str, int], settings: Settings, session=None, sleep=time.sleep) -> dict:
+    """The issue or pull request's state; on failure ``{"error": "..."}`` (never raises)."""
+    import requests
+
+    owner, repo, number = ref
+    url = f"{settings.api}/repos/{owner}/{repo}/issues/{number}"
+    headers = {"Accept": "application/vnd.github+json", "User-Agent": "patchctl"}
+    if settings.token:
+        headers["Authorization"] = f"Bearer {settings.token}"
+    http = session or requests.Session()
+    error = "no answer"
+    for attempt in range(settings.retries + 1):
+        try:
+            r = http.get(url, headers=headers, timeout=settings.timeout)
+        except requests.Timeout:
+            error = f"timed out after {settings.timeout:g}s"
+        except requests.RequestException as e:
+            error = f"request failed: {type(e).__name__}"
+        else:
+            if r.status_code == 200:
+                try:
+                    return _state(r.json())
+                except (ValueError, KeyError, TypeError, AttributeError):
+                    return {"error": "malformed answer (not the JSON of an issue)"}
+            if r.status_code == 404:
+                return {"error": "not found (404): no such issue or pull request, or private"}
+            wait = _rate_limit_wait(r)
+            if wait is not None:
+                if wait > settings.max_wait:
+                    reset = r.headers.get("X-RateLimit-Reset", "")
+                    when = dt.datetime.fromtimestamp(int(reset), dt.UTC).isoformat() \
+                        if reset.isdigit() else "later"
+                    return {"error": f"rate limited until {when}; set GITHUB_TOKEN for a "
+                            "higher limit"}
+                error = "rate limited"
+                sleep(max(wait, 0))
+                continue
+            if r.status_code < 500:
+                return {"error": f"HTTP {r.status_code}"}
+            error = f"HTTP {r.status_code}"
+        if attempt < settings.retries:
+            sleep(settings.backoff * (2 ** attempt))
+    return {"error": _scrub(f"{error} (after {settings.retries + 1} tries)", settings.token)}
+
+
+def _rate_limit_wait(r) -> float | None:
+    """Seconds to wait when the answer is a rate limit, else None."""
+    if r.status_code not in (403, 429):
+        return None
+    if retry := r.headers.get("Retry-After", ""):
+        return float(retry) if retry.isdigit() else None
+    if r.headers.get("X-RateLimit-Remaining") == "0":
+        reset = r.headers.get("X-RateLimit-Reset", "")
+        return max(0.0, int(reset) - time.time()) if reset.isdigit() else None
+    return None if r.status_code == 403 else 1.0
+
+
+def _state(data: dict) -> dict:
+    pr = data.get("pull_request")
+    merged = bool(pr and pr.get("merged_at"))
+    return {
+        "kind": "pull request" if pr else "issue",
+        "state": "merged" if merged else str(data["state"]),
+        "title": str(data.get("title", "")),
+        "url": str(data.get("html_url", "")),
+        "updated_at": data.get("updated_at"),
+        "closed_at": data.get("closed_at"),
+        "merged_at": pr.get("merged_at") if pr else None,
+    }
+
+
+# -- the cache ------------------------------------------------------------------------
+
+
+def load_cache(path: Path) -> dict[str, dict]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA:
+        return {}
+    return data.get("answers", {})
+
+
+def save_cache(path: Path, answers: dict[str, dict]) -> None:
+    fsutil.atomic_write(path, json.dumps({"schema": CACHE_SCHEMA, "answers": answers},
+                                         indent=2, sort_keys=True) + "\n")
+
+
+def lookup(refs: list[str], cache_path: Path, *, online: bool,
+           settings: Settings | None = None, sleep=time.sleep) -> dict[str, dict]:
+    """State per reference text: fetched when ``online`` (kept in the cache when good),
+    else the cached answer; each with ``fetched_at`` and ``age`` (seconds)."""
+    cache = load_cache(cache_path)
+    out: dict[str, dict] = {}
+    settings = settings or Settings.from_env()
+    session = None
+    if online:
+        import requests
+
+        session = requests.Session()
+    now = _now()
+    for text in refs:
+        ref = parse_ref(text)
+        if ref is None:
+            continue
+        k = key(ref)
+        if online and k not in out:
+            answer = fetch(ref, settings, session, sleep)
+            if "error" not in answer:
+                cache[k] = {**answer, "fetched_at": now.isoformat()}
+            elif k in cache:
+                answer = {**cache[k], "error": answer["error"], "stale": True}
+            out[k] = answer
+        elif k in cache:
+            out[k] = {**cache[k], "cached": True}
+        else:
+            out[k] = {"error": "not fetched yet: run with --online"}
+        fetched = out[k].get("fetched_at")
+        if fetched:
+            out[k]["age"] = int((now - dt.datetime.fromisoformat(fetched)).total_seconds())
+    if online:
+        save_cache(cache_path, cache)
+    return out

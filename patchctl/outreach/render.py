@@ -1,0 +1,135 @@
+"""Rendering a brief as Markdown with the jinja2 templates in patchctl/templates/.
+
+Templates are the only template code: every value from patches, metadata or
+policy files is passed in as data and escaped for Markdown by a filter, so a
+subject holding ``{{ 7*7 }}`` or ``|`` is shown literally and never breaks a
+table. StrictUndefined turns a misspelt field into an error, not a blank.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~%])")
+
+
+def md(value: object) -> str:
+    """Inline Markdown text: special characters backslash-escaped, one line."""
+    text = re.sub(r"\s*\n\s*", " ", str(value)).strip()
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+def code(value: object) -> str:
+    """An inline code span that holds any text (the fence outgrows any backtick run)."""
+    text = re.sub(r"\s*\n\s*", " ", str(value))
+    longest = max((len(m) for m in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") or not text.strip() else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def cellcode(value: object) -> str:
+    """``code`` for a table cell: a pipe must be escaped even inside a code span (GFM)."""
+    return code(value).replace("|", "\\|")
+
+
+def block(value: object) -> str:
+    """A fenced code block holding ``value`` verbatim."""
+    text = str(value).rstrip("\n")
+    longest = max((len(m) for m in re.findall(r"^`{3,}", text, re.M)), default=2)
+    fence = "`" * (longest + 1)
+    return f"{fence}text\n{text}\n{fence}"
+
+
+def shell(argv: list[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+def environment():
+    import jinja2
+
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        autoescape=False,  # Markdown, not HTML: the filters above do the escaping
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(md=md, code=code, cellcode=cellcode, block=block, shell=shell)
+    from patchctl.outreach.facts import is_test_path
+
+    env.tests["test_path"] = is_test_path
+    return env
+
+
+def render_patch(brief, patch) -> str:
+    return _tidy(environment().get_template("outreach-patch.md.j2").render(b=brief, p=patch))
+
+
+def render_handoff(brief, briefs_dir: str) -> str:
+    return _tidy(environment().get_template("outreach-handoff.md.j2").render(
+        b=brief, briefs_dir=briefs_dir))
+
+
+def render_series(brief) -> str:
+    return _tidy(environment().get_template("outreach-series.md.j2").render(b=brief))
+
+
+def _tidy(text: str) -> str:
+    """At most one blank line in a row and one newline at the end."""
+    text = re.sub(r"\n{3,}", "\n\n", text)
+    return text.strip("\n") + "\n"
+
+
+def template_hashes() -> dict[str, str]:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(TEMPLATES.glob("outreach-*.j2"))}
+
+
+def status_text(report) -> str:
+    """upstream-status as plain text (a report for the terminal, not Markdown)."""
+    out = [f"{report.name} @ {report.pin[:12]}: {len(report.patches)} patches"]
+    out.append("by Upstream-Status: " + (", ".join(f"{k} {v}" for k, v in report.counts.items())
+                                          or "none"))
+    for p in report.patches:
+        status = p.status + (f" {p.detail}" if p.detail else "") if p.status else p.problem
+        age = f", pending {p.pending_days} days (since {p.date})" \
+            if p.pending_days is not None else ""
+        out.append(f"{p.index:>3}  {p.file}  [{p.concern or '-'}]  {status}{age}")
+        if not p.references:
+            out.append("       no Forwarded/Bug/Submitted reference")
+        for ref in p.references:
+            out.append(f"       ref {ref}")
+        for o in p.online:
+            if "state" in o:
+                age = f", answer {_age(o['age'])} old" if "age" in o else ""
+                note = f" (cached{age})" if o.get("cached") or o.get("stale") else ""
+                out.append(f"       {o['ref']}: {o['kind']} {o['state']}, last activity "
+                           f"{o.get('updated_at') or '?'}{note}")
+            if "error" in o:
+                out.append(f"       {o['ref']}: {o['error']}")
+        if p.upstream:
+            u = p.upstream
+            line = f"       at {report.ref}: {u['verdict']} (grade {u['grade']})"
+            commit = u.get("commit") or u.get("first_breaking")
+            if commit:
+                line += f", {commit['id'][:12]} {commit['subject']}"
+            if "contains" in u:
+                line += f", holds {round(u['contains'] * 100)}% of the patch's added lines"
+            out.append(line)
+    if report.malformed:
+        out.append(f"malformed or missing Upstream-Status: {', '.join(report.malformed)}")
+    return "\n".join(out) + "\n"
+
+
+def _age(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

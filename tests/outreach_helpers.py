@@ -1,0 +1,140 @@
+"""Shared by the outreach tests: upstreams with policy files, and Markdown checks."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from tests.builders import Upstream, commit_all, format_patch, make_upstream, replace_in, write
+
+FORBIDS = """# Contributing
+
+## AI policy
+
+- AI-generated code is allowed if you disclose it.
+- Pull request descriptions and commit messages must not be machine-written.
+
+## Before you start
+
+- Features must begin with an issue, not a PR.
+- New public API additions carry a higher bar: justify why existing functions do not suffice.
+- Use ASCII only in code and comments.
+"""
+
+NO_RULES = """# Contributing
+
+Thanks for your interest! Send patches to the mailing list.
+"""
+
+TEMPLATE = """## Overview
+
+<!-- Describe what this PR does and why -->
+
+## Testing
+
+<!-- How did you test it? -->
+
+## Checklist
+
+- I have read the contributing guidelines
+- AI usage disclosure: <!-- YES / NO -->
+"""
+
+EDITORCONFIG = """root = true
+
+[*]
+trim_trailing_whitespace = true
+indent_style = space
+insert_final_newline = true
+
+[Makefile]
+indent_style = tab
+"""
+
+CODEOWNERS = """# teams
+# tiny-org/core : alice, bob
+
+/src/           @carol
+*.h             @tiny-org/core
+/src/util.c     @dave dave@example.invalid
+"""
+
+
+def policy_upstream(path: Path, contributing: str, *, template: str | None = TEMPLATE
+                    ) -> Upstream:
+    """The tiny upstream plus one commit with policy files; ``commits['policy']`` is the pin."""
+    up = make_upstream(path)
+    files = {"CONTRIBUTING.md": contributing, ".editorconfig": EDITORCONFIG,
+             "CODEOWNERS": CODEOWNERS}
+    if template is not None:
+        files[".github/pull_request_template.md"] = template
+    write(path, files)
+    up.commits["policy"] = commit_all(path, "docs : contribution policy (#4)")
+    return up
+
+
+def api_patch(up: Upstream, scratch: Path, *, subject: str = "tiny : add tiny_cube",
+              trailers: dict[str, str] | None = None, body: str = "Why this change is needed.",
+              odd_lines: bool = False) -> str:
+    """A patch adding a public declaration to include/tiny.h and its definition."""
+
+    def edit(work: Path) -> None:
+        replace_in(work / "include/tiny.h", "int tiny_version(void);\n",
+                   "int tiny_version(void);\nint tiny_cube(int v);\n")
+        extra = "    /* cube \u00d7 3 */   \n\treturn v * v * v;\n" if odd_lines else \
+            "    return v * v * v;\n"
+        replace_in(work / "src/util.c", "int tiny_abs(int v)",
+                   "int tiny_cube(int v)\n{\n" + extra + "}\n\nint tiny_abs(int v)")
+
+    t = {"Concern": "cube", "Upstream-Status": "Pending", "Scope": "include/tiny.h src/util.c"}
+    t.update(trailers or {})
+    return format_patch(up, up.commits["policy"], edit, subject=subject, trailers=t, body=body,
+                        scratch=scratch)
+
+
+# -- Markdown checks ------------------------------------------------------------------------
+
+_PIPE = re.compile(r"(?<!\\)\|")
+
+
+def markdown_problems(text: str, *, files: set[str] = frozenset()) -> list[str]:
+    """Broken tables, broken links and leftover template syntax, found by parsing the text
+    with markdown-it-py (CommonMark + GFM tables)."""
+    from markdown_it import MarkdownIt
+
+    md = MarkdownIt("commonmark").enable("table")
+    tokens = md.parse(text)
+    lines = text.splitlines()
+    problems: list[str] = []
+    in_table: set[int] = set()
+    for t in tokens:
+        if t.type == "table_open" and t.map:
+            rows = [ln for ln in lines[t.map[0] : t.map[1]] if ln.strip()]
+            widths = {len(_PIPE.findall(r)) for r in rows}
+            if len(widths) != 1:
+                problems.append(f"table at line {t.map[0] + 1}: rows differ in cells {rows}")
+            in_table.update(range(t.map[0], t.map[1]))
+    fence = False
+    for number, line in enumerate(lines):
+        if line.strip().startswith("```"):
+            fence = not fence
+        if not fence and line.startswith("|") and number not in in_table:
+            problems.append(f"line {number + 1} looks like a table row outside a table: {line}")
+    for t in tokens:
+        for child in t.children or []:
+            if child.type == "link_open":
+                href = str(child.attrGet("href") or "")
+                if not href:
+                    problems.append("a link without a target")
+                elif not (href.startswith(("https://", "http://", "#")) or href in files):
+                    problems.append(f"link to {href!r}, which is not a written file")
+    for marker in ("{{", "}}", "{%", "%}", "{#", "#}"):
+        if marker in text:
+            problems.append(f"leftover template syntax {marker!r}")
+    return problems
+
+
+def html(text: str) -> str:
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").render(text)

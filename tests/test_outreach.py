@@ -1,0 +1,352 @@
+"""draft-outreach: briefs from real upstreams with and without contribution rules."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.builders import Upstream, git, make_project
+from tests.outreach_helpers import (
+    FORBIDS,
+    NO_RULES,
+    TEMPLATE,
+    api_patch,
+    html,
+    markdown_problems,
+    policy_upstream,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+GOLDEN = Path(__file__).resolve().parent / "golden" / "outreach-tiny"
+# read at import: the autouse isolation fixture clears PATCHCTL_* before each test
+UPDATE_GOLDEN = bool(os.environ.get("PATCHCTL_UPDATE_GOLDEN"))
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[\w.-]+")
+
+
+def _project(tmp_path: Path, up: Upstream, patches: list[tuple[str, str]], name: str = "proj"
+             ) -> Path:
+    return make_project(tmp_path / name, up, patches, pin=up.commits["policy"])
+
+
+def _built(factory: pytest.TempPathFactory, contributing: str, template: str | None,
+           trailers: dict[str, str]) -> tuple[Path, Upstream]:
+    root = factory.mktemp("outreach")
+    old = dict(os.environ)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    try:
+        up = policy_upstream(root / "up", contributing, template=template)
+        patch = api_patch(up, root / "scratch", trailers=trailers, odd_lines=True)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+    return _project(root, up, [("0001-tiny-add-tiny_cube.patch", patch)]), up
+
+
+@pytest.fixture(scope="module")
+def _forbids(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
+    return _built(tmp_path_factory, FORBIDS, TEMPLATE,
+                  {"Assisted-by": "ExampleTool [include/*]",
+                   "Co-authored-by": "HelperBot <bot@example.invalid>"})
+
+
+@pytest.fixture(scope="module")
+def _no_rules(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
+    return _built(tmp_path_factory, NO_RULES, None,
+                  {"Assisted-by": "ExampleTool [include/*]"})
+
+
+@pytest.fixture
+def forbids(_forbids, tmp_path: Path) -> tuple[Path, Upstream]:
+    """A private copy of the project (tests may edit it); the upstream is only read."""
+    shutil.copytree(_forbids[0], tmp_path / "pf")
+    return tmp_path / "pf", _forbids[1]
+
+
+@pytest.fixture
+def no_rules(_no_rules, tmp_path: Path) -> tuple[Path, Upstream]:
+    shutil.copytree(_no_rules[0], tmp_path / "pp")
+    return tmp_path / "pp", _no_rules[1]
+
+
+def _brief(cli, project: Path, up: Upstream, *args: str) -> str:
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), *args)
+    assert r.code == 0, r.err
+    return r.out
+
+
+def _json(cli, project: Path, up: Upstream, *args: str) -> dict:
+    return json.loads(_brief(cli, project, up, "--json", *args))
+
+
+def test_golden_briefs_for_the_example_stack(cli, tmp_path: Path) -> None:
+    """The example stack (its upstream is a bundle) renders byte-for-byte as the saved files;
+    set PATCHCTL_UPDATE_GOLDEN=1 to rewrite them after an intended change."""
+    example = tmp_path / "tiny"
+    shutil.copytree(ROOT / "examples" / "tiny", example)
+    out = tmp_path / "briefs"
+    r = cli("-C", str(example), "draft-outreach", "--series", "--out", str(out))
+    assert r.code == 0, r.err
+    written = sorted(p.name for p in out.glob("*.md"))
+    assert written == ["0001-util-add-tiny_square.md", "0002-tiny-bump-op-02.md",
+                       "0003-tiny-declare-square.md", "series.md"]
+    if UPDATE_GOLDEN:
+        shutil.rmtree(GOLDEN, ignore_errors=True)
+        GOLDEN.mkdir(parents=True)
+        for name in written:
+            shutil.copy(out / name, GOLDEN / name)
+    for name in written:
+        text = (out / name).read_text(encoding="utf-8")
+        assert text == (GOLDEN / name).read_text(encoding="utf-8"), name
+        assert markdown_problems(text, files={n.replace(".md", ".md") for n in written}) == []
+    # the example has no policy files, no outreach data and no evidence: all named, no crash
+    brief = (out / "0003-tiny-declare-square.md").read_text()
+    assert "no stack/outreach/square.toml" in brief
+    assert "no evidence records for this patch" in brief
+    assert "state no rule about machine-written descriptions" in brief
+    assert "`int tiny_square(int v);`" in brief  # the public API, exact from the diff
+
+
+def test_same_inputs_give_identical_bytes(cli, forbids, tmp_path: Path) -> None:
+    project, up = forbids
+    a, b = tmp_path / "a", tmp_path / "b"
+    for out in (a, b):
+        assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path),
+                   "--out", str(out)).code == 0
+    for name in ("series.md", "0001-tiny-add-tiny_cube.md"):
+        assert (a / name).read_bytes() == (b / name).read_bytes()
+    assert _brief(cli, project, up, "--json") == _brief(cli, project, up, "--json")
+
+
+def test_an_upstream_forbidding_machine_prose_gets_facts_only(cli, forbids) -> None:
+    project, up = forbids
+    text = _brief(cli, project, up, "0001")
+    assert markdown_problems(text) == []
+    banner = text.split("## 1.")[0]
+    assert "forbids machine-written PR descriptions" in banner
+    assert "`CONTRIBUTING.md:6`" in banner
+    # no prose: the patch's own body (someone's description) is not carried into the brief,
+    # and no section offers text for a description or a commit message
+    assert "Why this change is needed" not in text
+    headings = [ln for ln in text.splitlines() if ln.startswith("#")]
+    assert not any(re.search(r"description|commit message|draft|proposal", h, re.I)
+                   for h in headings), headings
+    # the template's sections are listed with the facts that belong there
+    assert "| Overview | 1 | Describe what this PR does and why | what, why |" in text
+
+
+def test_every_rule_is_quoted_from_the_line_it_cites(cli, forbids) -> None:
+    project, up = forbids
+    data = _json(cli, project, up)
+    rules = data["patches"][0]["rules"]
+    assert {r["id"] for r in rules} >= {"no-machine-prose", "issue-first", "api-bar",
+                                         "ai-disclosure", "ascii"}
+    for rule in rules:
+        for c in rule["citations"]:
+            line = git(up.path, "show", f"HEAD:{c['file']}").splitlines()[c["line"] - 1]
+            assert " ".join(line.split()) == c["text"]
+    api_bar = next(r for r in rules if r["id"] == "api-bar")
+    assert api_bar["applies"] == "yes" and "tiny_cube" in api_bar["reason"]
+
+
+def test_an_upstream_without_rules_gets_the_same_facts_and_no_invented_rule(
+        cli, forbids, no_rules) -> None:
+    text_f = _brief(cli, forbids[0], forbids[1], "0001")
+    text_p = _brief(cli, no_rules[0], no_rules[1], "0001")
+    assert markdown_problems(text_p) == []
+    assert "state no rule about machine-written descriptions" in text_p
+    assert "- [ ]" not in text_p  # no checklist: the files state none of the rules
+    assert _json(cli, no_rules[0], no_rules[1])["patches"][0]["rules"] == []
+
+    def facts(text: str) -> str:
+        return text.split("## 2. Facts with their sources")[1].split("### Questions")[0]
+
+    # the facts sections differ only where the upstream differs (its commit ids)
+    strip = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+    assert strip.sub("X", facts(text_f)) == strip.sub("X", facts(text_p))
+
+
+def test_api_disclosure_lint_and_reviewers(cli, forbids) -> None:
+    project, up = forbids
+    data = _json(cli, project, up)["patches"][0]
+    assert [(a["kind"], a["name"], a["signature"]) for a in data["api"]] == [
+        ("function", "tiny_cube", "int tiny_cube(int v);")]
+    assert data["assistance"] == [{"tool": "ExampleTool", "files": ["include/tiny.h"],
+                                   "trailer": "Assisted-by: ExampleTool [include/*]"}]
+    assert data["coauthors"] == ["HelperBot"]  # named for the person to judge; no address
+    lint = {(x["code"], x["file"], x["rule"]) for x in data["lint"]}
+    assert ("non-ascii", "src/util.c", "CONTRIBUTING.md:12") in lint
+    assert ("trailing-whitespace", "src/util.c", ".editorconfig:4") in lint
+    assert ("indent", "src/util.c", ".editorconfig:5") in lint
+    owners = {(r["name"], r["source"]) for r in data["reviewers"]}
+    assert ("@carol", "CODEOWNERS:4 (/src/)") not in owners  # /src/util.c wins: last match
+    assert ("@dave", "CODEOWNERS:6 (/src/util.c)") in owners
+    team = next(r for r in data["reviewers"] if r["name"] == "@tiny-org/core")
+    assert team["members"] == "alice, bob (as listed at CODEOWNERS:2)"
+    assert [r["name"] for r in data["authors"]] == ["Upstream Dev"]
+    text = _brief(cli, project, up)
+    assert not _EMAIL.search(text), _EMAIL.search(text)
+
+
+def test_jinja_syntax_in_a_subject_is_rendered_literally(cli, tmp_path: Path) -> None:
+    """Text from patches is data: a subject holding template syntax and a table pipe must
+    neither be evaluated nor break a table."""
+    up = policy_upstream(tmp_path / "up", NO_RULES)
+    subject = "tiny : {{ 7*7 }} {% if true %}x{% endif %} | a|b `tick`"
+    patch = api_patch(up, tmp_path / "scratch", subject=subject,
+                      trailers={"Concern": "{{ config }}"})
+    project = _project(tmp_path, up, [("0001-x.patch", patch)])
+    text = _brief(cli, project, up)
+    assert markdown_problems(text, files={"0001-x.md"}) == []
+    rendered = html(text)
+    assert "{{ 7*7 }} {% if true %}x{% endif %} | a|b `tick`" in rendered
+    assert "49" not in rendered
+    assert "{{ config }}" in rendered
+
+
+def test_outreach_data_unverified_facts_are_never_stated_as_fact(cli, forbids) -> None:
+    project, up = forbids
+    (project / "stack" / "outreach").mkdir()
+    (project / "stack" / "outreach" / "cube.toml").write_text(
+        'format = 1\nconcern = "cube"\nsummary = "Adds tiny_cube."\n'
+        'motivation = "Callers cube numbers."\n'
+        '[[prior_art]]\nkind = "issue"\nref = "tiny/tiny#7"\nurl = "https://example.invalid/7"\n'
+        'title = "Please add cube"\nstate = "open"\nverified = true\nchecked_via = "read it"\n'
+        'note = "asked for in 2026"\n'
+        '[[prior_art]]\nkind = "pr"\nref = "tiny/tiny#9"\nurl = ""\ntitle = "Rumoured cube PR"\n'
+        'state = "unknown"\nverified = false\nchecked_via = ""\nnote = "heard of it"\n'
+        '[[question]]\nquestion = "Why not x*x*x inline?"\nevidence = ["tiny/tiny#7"]\n'
+        '[[upstream_check]]\nwhat = "abs exists"\npath = "src/util.c"\ntext = "tiny_abs"\n')
+    text = _brief(cli, project, up, "cube")
+    assert markdown_problems(text) == []
+    verified = text.split("Verified (each says how it was checked):")[1].split("Unverified")[0]
+    assert "tiny/tiny\\#7" in verified and "tiny/tiny\\#9" not in verified
+    assert "UNVERIFIED tiny/tiny\\#9" in text
+    assert "heard of it" not in text  # an unverified note is not repeated as a statement
+    assert "Why not x\\*x\\*x inline?" in text
+    assert "- found at `src/util.c:" in text and "first added by" in text
+    rules = _json(cli, project, up)["patches"][0]["rules"]
+    assert next(r for r in rules if r["id"] == "issue-first")["applies"] == "yes"
+
+
+def test_unknown_patch_is_one_line_usage_error(cli, forbids) -> None:
+    project, up = forbids
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "9999")
+    assert r.code == 2
+    assert r.err.count("\n") == 1 and "no patch '9999'" in r.err
+
+
+def test_help_says_it_never_posts(cli) -> None:
+    r = cli("draft-outreach", "--help")
+    assert r.code == 0 and "never posts, comments or pushes" in r.out
+
+
+def test_out_dir_manifest_detects_stale_briefs(cli, forbids, tmp_path: Path) -> None:
+    project, up = forbids
+    out = tmp_path / "briefs"
+    assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
+               str(out)).code == 0
+    (out / "old-brief.md").write_text("left from an older series\n")
+    assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
+               str(out)).code == 0
+    assert not (out / "old-brief.md").exists()  # a rewrite replaces the set at once
+    ok = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert ok.code == 0, ok.out
+    patch = project / "stack" / "patches" / "0001-tiny-add-tiny_cube.patch"
+    patch.write_text(patch.read_text().replace("Upstream-Status: Pending",
+                                               "Upstream-Status: Submitted [x]"))
+    stale = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert stale.code == 1
+    assert "input stack/patches/0001-tiny-add-tiny_cube.patch changed" in stale.out
+    assert "regenerate with: patchctl draft-outreach" in stale.out
+    (project / "evidence" / "cube").mkdir(parents=True)
+    (project / "evidence" / "cube" / "new.json").write_text(json.dumps(
+        {"schema": "patchctl.evidence/1", "name": "new", "argv": ["true"], "exit_code": 0}))
+    newer = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert "input evidence/cube/new.json added" in newer.out
+    brief = out / "series.md"
+    brief.write_text(brief.read_text() + "edited\n")
+    again = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out), "--json")
+    assert "output series.md was edited after it was written" in json.loads(again.out)["stale"]
+
+
+def test_onto_ports_and_grades_each_patch(cli, tmp_path: Path) -> None:
+    """--onto on the planted history: exact, offset, 3way and conflict, each ported diff a
+    plain diff that applies to its base, and nothing in the stack changed."""
+    from tests.rebase_history import make_history
+
+    history = make_history(tmp_path / "h")
+    up = history.upstream
+    project = make_project(tmp_path / "proj", up, history.patches)
+    before = {p: p.read_bytes() for p in (project / "stack").rglob("*") if p.is_file()}
+    out = tmp_path / "briefs"
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--onto",
+            "master", "--out", str(out))
+    assert r.code == 0, r.err
+    assert {p: p.read_bytes() for p in (project / "stack").rglob("*") if p.is_file()} == before
+    head = up.head
+    data = _json(cli, project, up, "--onto", "master")
+    grades = {p["file"][:4]: p["port"]["grade"] for p in data["patches"]}
+    assert grades == {"0001": "exact", "0002": "offset", "0003": "offset", "0004": "3way",
+                      "0005": "conflict", "0006": "upstream", "0007": "3way",
+                      "0008": "upstream"}
+    ports = {p["file"][:4]: p["port"] for p in data["patches"]}
+    assert ports["0005"]["conflicts"] == ["src/tiny.c"] and ports["0005"]["diff"] is None
+    assert ports["0001"]["applies_to"] == head
+    diffs = sorted(p.name for p in out.glob("*.diff"))
+    assert diffs == [f"{n}.onto-{head[:12]}.diff" for n in (
+        "0001-util-add-tiny_square", "0002-tiny-bump-op-02", "0003-tiny-declare-tiny_square",
+        "0004-tiny-scale-op-10", "0007-cmake-define-TINY_PATCHED")]
+    first = (out / diffs[0]).read_text()
+    assert first.startswith("diff --git a/src/util.c b/src/util.c\n")
+    assert "Subject:" not in first and "Concern:" not in first and "\n-- \n" not in first
+    # the first patch's ported diff applies to the new base itself
+    git(up.path, "apply", "--check", str(out / diffs[0]))
+    offset = (out / diffs[1]).read_text()
+    git(up.path, "apply", "--check", str(out / diffs[1]))
+    old = (project / "stack/patches/0002-tiny-bump-op-02.patch").read_text()
+    hunk = re.compile(r"^@@ .* @@", re.M)
+    assert hunk.findall(offset) != hunk.findall(old)  # regenerated at the new position
+    brief = (out / "0005-tiny-tighten-op-15.md").read_text()
+    assert "- grade: **conflict**" in brief and "- conflicts in: `src/tiny.c`" in brief
+    assert markdown_problems(brief) == []
+
+
+def test_evidence_records_give_results_timings_and_rerun_commands(cli, forbids) -> None:
+    """A reproduce record and a recorded upstream-style test are shown with their result,
+    their command, and whether they were recorded for this stack's fingerprint."""
+    project, up = forbids
+    ev = project / "evidence"
+    (ev / "cube").mkdir(parents=True)
+    record = {"schema": "patchctl.evidence/1", "name": "cube-upstream-test",
+              "argv": ["ctest", "-R", "^cube$"], "exit_code": 0, "expect": "pass",
+              "as_expected": True, "seconds": 0.25, "started": "2026-11-29T00:00:00+00:00",
+              "stack": {"pin": "0" * 40, "fingerprint": "f" * 64},
+              "output_file": "cube-upstream-test.log", "extra": {}}
+    (ev / "cube" / "cube-upstream-test.json").write_text(json.dumps(record))
+    (ev / "cube" / "cube-upstream-test.log").write_text("1: ok  : cube(3) == 27\n1: PASS\n")
+    fp = _json(cli, project, up)["fingerprint"]
+    side = {"result": "build", "prefix": 0, "compiled": 1, "failed_target": "cube.o",
+            "seconds": {"build": 0.5}}
+    repro = {**record, "name": "reproduce-tiny", "argv": ["patchctl", "reproduce"],
+             "stack": {"pin": "0" * 40, "fingerprint": fp}, "output_file": "none.log",
+             "extra": {"reproduce": {"patches": [
+                 {"name": "0001-tiny-add-tiny_cube.patch", "concern": "cube",
+                  "outcome": "fails-before/passes-after",
+                  "before": side, "after": {**side, "result": "passed", "prefix": 1,
+                                            "failed_target": None}}]}}}
+    (ev / "reproduce-tiny.json").write_text(json.dumps(repro))
+    (ev / "unrelated.json").write_text(json.dumps({**record, "name": "other"}))
+    text = _brief(cli, project, up, "cube")
+    assert markdown_problems(text) == []
+    assert "| `evidence/cube/cube-upstream-test.json` | 0 | pass | yes | 0.25 | no: fingerprint " \
+           "ffffffffffffffff |" in text
+    assert "| `evidence/reproduce-tiny.json` | 0 | pass (fails-before/passes-after) | yes |" in text
+    assert "ok  : cube(3) == 27\n  PASS" in text
+    assert "- before (pin \\+ 0 patches): failed at the build step (cube.o)" in text
+    assert "ctest -R '^cube$'" in text
+    assert "evidence/unrelated.json" not in text

@@ -1,0 +1,50 @@
+"""The committed briefs for the real stack (evidence/outreach, evidence/DGR-069) are current.
+
+The default test needs neither network nor llama.cpp: the brief directory's manifest records
+the sha256 of every offline input (stack files, outreach data, the evidence records the
+briefs cite, templates, the outreach code) and of every file written, and `draft-outreach
+--check` recomputes them. The full regeneration compare needs the llama.cpp history
+(PATCHCTL_LLAMA_CPP) and runs under `-m llama`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BRIEFS = ROOT / "evidence" / "outreach"
+HANDOFF = ROOT / "evidence" / "DGR-069" / "README.md"
+LLAMA_CPP = os.environ.get("PATCHCTL_LLAMA_CPP", "")
+
+
+def test_committed_briefs_are_not_stale(cli) -> None:
+    """Fails when the stack, its outreach data or evidence, the templates or the outreach
+    code changed after the briefs were written, or a brief was edited by hand: regenerate
+    with the command the manifest names (see evidence/DGR-069/README.md)."""
+    r = cli("-C", str(ROOT), "draft-outreach", "--check", "--out", str(BRIEFS), "--json")
+    result = json.loads(r.out)
+    assert result["ok"], (f"stale briefs: {result['stale']}; regenerate with: "
+                          f"{result['command']} (UPSTREAM: a llama.cpp clone)")
+    assert r.code == 0
+    manifest = json.loads((BRIEFS / "MANIFEST.json").read_text())
+    pin = (ROOT / "stack" / "upstream.toml").read_text()
+    assert f'commit = "{manifest["base"]}"' in pin
+    assert "../DGR-069/README.md" in manifest["outputs"]
+
+
+@pytest.mark.llama
+@pytest.mark.skipif(not LLAMA_CPP, reason="set PATCHCTL_LLAMA_CPP to a llama.cpp clone")
+def test_regenerating_the_briefs_gives_the_committed_bytes(cli, tmp_path: Path) -> None:
+    out = tmp_path / "outreach"
+    r = cli("-C", str(ROOT), "draft-outreach", "--series", "--upstream", LLAMA_CPP,
+            "--out", str(out), "--handoff", str(tmp_path / "README.md"))
+    assert r.code == 0, r.err
+    for path in sorted(BRIEFS.glob("*.md")):
+        assert (out / path.name).read_text() == path.read_text(), path.name
+    rel = os.path.relpath(out, ROOT)
+    assert (tmp_path / "README.md").read_text().replace(rel, "evidence/outreach") == \
+        HANDOFF.read_text()

@@ -1,0 +1,190 @@
+"""upstream-status: offline report, landed/superseded at a later upstream, and --online
+against a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.builders import Upstream, commit_all, format_patch, make_project, replace_in
+from tests.github_server import github_server
+from tests.rebase_history import History, make_history
+
+TOKEN = "ghp_TESTSECRET0123456789abcdef"
+
+
+def _patch(up: Upstream, scratch: Path, n: int, trailers: dict[str, str]) -> tuple[str, str]:
+    def edit(work: Path) -> None:
+        replace_in(work / "src/tiny.c", f"    int y = x * {n + 2};\n",
+                   f"    int y = x * {n + 2} + 1;\n")
+
+    name = f"{n:04d}-op-{n}.patch"
+    return name, format_patch(up, up.commits["base"], edit, subject=f"tiny : op {n}",
+                              trailers={"Concern": f"op{n}", "Scope": "src/tiny.c", **trailers},
+                              scratch=scratch)
+
+
+@pytest.fixture
+def statuses(tmp_path: Path, upstream: Upstream) -> Path:
+    scratch = tmp_path / "scratch"
+    patches = [
+        _patch(upstream, scratch, 1, {"Upstream-Status": "Pending"}),
+        _patch(upstream, scratch, 2, {"Upstream-Status": "Submitted [https://github.com/o/r/pull/2]"}),
+        _patch(upstream, scratch, 3, {"Upstream-Status": "pending"}),
+        _patch(upstream, scratch, 4, {}),
+        _patch(upstream, scratch, 5, {"Upstream-Status": "Pending", "Bug": "o/r#1"}),
+    ]
+    return make_project(tmp_path / "proj", upstream, patches)
+
+
+def test_offline_report_counts_and_flags(cli, statuses: Path) -> None:
+    r = cli("-C", str(statuses), "upstream-status", "--json")
+    assert r.code == 1  # a malformed and a missing status are findings
+    data = json.loads(r.out)
+    assert data["counts"] == {"Pending": 2, "Submitted": 1, "malformed": 1, "missing": 1}
+    assert data["malformed"] == ["0003-op-3.patch", "0004-op-4.patch"]
+    assert data["unreferenced"] == ["0001-op-1.patch", "0003-op-3.patch", "0004-op-4.patch"]
+    rows = {p["file"]: p for p in data["patches"]}
+    assert rows["0002-op-2.patch"]["references"] == ["https://github.com/o/r/pull/2"]
+    assert rows["0005-op-5.patch"]["references"] == ["o/r#1"]
+    # format_patch dates commits 2026-01-01; Pending age counts from the patch's Date:
+    expected = (dt.date.today() - dt.date(2026, 1, 1)).days
+    assert rows["0001-op-1.patch"]["pending_days"] == expected
+    assert rows["0002-op-2.patch"]["pending_days"] is None
+    text = cli("-C", str(statuses), "upstream-status").out
+    assert "malformed: Upstream-Status: pending" in text
+    assert "o/r#1: not fetched yet: run with --online" in text
+
+
+@pytest.fixture(scope="module")
+def _history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    return make_history(tmp_path_factory.mktemp("history"))
+
+
+def test_landed_and_superseded_between_the_pin_and_a_ref(cli, tmp_path: Path,
+                                                        _history: History) -> None:
+    """An exact landing (patch-id), a landing inside a larger commit (reverse-apply), an
+    unrelated conflict (not superseded) and a half-landed change, on the planted history."""
+    up = Upstream(tmp_path / "up", dict(_history.upstream.commits))
+    shutil.copytree(_history.upstream.path, up.path, symlinks=True)
+    project = make_project(tmp_path / "proj", up, _history.patches)
+    r = cli("-C", str(project), "upstream-status", "--ref", "master", "--upstream",
+            str(up.path), "--json")
+    data = json.loads(r.out)
+    rows = {p["file"][:4]: p["upstream"] for p in data["patches"]}
+    c = up.commits
+    assert rows["0008"]["verdict"] == "landed" and rows["0008"]["how"] == "patch-id"
+    assert rows["0008"]["commit"]["id"] == c["c36"]
+    assert rows["0006"]["verdict"] == "landed" and rows["0006"]["commit"]["id"] == c["c22"]
+    assert rows["0005"] == {"grade": "conflict", "verdict": "broken", "contains": 0.0,
+                            "first_breaking": rows["0005"]["first_breaking"],
+                            "conflicts": ["src/tiny.c"]}
+    assert rows["0005"]["first_breaking"]["id"] == c["c31"]
+    assert rows["0007"]["first_breaking"]["id"] == c["c28"]
+    assert rows["0007"]["contains"] == 0.5 and rows["0007"]["verdict"] == "superseded"
+    assert rows["0001"] == {"grade": "exact", "verdict": "applies"}
+
+
+def test_a_reworded_landing_is_superseded(cli, tmp_path: Path, upstream: Upstream) -> None:
+    """Upstream added the same function in its own words: the patch conflicts, and the
+    commit that broke it holds most of its post-image."""
+    def cube(work: Path) -> None:
+        replace_in(work / "src/util.c", "int tiny_abs(int v)",
+                   "/* cube of v */\nint tiny_cube(int v)\n{\n    int sq = v * v;\n"
+                   "    return sq * v;\n}\n\nint tiny_abs(int v)")
+
+    name = "0001-util-add-tiny_cube.patch"
+    text = format_patch(upstream, upstream.commits["base"], cube, subject="util : add tiny_cube",
+                        trailers={"Concern": "cube", "Upstream-Status": "Pending",
+                                  "Scope": "src/util.c"}, scratch=tmp_path / "scratch")
+    project = make_project(tmp_path / "proj", upstream, [(name, text)])
+    replace_in(upstream.path / "src/util.c", "int tiny_abs(int v)",
+               "/* v cubed (#9) */\nint tiny_cube(int v)\n{\n    int sq = v * v;\n"
+               "    return sq * v;\n}\n\nint tiny_abs(int v)")
+    landed = commit_all(upstream.path, "util : tiny_cube (#9)")
+    r = cli("-C", str(project), "upstream-status", "--ref", "HEAD", "--upstream",
+            str(upstream.path), "--json")
+    row = json.loads(r.out)["patches"][0]["upstream"]
+    assert row["grade"] == "conflict" and row["verdict"] == "superseded"
+    assert row["first_breaking"]["id"] == landed
+    assert row["contains"] == 0.75  # 3 of the 4 non-brace added lines: the comment differs
+    text = cli("-C", str(project), "upstream-status", "--ref", "HEAD", "--upstream",
+               str(upstream.path)).out
+    assert "superseded (grade conflict)" in text and "holds 75% of the patch's added lines" in text
+
+
+@pytest.fixture
+def many_refs(tmp_path: Path, upstream: Upstream) -> Path:
+    bugs = {"Upstream-Status": "Submitted [https://github.com/o/r/pull/2]"}
+    name, text = _patch(upstream, tmp_path / "scratch", 1, bugs)
+    extra = "".join(f"Bug: o/r#{n}\n" for n in (1, 3, 4, 5, 6, 7, 8, 9))
+    text = text.replace("Scope: src/tiny.c\n", "Scope: src/tiny.c\n" + extra, 1)
+    return make_project(tmp_path / "proj", upstream, [(name, text)])
+
+
+def _online_env(monkeypatch: pytest.MonkeyPatch, url: str) -> None:
+    monkeypatch.setenv("PATCHCTL_GITHUB_API", url)
+    monkeypatch.setenv("PATCHCTL_GITHUB_TIMEOUT", "0.3")
+    monkeypatch.setenv("PATCHCTL_GITHUB_RETRIES", "2")
+    monkeypatch.setenv("PATCHCTL_GITHUB_BACKOFF", "0.01")
+    monkeypatch.setenv("PATCHCTL_GITHUB_MAX_WAIT", "5")
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    for var in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_online_states_errors_cache_and_no_token_anywhere(cli, many_refs: Path,
+                                                         monkeypatch, caplog) -> None:
+    caplog.set_level(logging.DEBUG)  # requests/urllib3 debug logs included
+    with github_server(slow=1.0) as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        r = cli("-C", str(many_refs), "upstream-status", "--online", "--json")
+        requests_seen = list(server.requests)
+    assert r.code == 0, r.err
+    online = {o["ref"]: o for o in json.loads(r.out)["patches"][0]["online"]}
+    assert online["o/r#1"]["state"] == "open" and online["o/r#1"]["kind"] == "issue"
+    assert online["o/r#2"]["state"] == "merged" and online["o/r#2"]["kind"] == "pull request"
+    assert online["o/r#3"]["error"].startswith("not found (404)")
+    assert online["o/r#4"]["error"] == "HTTP 500 (after 3 tries)"
+    assert online["o/r#5"]["state"] == "open"  # a 500, then a retry that worked
+    assert online["o/r#6"]["error"].startswith("rate limited until 20")
+    assert online["o/r#7"]["state"] == "open"  # 429 with Retry-After: 0, then the answer
+    assert online["o/r#8"]["error"] == "timed out after 0.3s (after 3 tries)"
+    assert online["o/r#9"]["error"] == "malformed answer (not the JSON of an issue)"
+    paths = [p for p, _ in requests_seen]
+    assert paths.count("/repos/o/r/issues/4") == 3 and paths.count("/repos/o/r/issues/6") == 1
+    assert all(h.get("Authorization") == f"Bearer {TOKEN}" for _, h in requests_seen)
+    assert {p.split("/")[-1] for p in paths} == {str(n) for n in range(1, 10)}
+
+    # offline now: the cached answers come back with their age; errors were not cached
+    monkeypatch.setenv("PATCHCTL_GITHUB_API", "http://127.0.0.1:9")  # nothing listens
+    text = cli("-C", str(many_refs), "upstream-status").out
+    assert "o/r#1: issue open, last activity 2026-11-01T10:00:00Z (cached, answer" in text
+    assert "o/r#3: not fetched yet" in text
+
+    # the token never appears in output, logs, the cache, or anywhere under the project
+    assert caplog.records  # urllib3 did log the connections
+    assert TOKEN not in r.out + r.err + text + caplog.text
+    for path in many_refs.rglob("*"):
+        if path.is_file():
+            assert TOKEN.encode() not in path.read_bytes(), path
+    cache = json.loads((many_refs / ".patchctl" / "github-cache.json").read_text())
+    assert sorted(cache["answers"]) == ["o/r#1", "o/r#2", "o/r#5", "o/r#7"]
+
+
+def test_a_failed_refresh_keeps_the_cached_answer(cli, many_refs: Path, monkeypatch) -> None:
+    with github_server() as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        assert cli("-C", str(many_refs), "upstream-status", "--online").code == 0
+    monkeypatch.setenv("PATCHCTL_GITHUB_API", "http://127.0.0.1:9")
+    monkeypatch.setenv("PATCHCTL_GITHUB_RETRIES", "0")
+    data = json.loads(cli("-C", str(many_refs), "upstream-status", "--online", "--json").out)
+    one = next(o for o in data["patches"][0]["online"] if o["ref"] == "o/r#1")
+    assert one["state"] == "open" and one["stale"] is True
+    assert one["error"].startswith("request failed: ConnectionError")
