@@ -30,7 +30,7 @@ from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
-from patchctl.stack import PatchNameError, Stack, resolve_name
+from patchctl.stack import Stack, select_names
 
 SCHEMA = "patchctl.reproduce/1"
 MIN_CMAKE = (3, 21)
@@ -249,21 +249,13 @@ def select(patches: Sequence[Patch], names: Sequence[str]) -> list[int]:
     """
     if not names:
         return [i for i, p in enumerate(patches) if p.reproducer]
-    chosen: set[int] = set()
-    files = [p.name for p in patches]
-    for name in names:
-        try:
-            hits = [resolve_name(files, name)]
-        except PatchNameError:
-            hits = [i for i, p in enumerate(patches) if p.concern == name and p.reproducer]
-            if not hits:
-                raise
-        for i in hits:
-            if not patches[i].reproducer:
-                raise InputError(f"{patches[i].name} has no `Reproducer:` trailer; add one "
-                                 "naming its project under reproducers/")
-        chosen.update(hits)
-    return sorted(chosen)
+    chosen = select_names([p.name for p in patches], names,
+                          concerns=[p.concern if p.reproducer else None for p in patches])
+    for i in chosen:
+        if not patches[i].reproducer:
+            raise InputError(f"{patches[i].name} has no `Reproducer:` trailer; add one "
+                             "naming its project under reproducers/")
+    return chosen
 
 
 def reproducer_dir(project: Path, patch: Patch) -> Path:

@@ -210,6 +210,23 @@ def resolve_name(names: Sequence[str], query: str, *, where: str = SERIES) -> in
                          close)
 
 
+def select_names(names: Sequence[str], queries: Sequence[str], *,
+                 concerns: Sequence[str | None] | None = None, where: str = SERIES) -> list[int]:
+    """Positions (series order, each once) of the patches ``queries`` name, for commands
+    that take several: each query as ``resolve_name`` reads it or, given ``concerns``
+    (each patch's, or None), a concern standing for every patch of it."""
+    chosen: set[int] = set()
+    for query in queries:
+        try:
+            chosen.add(resolve_name(names, query, where=where))
+        except PatchNameError:
+            hits = [i for i, c in enumerate(concerns or ()) if c is not None and c == query]
+            if not hits:
+                raise
+            chosen.update(hits)
+    return sorted(chosen)
+
+
 def _number(name: str) -> int | None:
     m = _NUMBER.match(name)
     return int(m.group(1)) if m else None

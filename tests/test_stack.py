@@ -16,6 +16,7 @@ from patchctl.stack import (
     parse_series,
     render_lock,
     resolve_name,
+    select_names,
 )
 
 
@@ -132,3 +133,14 @@ def test_edit_series_keeps_comments_options_and_inline_comments() -> None:
         "# head\n0001-a.patch\n\n# middle\n0002-b.patch  # why\n0004-d.patch\n0003-c.patch\n"
     assert parse_series(edit_series("# only a comment\n", ["0001-a.patch"]))[0].name == \
         "0001-a.patch"
+
+
+def test_select_names_takes_several_and_concerns() -> None:
+    concerns = ["square", "bump", "square"]
+    assert select_names(NAMES, ["3", "bump", "0001"]) == [0, 1, 2]
+    assert select_names(NAMES, ["square"], concerns=concerns) == [0, 2]  # a concern
+    assert select_names(NAMES, ["declare", "square"], concerns=concerns) == [0, 2]
+    with pytest.raises(PatchNameError, match="names 2 patches"):
+        select_names(NAMES, ["square"])  # without concerns: ambiguous
+    with pytest.raises(PatchNameError, match="no patch named 'cube'"):
+        select_names(NAMES, ["cube"], concerns=concerns)

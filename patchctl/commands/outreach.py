@@ -6,6 +6,7 @@ from pathlib import Path
 import click
 
 from patchctl.commands._common import (
+    complete_patch,
     emit_json,
     end_progress,
     exit_for,
@@ -22,7 +23,7 @@ NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it w
 
 
 @click.command(epilog=NEVER_POSTS)
-@click.argument("patches", nargs=-1, metavar="[PATCH]...")
+@click.argument("patches", nargs=-1, metavar="[PATCH]...", shell_complete=complete_patch)
 @click.option("--series", is_flag=True,
               help="Brief every patch and the series as a whole (the default without PATCH).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
@@ -45,7 +46,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
                    upstream: str | None, as_json: bool) -> int:
     """Write a submission brief for the person who proposes each patch upstream.
 
-    PATCH is a file name, its number prefix (0001) or a concern. The brief
+    PATCH is a file name, a number, a unique part of a name or a concern. The brief
     holds facts with their sources, never text to paste: the upstream's own
     rules read at the pin (each quoted with file and line), what the patch
     changes and adds to the public API, why (stack/outreach/CONCERN.toml), how
