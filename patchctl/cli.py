@@ -55,6 +55,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                         "Report Upstream-Status: counts, age, landed or superseded upstream."),
     "record": ("patchctl.commands.record:record",
                "Run a command and keep its evidence record under evidence/."),
+    "ci": ("patchctl.commands.ci:ci",
+           "CI: GitHub Actions workflows, a lane run locally, the upstream canary."),
 }
 
 

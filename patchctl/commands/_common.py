@@ -24,6 +24,11 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)
 
 
+def is_url(spec: str) -> bool:
+    """A URL or scp-like address (fetched into the cache), not a local path."""
+    return bool(_URL.match(spec)) and not Path(spec).expanduser().exists()
+
+
 def project_dir(ctx: click.Context) -> Path:
     return Path(ctx.obj["project"]) if ctx.obj else Path(".")
 
@@ -46,7 +51,7 @@ def resolve_upstream(spec: str | None, pin: Pin, stack: Stack | None = None) -> 
         if stack is not None and not _URL.match(spec) and not Path(spec).is_absolute():
             spec = str(stack.root.parent / spec)
     path = Path(spec).expanduser()
-    if _URL.match(spec) and not path.exists():
+    if is_url(spec):
         return gitrepo.cached_upstream(spec, pin.commit, progress=progress)
     if path.is_file():
         return gitrepo.cached_bundle(path, pin.commit)

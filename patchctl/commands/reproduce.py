@@ -50,7 +50,7 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
 
     project = project_dir(ctx)
     stack = stack_of(ctx)
-    repo = resolve_upstream(upstream, stack.pin())
+    repo = resolve_upstream(upstream, stack.pin(), stack)
     try:
         report = run_reproduce(stack, repo, project=project, names=names, cache_dir=cache_dir,
                                jobs=jobs, exclude=list(exclude), isolate=isolate, keep=keep,

@@ -1,0 +1,264 @@
+"""The upstream canary's verdict: this run's rebase-pin report against the previous one.
+
+Input is ``patchctl rebase-pin TIP --check --bisect --json`` (schema
+``patchctl.rebase/1``; fields this module does not know are ignored, so the
+report can grow). A patch is *broken* when its grade is ``conflict``: it no
+longer applies, even three-way. It is *newly* broken when the previous report
+(kept by the workflow between runs) did not have it broken, or when there is
+no previous report: then the baseline is the pin, where every patch applies.
+Only new breaks fail the canary; a break that persists is reported, not
+re-raised every night.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from patchctl.errors import InputError
+
+SCHEMA = "patchctl.canary/1"
+BROKEN = "conflict"
+NEW, STILL, FIXED, APPLIES, LANDED = "newly broken", "still broken", "fixed", "applies", \
+    "landed"
+
+_GITHUB = re.compile(r"^(?:https://|git@|ssh://git@)github\.com[/:]([\w.-]+/[\w.-]+?)(?:\.git)?/?$")
+_MD_SPECIAL = re.compile(r"([\\`*_\[\]<>|#])")
+
+
+@dataclass
+class Row:
+    index: int
+    name: str
+    grade: str
+    state: str
+    offsets: int = 0
+    conflicts: list[str] = field(default_factory=list)
+    first_bad: dict | None = None  # {"id", "subject"}
+    bisect_note: str | None = None
+    landed: dict | None = None  # {"commit": {"id", "subject"} | None, "how"}
+    superseded: object = None  # as the report has it (another command fills it in)
+
+
+@dataclass
+class Canary:
+    old: str
+    new: str
+    new_ref: str
+    commits: int | None
+    rows: list[Row]
+    previous: dict | None = None  # {"old", "new"} of the report compared with
+    name: str | None = None
+    url: str | None = None
+
+    def named(self, state: str) -> list[str]:
+        return [r.name for r in self.rows if r.state == state]
+
+    @property
+    def broken(self) -> list[str]:
+        return [r.name for r in self.rows if r.grade == BROKEN]
+
+    @property
+    def ok(self) -> bool:
+        return not self.named(NEW)
+
+    def to_dict(self) -> dict:
+        return {"schema": SCHEMA, "ok": self.ok, "broken": self.broken,
+                "newly_broken": self.named(NEW), "fixed": self.named(FIXED),
+                **asdict(self)}
+
+    def outputs(self) -> str:
+        """``key=value`` lines for ``$GITHUB_OUTPUT``."""
+        return (f"broken={len(self.broken)}\nnew={len(self.named(NEW))}\n"
+                f"fixed={len(self.named(FIXED))}\nlanded={len(self.named(LANDED))}\n")
+
+
+def load_report(path: Path, *, what: str = "report") -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{what} {path} does not exist") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"{what} {path} is not JSON ({e}); give the output of "
+                         "`patchctl rebase-pin NEW --check --bisect --json`") from None
+    check_report(data, source=path)
+    return data
+
+
+def check_report(data: object, *, source: Path | str) -> None:
+    ok = isinstance(data, dict) and str(data.get("schema", "")).startswith("patchctl.rebase/") \
+        and isinstance(data.get("patches"), list) \
+        and all(isinstance(p, dict) and isinstance(p.get("name"), str)
+                and isinstance(p.get("grade"), str) for p in data["patches"]) \
+        and all(isinstance(data.get(k), str) for k in ("old", "new"))
+    if not ok:
+        raise InputError(f"{source} is not a rebase-pin report (schema patchctl.rebase/1); "
+                         "give the output of `patchctl rebase-pin NEW --check --bisect --json`")
+
+
+def load_status(path: Path) -> dict:
+    """An ``upstream-status --ref TIP --json`` report (its verdicts: landed, superseded)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise InputError(f"status report {path} is not readable JSON ({e}); give the output "
+                         "of `patchctl upstream-status --ref TIP --json`") from None
+    ok = isinstance(data, dict) and \
+        str(data.get("schema", "")).startswith("patchctl.upstream-status/") and \
+        isinstance(data.get("patches"), list) and \
+        all(isinstance(p, dict) and isinstance(p.get("file"), str) for p in data["patches"])
+    if not ok:
+        raise InputError(f"{path} is not an upstream-status report; give the output of "
+                         "`patchctl upstream-status --ref TIP --json`")
+    return data
+
+
+def superseded_in(status: dict, new: str) -> dict[str, dict]:
+    """Patch file -> {commit, contains} for the patches upstream-status calls superseded."""
+    if status.get("ref_commit") not in (None, new):
+        raise InputError(f"the upstream-status report is for {status['ref_commit'][:12]}, the "
+                         f"rebase report for {new[:12]}; run both at the same commit")
+    out = {}
+    for p in status["patches"]:
+        up = p.get("upstream") or {}
+        if up.get("verdict") == "superseded":
+            out[p["file"]] = {"commit": up.get("first_breaking"), "contains": up.get("contains")}
+    return out
+
+
+def compare(report: dict, previous: dict | None, *, status: dict | None = None,
+            name: str | None = None, url: str | None = None) -> Canary:
+    before = {p["name"]: p["grade"] for p in previous["patches"]} if previous else {}
+    superseded = superseded_in(status, report["new"]) if status else {}
+    rows = []
+    for p in report["patches"]:
+        grade, was = p["grade"], before.get(p["name"])
+        if grade == BROKEN:
+            state = STILL if was == BROKEN else NEW
+        elif grade == "upstream":
+            state = LANDED
+        else:
+            state = FIXED if was == BROKEN else APPLIES
+        bisect = p.get("bisect") or {}
+        rows.append(Row(
+            index=int(p.get("index", len(rows) + 1)), name=p["name"], grade=grade, state=state,
+            offsets=len(p.get("offsets") or []), conflicts=list(p.get("conflicts") or []),
+            first_bad=bisect.get("commit"), bisect_note=bisect.get("note"),
+            landed=p.get("landed"), superseded=p.get("superseded") or superseded.get(p["name"])))
+    prev = {"old": previous["old"], "new": previous["new"]} if previous else None
+    return Canary(old=report["old"], new=report["new"], new_ref=str(report.get("new_ref", "")),
+                  commits=report.get("commits"), rows=rows, previous=prev, name=name, url=url)
+
+
+# -- Markdown -------------------------------------------------------------------------------
+
+
+def markdown(c: Canary) -> str:
+    """The job summary (and tracking-issue body): GitHub-flavoured Markdown, deterministic."""
+    title = f"patchctl upstream canary: {c.name}" if c.name else "patchctl upstream canary"
+    span = f"{c.commits} first-parent commits after" if c.commits is not None else \
+        "not a descendant of"
+    ref = f" ({_code(c.new_ref)})" if c.new_ref and c.new_ref != c.new else ""
+    out = [f"## {_text(title)}", "",
+           f"Upstream {_commit(c, c.new)}{ref}, {span} the pin {_commit(c, c.old)}.", ""]
+    new, broken = c.named(NEW), c.broken
+    if new:
+        out.append(f"**Newly broken: {len(new)} patch{'es' if len(new) > 1 else ''}** "
+                   f"({', '.join(_code(n) for n in new)}). "
+                   f"{len(broken)} of {len(c.rows)} patches no longer apply.")
+    elif broken:
+        out.append(f"No patch newly broken; {len(broken)} of {len(c.rows)} patches still "
+                   "do not apply.")
+    else:
+        out.append(f"Every patch applies ({len(c.rows)} patches).")
+    if c.previous:
+        out.append(f"Compared with the previous run (pin {_commit(c, c.previous['old'])}, "
+                   f"upstream {_commit(c, c.previous['new'])}).")
+    else:
+        out.append("No previous report (first run, or it expired): compared with the pin, "
+                   "where every patch applies.")
+    out += ["", "| # | patch | grade | first broken by | since last run |",
+            "| ---: | --- | --- | --- | --- |"]
+    for r in c.rows:
+        grade = r.grade + (f" ({r.offsets} hunk{'s' if r.offsets > 1 else ''} moved)"
+                           if r.offsets else "")
+        first = _commit(c, r.first_bad["id"], r.first_bad.get("subject")) if r.first_bad \
+            else (_text(r.bisect_note) if r.bisect_note else "")
+        state = f"**{r.state}**" if r.state == NEW else r.state
+        out.append(f"| {r.index} | {_code(r.name)} | {grade} | {first} | {state} |")
+    conflicts = [r for r in c.rows if r.conflicts]
+    if conflicts:
+        out += ["", "### Conflicts", ""]
+        out += [f"- {_code(r.name)}: " + ", ".join(_code(f) for f in r.conflicts)
+                for r in conflicts]
+    landed = [r for r in c.rows if r.state == LANDED]
+    if landed:
+        out += ["", "### Landed upstream", ""]
+        for r in landed:
+            lc = (r.landed or {}).get("commit")
+            how = (r.landed or {}).get("how", "unknown")
+            where = _commit(c, lc["id"], lc.get("subject")) if lc else \
+                "an upstream commit not found"
+            out.append(f"- {_code(r.name)}: landed in {where} ({_text(how)}); drop it when "
+                       "the pin moves (`rebase-pin --drop-upstream`).")
+    superseded = [r for r in c.rows if r.superseded]
+    if superseded:
+        out += ["", "### Superseded upstream", ""]
+        out += [f"- {_code(r.name)}: {_superseded(c, r.superseded)}" for r in superseded]
+    out += ["", f"Reproduce locally: `patchctl rebase-pin {c.new} --check --bisect`."]
+    return "\n".join(out) + "\n"
+
+
+def _superseded(c: Canary, value: object) -> str:
+    """As upstream-status gives it (the breaking commit and the share of the patch's added
+    lines it already holds), or a plain note; other fields are shown as they are."""
+    if isinstance(value, str):
+        return _text(value)
+    if not isinstance(value, dict):
+        return "yes"
+    parts = []
+    commit = value.get("commit")
+    if isinstance(commit, dict) and commit.get("id"):
+        parts.append("by " + _commit(c, str(commit["id"]), commit.get("subject")))
+    elif isinstance(commit, str):
+        parts.append("by " + _commit(c, commit))
+    contains = value.get("contains")
+    if isinstance(contains, int | float):
+        parts.append(f"(it already holds {contains:.0%} of the patch's added lines)")
+    shown = {"commit", "name", "patch", *(("contains",) if isinstance(contains, int | float)
+                                          else ())}
+    extra = [f"{k}: {v}" for k, v in sorted(value.items())
+             if k not in shown and isinstance(v, str | int | float)]
+    if extra:
+        parts.append("(" + _text("; ".join(extra)) + ")")
+    return " ".join(parts) or "yes"
+
+
+def _commit(c: Canary, commit: str, subject: str | None = None) -> str:
+    ref = f"`{commit[:12]}`"
+    m = _GITHUB.match(c.url or "")
+    if m:
+        ref = f"[{ref}](https://github.com/{m.group(1)}/commit/{commit})"
+    return ref + (f" {_text(subject)}" if subject else "")
+
+
+def _code(text: str) -> str:
+    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+
+
+def _text(text: str) -> str:
+    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+
+
+def upstream_tip(repo: Path, ref: str, *, fetch: bool) -> str:
+    """The commit ``ref`` names now: fetched from the upstream's origin into the cache
+    clone when ``fetch`` (HEAD: the upstream's default branch), else resolved locally."""
+    from patchctl import gitrepo
+
+    commit = gitrepo.fetch_ref(repo, ref) if fetch else gitrepo.resolve_commit(repo, ref)
+    if commit is None:
+        where = "fetched from the upstream" if fetch else f"found in {repo}"
+        raise InputError(f"{ref!r} is not a commit, tag or branch that can be {where}")
+    return commit

@@ -1,0 +1,178 @@
+"""``patchctl ci github``: the GitHub Actions workflows for a stack, from templates.
+
+Two files, rendered from ``templates/*.yml.j2`` (jinja2 with ``{= =}`` for
+values, so GitHub's own ``${{ }}`` passes through untouched):
+
+- ``patchctl-stack.yml``: on push and pull request, ``lock --check`` and
+  ``verify --format github --junit`` (uploaded), then a matrix over the lanes,
+  each running ``patchctl ci run --lane LANE`` on its runner;
+- ``patchctl-canary.yml``: on a schedule and on demand, ``rebase-pin`` at the
+  upstream's tip with ``--check --bisect --json``, summarized by
+  ``patchctl ci summary`` against the previous run's report.
+
+Output is a pure function of the options: the same command writes the same
+bytes, and the header names that command so anyone can regenerate or check it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from patchctl import __version__, fsutil
+from patchctl.ci.lanes import LANES, lane_named
+from patchctl.errors import InputError
+
+STACK_FILE, CANARY_FILE = "patchctl-stack.yml", "patchctl-canary.yml"
+DEFAULT_OUT = ".github/workflows"
+DEFAULT_LANES = ("cpu",)
+DEFAULT_CRON = "17 5 * * *"
+PYTHON = "3.12"
+
+_PATH = re.compile(r"^[A-Za-z0-9._/-]+$")
+_LABEL = re.compile(r"^[A-Za-z0-9._-]+$")
+_CRON_FIELD = re.compile(r"^[A-Za-z0-9*/,-]+$")
+
+
+def default_install() -> str:
+    return f"patchctl=={__version__}"
+
+
+@dataclass(frozen=True)
+class Options:
+    project: str = "."  # the project, relative to the repository root (posix)
+    out: str = DEFAULT_OUT
+    lanes: tuple[str, ...] = DEFAULT_LANES
+    runners: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lane -> labels
+    canary_cron: str = DEFAULT_CRON
+    canary_issue: bool = False
+    install: str = field(default_factory=default_install)
+    name: str = "upstream"  # the pin's name, for the tracking issue's title
+
+    def command(self) -> str:
+        """The canonical command that writes these files (defaults left out)."""
+        argv = ["patchctl"]
+        if self.project != ".":
+            argv += ["-C", self.project]
+        argv += ["ci", "github"]
+        if self.out != DEFAULT_OUT:
+            argv += ["--out", self.out]
+        if self.lanes != DEFAULT_LANES:
+            argv += ["--lanes", ",".join(self.lanes)]
+        for lane in sorted(self.runners):
+            argv += ["--runner", f"{lane}={','.join(self.runners[lane])}"]
+        if self.canary_cron != DEFAULT_CRON:
+            argv += ["--canary-cron", self.canary_cron]
+        if self.canary_issue:
+            argv += ["--canary-issue"]
+        if self.install != default_install():
+            argv += ["--install", self.install]
+        return shlex.join(argv)
+
+
+def parse_lanes(text: str) -> tuple[str, ...]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise InputError("--lanes needs at least one lane, e.g. --lanes cpu,cuda")
+    for n in names:
+        lane_named(n)
+    if len(set(names)) != len(names):
+        raise InputError(f"--lanes names a lane twice: {text}")
+    return tuple(names)
+
+
+def parse_runner(text: str) -> tuple[str, tuple[str, ...]]:
+    """``LANE=LABEL[,LABEL...]``: the runs-on labels of a lane (e.g. self-hosted GPU labels)."""
+    lane, eq, labels = text.partition("=")
+    parts = tuple(x.strip() for x in labels.split(",") if x.strip())
+    if not eq or not parts:
+        raise InputError(f"--runner {text!r}: expected LANE=LABEL[,LABEL...], "
+                         "e.g. cuda=self-hosted,linux,cuda")
+    lane_named(lane.strip())
+    bad = [x for x in parts if not _LABEL.match(x)]
+    if bad:
+        raise InputError(f"--runner {text!r}: {bad[0]!r} is not a runner label "
+                         "(letters, digits, '.', '_', '-')")
+    return lane.strip(), parts
+
+
+def check_options(o: Options) -> None:
+    if not _PATH.match(o.project) or ".." in o.project.split("/"):
+        raise InputError(f"project path {o.project!r} must be inside the repository and use "
+                         "only letters, digits, '.', '_', '-' and '/'")
+    fields = o.canary_cron.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        raise InputError(f"--canary-cron {o.canary_cron!r} is not a 5-field cron schedule "
+                         "(minute hour day month weekday), e.g. '17 5 * * *'")
+    if not o.install.strip() or "\n" in o.install:
+        raise InputError("--install needs one pip requirement, e.g. 'patchctl==0.1.0' or '.'")
+    unused = sorted(set(o.runners) - set(o.lanes))
+    if unused:
+        raise InputError(f"--runner names lane {unused[0]!r}, which --lanes does not include")
+
+
+def render(o: Options) -> dict[str, str]:
+    """File name -> text, for both workflows."""
+    import jinja2
+
+    check_options(o)
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("patchctl.ci", "templates"),
+        variable_start_string="{=", variable_end_string="=}",
+        comment_start_string="{##", comment_end_string="##}",
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined, autoescape=False)
+    # JSON strings are valid YAML double-quoted scalars: every inserted value is quoted.
+    env.filters["q"] = lambda v: json.dumps(str(v))
+    env.filters["sh"] = shlex.quote
+    env.filters["tojson"] = lambda v: json.dumps(v)
+    state = ".patchctl" if o.project == "." else f"{o.project}/.patchctl"
+    pin_file = "stack/upstream.toml" if o.project == "." else f"{o.project}/stack/upstream.toml"
+    lanes = [{"name": n, "runner": list(o.runners.get(n, LANES[n].runner))} for n in o.lanes]
+    header = (f"# Generated by `{o.command()}`; do not edit.\n"
+              "# Regenerate with that command; add --check to it to see whether this file "
+              "is stale.")
+    ctx = {"header": header, "workdir": "" if o.project == "." else o.project,
+           "state": state, "pin_file": pin_file, "python": PYTHON, "install": o.install,
+           "lanes": lanes, "cron": o.canary_cron, "issue": o.canary_issue, "name": o.name}
+    return {STACK_FILE: env.get_template("stack.yml.j2").render(ctx),
+            CANARY_FILE: env.get_template("canary.yml.j2").render(ctx)}
+
+
+@dataclass
+class WriteResult:
+    out: str
+    files: dict[str, str]  # name -> written | unchanged | stale | current
+    command: str
+
+    @property
+    def ok(self) -> bool:
+        return "stale" not in self.files.values()
+
+    def to_dict(self) -> dict:
+        return {"schema": "patchctl.ci-github/1", "ok": self.ok, "out": self.out,
+                "files": self.files, "command": self.command}
+
+
+def write(o: Options, out: Path, *, check: bool = False) -> WriteResult:
+    """Write the workflows into ``out`` (only files whose text changes), or with
+    ``check`` only say which are stale."""
+    files = render(o)
+    states: dict[str, str] = {}
+    for name, text in files.items():
+        path = out / name
+        try:
+            current = path.read_text(encoding="utf-8") == text
+        except (FileNotFoundError, UnicodeDecodeError):
+            current = False
+        if check:
+            states[name] = "current" if current else "stale"
+        elif current:
+            states[name] = "unchanged"
+        else:
+            fsutil.atomic_write(path, text)
+            states[name] = "written"
+    return WriteResult(out=str(out), files=states, command=o.command())
