@@ -1,4 +1,5 @@
-"""Man pages from the click help: ``patchctl.1`` and one ``patchctl-COMMAND.1`` per command.
+"""Man pages from the click help: ``patchctl.1`` and one ``patchctl-COMMAND.1`` per command
+(and ``patchctl-GROUP-COMMAND.1`` per subcommand of a group such as ``ci``).
 
 Run at build time (setup.py's ``install_data``) so the pages are installed with
 the package under ``<prefix>/share/man/man1``, where ``man`` finds them for a
@@ -33,6 +34,8 @@ def write_pages(target: Path) -> list[Path]:
         if command is not None:
             command.short_help = command.short_help or short  # NAME line: the one-liner
             commands[name] = command
+    for command in commands.values():
+        _short_helps(command)
     group = click.Group("patchctl", commands=commands, params=cli.params, help=cli.help,
                         short_help="keep a narrow, provable patch stack against a pinned upstream")
     target.mkdir(parents=True, exist_ok=True)
@@ -41,6 +44,13 @@ def write_pages(target: Path) -> list[Path]:
     write_man_pages("patchctl", group, version=__version__, target_dir=str(target),
                     date=time.strftime("%Y-%m-%d", stamp))
     return sorted(target.glob(f"patchctl*.{SECTION}"))
+
+
+def _short_helps(command: click.Command) -> None:
+    """A subcommand's NAME line: click's own short help (click-man's fallback is deprecated)."""
+    for sub in getattr(command, "commands", {}).values():
+        sub.short_help = sub.short_help or sub.get_short_help_str(limit=60)
+        _short_helps(sub)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -12,10 +12,25 @@ from patchctl.manpages import write_pages
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def expected_pages() -> list[str]:
+    """patchctl.1, one page per command, and one per subcommand of a group (`ci run`)."""
+    import click
+
+    from patchctl.cli import cli
+
+    ctx = click.Context(cli, info_name="patchctl")
+    names = ["patchctl.1"]
+    for name in COMMANDS:
+        command = cli.get_command(ctx, name)
+        names.append(f"patchctl-{name}.1")
+        names += [f"patchctl-{name}-{sub}.1" for sub in getattr(command, "commands", {})]
+    return sorted(names)
+
+
 def test_one_page_per_command(tmp_path: Path) -> None:
     pages = write_pages(tmp_path / "man1")
-    assert sorted(p.name for p in pages) == sorted(
-        ["patchctl.1", *(f"patchctl-{name}.1" for name in COMMANDS)])
+    assert sorted(p.name for p in pages) == expected_pages()
+    assert len(pages) > len(COMMANDS)
     move = (tmp_path / "man1" / "patchctl-move.1").read_text()
     assert move.startswith('.TH "PATCHCTL MOVE" "1"')
     assert "Reorder: move a patch before or after another" in move  # the one-liner as NAME
@@ -40,4 +55,4 @@ def test_the_build_installs_the_pages(tmp_path: Path) -> None:
                        check=False)
     assert r.returncode == 0, r.stderr
     pages = sorted(p.name for p in (tmp_path / "prefix/share/man/man1").iterdir())
-    assert pages == sorted(["patchctl.1", *(f"patchctl-{name}.1" for name in COMMANDS)])
+    assert pages == expected_pages()
