@@ -184,6 +184,9 @@ def test_completion_of_refs(project: Path, upstream: Upstream) -> None:
     git(upstream.path, "tag", "v1.0", upstream.commits["readme"])
     assert _complete(project, "rebase-pin", "") == ["master", "v1.0"]
     assert _complete(project, "rebase-pin", "v") == ["v1.0"]
+    assert _complete(project, "ci", "tip", "v") == ["v1.0"]
+    assert _complete(project, "upstream-status", "--ref", "ma") == ["master"]
+    assert _complete(project, "draft-outreach", "--onto", "v") == ["v1.0"]
 
 
 def test_completion_scripts_for_each_shell() -> None:

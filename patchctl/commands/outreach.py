@@ -7,6 +7,7 @@ import click
 
 from patchctl.commands._common import (
     complete_patch,
+    complete_ref,
     emit_json,
     end_progress,
     exit_for,
@@ -29,7 +30,7 @@ NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it w
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Write one Markdown file per patch, series.md and MANIFEST.json to DIR "
               "(replacing the briefs there at once). Default: print to stdout.")
-@click.option("--onto", metavar="REF",
+@click.option("--onto", metavar="REF", shell_complete=complete_ref,
               help="Also port each patch to upstream REF (index-only, 3-way), grade it "
               "exact/offset/3way/conflict and, with --out, write the ported plain diff.")
 @click.option("--check", "check_only", is_flag=True,
@@ -125,7 +126,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
 
 
 @click.command(epilog="Read-only: it never writes to GitHub or anywhere upstream.")
-@click.option("--ref", metavar="REF",
+@click.option("--ref", metavar="REF", shell_complete=complete_ref,
               help="Also say which patches landed upstream between the pin and REF, and "
               "which upstream probably superseded (needs the upstream).")
 @click.option("--online", is_flag=True,
