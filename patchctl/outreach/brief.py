@@ -199,15 +199,20 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
 
 
 def select(patches: list[Patch], names: Sequence[str]) -> list[Patch]:
-    """Patches named as every command names them (``stack.select_names``: file name,
-    number, unique part of a name) or by concern; all when ``names`` is empty."""
+    """Patches named by file name, number prefix or concern; all when ``names`` is empty."""
     if not names:
         return patches
-    from patchctl.stack import select_names
+    from patchctl.errors import InputError
 
-    chosen = select_names([p.name for p in patches], names,
-                          concerns=[p.concern for p in patches])
-    return [patches[i] for i in chosen]
+    out: list[Patch] = []
+    for name in names:
+        hits = [p for p in patches if name in (p.name, p.name.removesuffix(".patch"),
+                                               p.concern) or p.name.startswith(f"{name}-")]
+        if not hits:
+            known = ", ".join(p.name for p in patches) or "none"
+            raise InputError(f"no patch {name!r} in the series (patches: {known})")
+        out += [p for p in hits if p not in out]
+    return sorted(out, key=patches.index)
 
 
 def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: Patch,
