@@ -1,10 +1,12 @@
 """Benchmark `patchctl verify` against the ways a user would otherwise check a stack.
 
 From one run it prints the median wall time (interleaved repetitions after a
-warm-up) of, for stacks of 20 and 200 narrow patches:
+warm-up) of, for stacks of 20, 200 and 2,000 narrow patches:
 
-  patchctl verify --upstream REPO     the real console script, as a subprocess
-  (a) bare loop                       `git apply --cached` per patch on a temp index (bash)
+  patchctl verify --upstream REPO     the real console script, as a subprocess (and again
+                                      with an empty cache: nothing parsed before)
+  (a) per-patch loop                  `git apply --cached` per patch on a temp index, then
+                                      `git apply --cached -R` per patch, last first (bash)
   (b) quilt                           `quilt push -a --fuzz=0 && quilt pop -a` in a fresh tree
   floor                               one batched `git apply --cached` forward, one `-R` back
 
@@ -13,7 +15,7 @@ The inputs are generated in a temp dir: a synthetic upstream of ~1,200 C files,
 and, when PATCHCTL_LLAMA_CPP names a llama.cpp clone, real llama.cpp files at the
 pin. Nothing is written to the repository or to that clone.
 
-    python bench/verify.py [--json] [--reps 7] [--warmup 1] [--keep]
+    python bench/verify.py [--json] [--reps 7] [--warmup 1] [--sizes 20,200,2000] [--keep]
 """
 
 from __future__ import annotations
@@ -56,21 +58,27 @@ from _common import (
 )
 
 SCHEMA = "patchctl.bench.verify/1"
-SIZES = (20, 200)
+SIZES = (20, 200, 2000)
 LLAMA_PIN = "45155597aa23243c5f6d10064bd9bca3eaddee16"
 LLAMA_URL = "https://github.com/ggml-org/llama.cpp"
 
 # name -> (what, limit). A ratio passes when value <= limit.
 TARGETS = {
     "verify/quilt@20": ("patchctl verify / quilt push+pop, 20 patches", 0.15),
-    "verify/loop@20": ("patchctl verify / bare per-patch git apply loop, 20 patches", 0.6),
+    "verify/loop@20": ("patchctl verify / per-patch apply+reverse loop, 20 patches", 0.6),
     "verify/quilt@200": ("patchctl verify / quilt push+pop, 200 patches", 0.05),
-    "verify/loop@200": ("patchctl verify / bare per-patch git apply loop, 200 patches", 0.2),
+    "verify/loop@200": ("patchctl verify / per-patch apply+reverse loop, 200 patches", 0.2),
     "verify200/verify20": ("patchctl verify 200 patches / 20 patches", 10.0),
+    "verify/quilt@2000": ("patchctl verify / quilt push+pop, 2,000 patches", 0.05),
+    "verify/loop@2000": ("patchctl verify / per-patch apply+reverse loop, 2,000 patches", 0.2),
+    "verify/floor@2000": ("patchctl verify / batched floor (apply + apply -R), 2,000 patches",
+                          1.5),
+    "verify2000/verify200": ("patchctl verify 2,000 patches / 200 patches", 10.0),
 }
 HELP_LIMIT = 0.1  # seconds, `patchctl --help`
 
-# (a): what a shell user writes. One bash process for the whole loop, like theirs.
+# (a): what a shell user writes to prove apply and reverse one patch at a time. One
+# bash process for the whole loop, like theirs.
 BARE_LOOP = r"""
 set -eu
 export GIT_INDEX_FILE="$1"
@@ -79,6 +87,9 @@ git -C "$repo" read-tree "$pin"
 while read -r p; do
     git -C "$repo" apply --cached "$patches/$p"
 done < "$series"
+tac "$series" | while read -r p; do
+    git -C "$repo" apply --cached -R "$patches/$p"
+done
 """
 
 # (b): quilt in a plain tree; QUILTRC=/dev/null keeps ~/.quiltrc and /etc out of it.
@@ -91,9 +102,14 @@ def log(msg: str) -> None:
 
 # -- inputs ---------------------------------------------------------------------------------
 
-AREAS = 40
+AREAS = 40  # at least; more when the largest stack needs more files (one patch per file)
 C_PER_AREA = 25
 H_PER_AREA = 5
+
+
+def areas_for(patches: int) -> int:
+    """Enough areas that ``patches`` patches of up to two files each find distinct files."""
+    return max(AREAS, -(-patches * 2 // (C_PER_AREA + H_PER_AREA)))
 
 
 def _c_file(area: int, unit: int) -> bytes:
@@ -133,13 +149,13 @@ def _h_file(area: int, unit: int) -> bytes:
     return ("\n".join(out) + "\n").encode()
 
 
-def make_synthetic_upstream(repo: Path) -> str:
-    """A bare repo, one commit of ~1,200 distinct C files; returns the pin."""
+def make_synthetic_upstream(repo: Path, areas: int = AREAS) -> str:
+    """A bare repo, one commit of ``areas`` x 30 distinct C files; returns the pin."""
     init_bare(repo)
     files = [fast_import_blob("README.md", "100644", b"# synth\n\nA generated upstream.\n"),
              fast_import_blob("CMakeLists.txt", "100644",
                               b"cmake_minimum_required(VERSION 3.16)\nproject(synth C)\n")]
-    for a in range(AREAS):
+    for a in range(areas):
         for u in range(C_PER_AREA):
             files.append(fast_import_blob(f"src/area{a:02d}/unit{u:02d}.c", "100644",
                                           _c_file(a, u)))
@@ -159,8 +175,9 @@ class Suite:
     """One upstream with stacks of 20 and 200 patches, and everything the runs need."""
 
     def __init__(self, name: str, root: Path, upstream: Path, pin: str, url: str,
-                 sparse: bool, patchctl: Path) -> None:
+                 sparse: bool, patchctl: Path, sizes: tuple[int, ...]) -> None:
         self.name, self.root, self.upstream, self.pin, self.url = name, root, upstream, pin, url
+        self.sizes = sizes
         self.sparse = sparse  # quilt tree: only the files the stack touches
         self.patchctl = patchctl
         self.files = 0
@@ -172,14 +189,14 @@ class Suite:
     def build_stack(self, candidates: list[str], entries, rng: random.Random,
                     new_every: int) -> None:
         gen = init_bare(self.root / "gen.git", alternates=self.upstream / "objects")
-        specs = plan_patches(candidates, max(SIZES), rng, new_every=new_every)
+        specs = plan_patches(candidates, max(self.sizes), rng, new_every=new_every)
         out = self.root / "generated-patches"
         self.patch_names = build_patch_series(gen, self.pin, entries, specs, rng, out)
-        if len(self.patch_names) != max(SIZES):
+        if len(self.patch_names) != max(self.sizes):
             raise BenchError(f"format-patch wrote {len(self.patch_names)} patches, "
-                             f"expected {max(SIZES)}")
+                             f"expected {max(self.sizes)}")
         self.specs = specs
-        for n in SIZES:
+        for n in self.sizes:
             write_project(self.project(n), name=self.name, url=self.url, pin=self.pin,
                           patch_dir=out, patch_names=self.patch_names[:n],
                           patchctl=self.patchctl)
@@ -188,10 +205,11 @@ class Suite:
         hunks = sum(ln.startswith(b"@@ ") for p in self.patch_names
                     for ln in (out / p).read_bytes().split(b"\n"))
         self.facts.update({
-            "patches": max(SIZES),
+            "patches": max(self.sizes),
             "files_touched": sum(len(s.paths) for s in specs),
             "hunks": hunks,
-            "patch_bytes_200": sum((out / p).stat().st_size for p in self.patch_names),
+            f"patch_bytes_{max(self.sizes)}": sum((out / p).stat().st_size
+                                             for p in self.patch_names),
         })
 
     def project(self, n: int) -> Path:
@@ -204,13 +222,13 @@ class Suite:
         return sorted({p for s in self.specs[:n] for p in s.edits})
 
 
-def synthetic_suite(root: Path, patchctl: Path) -> Suite:
+def synthetic_suite(root: Path, patchctl: Path, sizes: tuple[int, ...]) -> Suite:
     t0 = time.perf_counter()
     upstream = root / "upstream.git"
-    pin = make_synthetic_upstream(upstream)
+    pin = make_synthetic_upstream(upstream, areas_for(max(sizes)))
     entries = {e.path: e for e in ls_tree(upstream, pin)}
     suite = Suite("synthetic", root, upstream, pin, str(upstream), sparse=False,
-                  patchctl=patchctl)
+                  patchctl=patchctl, sizes=sizes)
     suite.files = len(entries)
     candidates = sorted(p for p in entries if p.endswith((".c", ".h")))
     suite.build_stack(candidates, entries, random.Random(20260101), new_every=25)
@@ -219,7 +237,8 @@ def synthetic_suite(root: Path, patchctl: Path) -> Suite:
     return suite
 
 
-def llama_suite(root: Path, source: Path, pin: str, patchctl: Path) -> Suite:
+def llama_suite(root: Path, source: Path, pin: str, patchctl: Path,
+                sizes: tuple[int, ...]) -> Suite:
     """Real llama.cpp files at the pin, read from ``source`` without a checkout.
 
     The timed upstream is a bare repo in the temp dir that borrows ``source``'s
@@ -233,13 +252,17 @@ def llama_suite(root: Path, source: Path, pin: str, patchctl: Path) -> Suite:
         raise BenchError(f"pin {pin} is not a commit in {source}")
     all_entries = ls_tree(upstream, pin)
     entries = {e.path: e for e in all_entries}
-    suite = Suite("llama.cpp", root, upstream, pin, LLAMA_URL, sparse=True, patchctl=patchctl)
+    suite = Suite("llama.cpp", root, upstream, pin, LLAMA_URL, sparse=True, patchctl=patchctl,
+                  sizes=sizes)
     suite.files = int(git(upstream, "ls-tree", "-r", "--name-only", "-z", pin).count("\0"))
     maybe = [e for e in all_entries if comment_prefix(e.path) and 2048 <= e.size <= 256 * 1024
              and _safe(e.path)]
     blobs = read_blobs(upstream, [e.blob for e in maybe])
     candidates = sorted(e.path for e in maybe
                         if b"\0" not in blobs[e.blob] and b"\r" not in blobs[e.blob])
+    suite.sizes = tuple(n for n in sizes if n * 2 <= len(candidates)) or sizes[:1]
+    if suite.sizes != sizes:
+        log(f"llama.cpp: {len(candidates)} editable files: stacks of {suite.sizes} only")
     suite.build_stack(candidates, entries, random.Random(45155597), new_every=25)
     suite.facts.update({"upstream_files": suite.files, "candidate_files": len(candidates),
                         "source": str(source), "pin": pin,
@@ -314,6 +337,15 @@ def cases_for(suite: Suite, n: int, scratch: Path, quilt: str | None) -> list[Ca
     def verify() -> float:
         return timed(verify_argv(suite, n), cwd=suite.project(n), env=env)
 
+    cold_cache = scratch / f"{suite.name}-{n}.cold-cache"
+    cold_env = {**env, "PATCHCTL_CACHE_DIR": str(cold_cache)}
+
+    def verify_cold() -> float:
+        return timed(verify_argv(suite, n), cwd=suite.project(n), env=cold_env)
+
+    def empty_cache() -> None:
+        shutil.rmtree(cold_cache, ignore_errors=True)
+
     def loop() -> float:
         return timed(["bash", "-c", BARE_LOOP, "bare-loop", index, upstream, pin, patches,
                       series], env=env)
@@ -332,6 +364,7 @@ def cases_for(suite: Suite, n: int, scratch: Path, quilt: str | None) -> list[Ca
         index.unlink(missing_ok=True)
 
     cases = [Case(f"verify@{n}", verify),
+             Case(f"cold@{n}", verify_cold, prepare=empty_cache),
              Case(f"loop@{n}", loop, prepare=fresh_index),
              Case(f"floor@{n}", floor, prepare=fresh_index)]
     if quilt:
@@ -429,20 +462,21 @@ def ratio(a: float, b: float) -> float:
 
 
 def evaluate(suite_medians: dict[str, float]) -> dict[str, dict[str, object]]:
-    values: dict[str, float | None] = {
-        "verify/loop@20": ratio(suite_medians["verify@20"], suite_medians["loop@20"]),
-        "verify/loop@200": ratio(suite_medians["verify@200"], suite_medians["loop@200"]),
-        "verify200/verify20": ratio(suite_medians["verify@200"], suite_medians["verify@20"]),
-        "verify/quilt@20": None,
-        "verify/quilt@200": None,
-    }
-    if "quilt@20" in suite_medians:
-        values["verify/quilt@20"] = ratio(suite_medians["verify@20"], suite_medians["quilt@20"])
-        values["verify/quilt@200"] = ratio(suite_medians["verify@200"],
-                                           suite_medians["quilt@200"])
+    m = suite_medians
+
+    def r(a: str, b: str) -> float | None:
+        return ratio(m[a], m[b]) if a in m and b in m else None
+
+    values: dict[str, float | None] = {}
+    for n in (20, 200, 2000):
+        values[f"verify/loop@{n}"] = r(f"verify@{n}", f"loop@{n}")
+        values[f"verify/quilt@{n}"] = r(f"verify@{n}", f"quilt@{n}")
+    values["verify/floor@2000"] = r("verify@2000", "floor@2000")
+    values["verify200/verify20"] = r("verify@200", "verify@20")
+    values["verify2000/verify200"] = r("verify@2000", "verify@200")
     out = {}
     for key, (what, limit) in TARGETS.items():
-        v = values[key]
+        v = values.get(key)
         out[key] = {"what": what, "value": None if v is None else round(v, 4), "limit": limit,
                     "pass": None if v is None else v <= limit}
     return out
@@ -466,7 +500,8 @@ def render_table(result: dict) -> str:
     p = result["params"]
     out.append(f"patchctl verify benchmark: median of {p['reps']} interleaved runs after "
                f"{p['warmup']} warm-up (quilt: {p['quilt_reps']} at 20 patches, "
-               f"{p['quilt_reps_200']} at 200, no warm-up)")
+               f"{p['quilt_reps_200']} at 200 and 2,000, no warm-up; the per-patch loop: "
+               f"{p['loop_reps_2000']} at 2,000)")
     m = result["machine"]
     t = result["tools"]
     out.append(f"machine: {m['nproc']} CPUs, load {m.get('loadavg_start')} -> "
@@ -480,21 +515,23 @@ def render_table(result: dict) -> str:
         f = s["facts"]
         out.append("")
         out.append(f"== {name}: {f['upstream_files']} files at {s['pin'][:12]}, "
-                   f"{f['files_touched']} files / {f['hunks']} hunks in 200 patches "
+                   f"{f['files_touched']} files / {f['hunks']} hunks in {f['patches']} patches "
                    f"(setup {f['setup_seconds']} s, not timed)")
         med = s["medians"]
         rows = [
             ("patchctl verify --upstream REPO", "verify"),
-            ("(a) bare `git apply --cached` loop", "loop"),
+            ("  the same, nothing parsed before", "cold"),
+            ("(a) per-patch apply, then apply -R", "loop"),
             ("(b) quilt push -a --fuzz=0; pop -a", "quilt"),
             ("floor: batched apply + apply -R", "floor"),
         ]
         w = 38
-        out.append(f"{'':<{w}} {'20 patches':>12} {'200 patches':>12}")
+        sizes = s["sizes"]
+        out.append(f"{'':<{w}}" + "".join(f" {f'{n} patches':>14}" for n in sizes))
         for label, key in rows:
-            out.append(f"{label:<{w}} {fmt_s(med.get(f'{key}@20')):>12} "
-                       f"{fmt_s(med.get(f'{key}@200')):>12}")
-        for n in SIZES:
+            out.append(f"{label:<{w}}" + "".join(f" {fmt_s(med.get(f'{key}@{n}')):>14}"
+                                                 for n in sizes))
+        for n in sizes:
             v = s["verify_report"][str(n)]
             out.append(f"  verify@{n}: {v['mode']}, {v['git_calls']} git calls, "
                        f"{fmt_s(v['in_process_seconds'])} in-process (self-reported, one warm run)")
@@ -537,16 +574,28 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quilt-reps", type=int, default=3,
                     help="timed repetitions for quilt, 20 patches (default 3)")
     ap.add_argument("--quilt-reps-200", type=int, default=1,
-                    help="timed repetitions for quilt, 200 patches (default 1; ~20-40 s each)")
+                    help="timed repetitions for quilt, 200 and 2,000 patches (default 1; "
+                    "~20-40 s each at 200, ten times that at 2,000)")
+    ap.add_argument("--loop-reps-2000", type=int, default=3,
+                    help="timed repetitions for the per-patch loop at 2,000 patches (default 3)")
+    ap.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                    help="stack sizes, a subset of 20,200,2000 (default: all)")
     ap.add_argument("--warmup", type=int, default=1, help="untimed warm-up rounds (default 1)")
     ap.add_argument("--patchctl", help="the console script (default: next to this python)")
     ap.add_argument("--no-quilt", action="store_true", help="skip the quilt baseline")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir and print its path")
     ap.add_argument("--check", action="store_true", help="exit 1 when a target fails")
     args = ap.parse_args(argv)
-    if min(args.reps, args.quilt_reps, args.quilt_reps_200) < 1 or args.warmup < 0:
+    if min(args.reps, args.quilt_reps, args.quilt_reps_200, args.loop_reps_2000) < 1 or \
+            args.warmup < 0:
         ap.error("repetitions must be >= 1 and --warmup >= 0")
     quilt_reps, quilt_reps_200 = args.quilt_reps, args.quilt_reps_200
+    try:
+        sizes = tuple(sorted({int(x) for x in args.sizes.split(",")}))
+    except ValueError:
+        ap.error("--sizes: comma-separated numbers")
+    if not sizes or not set(sizes) <= set(SIZES):
+        ap.error(f"--sizes: a subset of {','.join(map(str, SIZES))}")
 
     started = time.perf_counter()
     patchctl = find_patchctl(args.patchctl)
@@ -576,11 +625,12 @@ def main(argv: list[str] | None = None) -> int:
     try:
         suites: list[Suite] = []
         log(f"generating inputs in {tmp}")
-        suites.append(synthetic_suite(tmp / "synthetic", patchctl))
+        suites.append(synthetic_suite(tmp / "synthetic", patchctl, sizes))
         if llama_src:
             log(f"generating llama.cpp patches from {llama_src} @ {llama_pin[:12]}")
             (tmp / "llama").mkdir()
-            suites.append(llama_suite(tmp / "llama", Path(llama_src), llama_pin, patchctl))
+            suites.append(llama_suite(tmp / "llama", Path(llama_src), llama_pin, patchctl,
+                                      sizes))
         scratch = tmp / "scratch"
         scratch.mkdir()
 
@@ -590,35 +640,40 @@ def main(argv: list[str] | None = None) -> int:
                                    "bytecode": "cached under PYTHONPYCACHEPREFIX=<tmp>/pycache"
                                    + (" (PYTHONDONTWRITEBYTECODE=1 lifted)"
                                       if inherited_no_pyc else ""),
-                                   "warmup": args.warmup, "sizes": list(SIZES)},
+                                   "loop_reps_2000": args.loop_reps_2000,
+                                   "warmup": args.warmup, "sizes": list(sizes)},
                         "suites": {}}
         help_cases = python_cases(patchctl, scratch, no_pyc=bool(inherited_no_pyc))
         help_names = {c.name for c in help_cases}
         help_samples: dict[str, list[float]] = {}
         for i, suite in enumerate(suites):
             log(f"measuring {suite.name}" + ("" if i else " and patchctl --help"))
-            relative = check_relative_project(suite, SIZES[0])
+            relative = check_relative_project(suite, suite.sizes[0])
             suite.relative_ok = bool(relative["ok"])
-            reports = {str(n): check_verify_report(suite, n) for n in SIZES}
-            cases = [c for n in SIZES for c in cases_for(suite, n, scratch, quilt)]
+            reports = {str(n): check_verify_report(suite, n) for n in suite.sizes}
+            cases = [c for n in suite.sizes for c in cases_for(suite, n, scratch, quilt)]
             for c in cases:
                 # quilt costs ~0.1 s a patch: a few runs at 20 patches, fewer at 200
-                # (it averages over 200 patches itself), and no warm-up there: the
-                # 20-patch runs already warmed quilt's scripts and the page cache.
+                # and 2,000 (it averages over the patches itself), and no warm-up
+                # there: the 20-patch runs already warmed quilt's scripts and the page
+                # cache. The per-patch loop at 2,000 is 4,000 git processes a run.
                 if c.name == "quilt@20":
                     c.reps = quilt_reps
-                elif c.name == "quilt@200":
+                elif c.name in ("quilt@200", "quilt@2000"):
                     c.reps, c.warmup = quilt_reps_200, 0
+                elif c.name == "loop@2000":
+                    c.reps, c.warmup = args.loop_reps_2000, 0
             if i == 0:
                 # `--help` interleaved with the first suite's runs: the same load.
                 cases += help_cases
             samples = measure_round_robin(cases, reps=args.reps, warmup=args.warmup, log=log)
             help_samples.update({k: samples.pop(k) for k in help_names if k in samples})
             # Again, warm (bytecode cached), for the self-reported in-process time.
-            reports = {str(n): check_verify_report(suite, n) for n in SIZES}
+            reports = {str(n): check_verify_report(suite, n) for n in suite.sizes}
             medians = {k: median(v) for k, v in samples.items()}
             result["suites"][suite.name] = {
-                "pin": suite.pin, "facts": suite.facts, "verify_report": reports,
+                "pin": suite.pin, "sizes": list(suite.sizes), "facts": suite.facts,
+                "verify_report": reports,
                 "relative_project_check": relative,
                 "medians": {k: round(v, 5) for k, v in medians.items()},
                 "samples": {k: [round(x, 5) for x in v] for k, v in samples.items()},

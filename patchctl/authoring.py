@@ -11,14 +11,22 @@ edited applied as commits.
 
 from __future__ import annotations
 
-import json
 import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo, importing, patchtext, stackwrite
+from patchctl import (
+    fsutil,
+    gitrepo,
+    grades,
+    importing,
+    patchtext,
+    schemas,
+    stackwrite,
+    statefile,
+)
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
@@ -59,15 +67,15 @@ def init_stack(project: Path, *, url: str, pin: str, name: str | None = None,
     name = name or recorded_url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git") or "upstream"
     commit, tag, checked, why = pin.lower(), None, False, ""
     try:
-        repo = gitrepo.git_dir(local) if is_local else None
-        if repo is None and check_commit_id(commit, what="--pin"):
-            repo = gitrepo.cached_upstream(url, commit)
-        resolved = gitrepo.resolve_commit(repo, pin)
-        if resolved is None:
+        if is_local:  # a clone, or a bundle (made into a repo in the cache)
+            repo = gitrepo.bundle_repo(local) if local.is_file() else gitrepo.git_dir(local)
+        else:
+            repo = gitrepo.cached_upstream(url, check_commit_id(commit, what="--pin"))
+        ref = gitrepo.resolve_ref(repo, pin, what="--pin")
+        if ref is None:
             raise InputError(f"--pin {pin} is not a commit in upstream {url}")
-        if resolved != commit:
-            tag = pin  # a tag or branch: keep it as information next to the real pin
-        commit, checked = resolved, True
+        tag = ref.name  # a tag or branch: kept as information next to the real pin
+        commit, checked = ref.commit, True
     except EnvironmentFailure as e:
         check_commit_id(commit, what="--pin")
         why = str(e)
@@ -99,7 +107,7 @@ class ImportResult:
     fingerprint: str
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.import/1", **asdict(self)}
+        return {"schema": schemas.IMPORT, **asdict(self)}
 
 
 def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[str], *,
@@ -157,24 +165,27 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         return ImportResult(str(stack.root), report, lock.fingerprint)
 
 
+def _items(patches: list[Patch]) -> list[gitrepo.SeriesItem]:
+    return [gitrepo.SeriesItem(p.path.absolute(), p.strip, len(p.files)) for p in patches]
+
+
 def _apply_stack(index: gitrepo.TempIndex, pin: Pin, patches: list[Patch]) -> None:
     index.read_tree(pin.commit)
-    for p in patches:
-        if not index.apply([p.path.absolute()], strip=p.strip).ok:
+    done = index.apply_series(_items(patches))
+    for p, a in zip(patches, done.applied, strict=False):
+        if not a.ok:
             raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
                              "(`patchctl verify` says why)")
 
 
 def _apply_candidate(index: gitrepo.TempIndex, c: importing.Candidate) -> str:
-    run = index.apply([c.diff], strip=c.strip)
-    if run.ok:
-        return "offset" if "(offset " in run.stdout + run.stderr else "exact"
-    if index.apply([c.diff], strip=c.strip, three_way=True).ok:
-        return "3way"
-    index_reason = next((ln for ln in run.stderr.splitlines() if ln.startswith("error:")),
-                        "git apply failed")
+    done = index.apply_series([gitrepo.SeriesItem(c.diff, c.strip)], on_failure="three_way")
+    a = done.applied[0]
+    if a.ok:
+        return grades.THREE_WAY if a.three_way else grades.clean(a.offsets)
+    assert a.error is not None
     raise InputError(f"{c.source}: does not apply on top of the stack at the pin "
-                     f"({index_reason.removeprefix('error: ')}); nothing was imported")
+                     f"({a.error.message}); nothing was imported")
 
 
 def _diff_paths(diff: str) -> list[str]:
@@ -185,7 +196,24 @@ def _diff_paths(diff: str) -> list[str]:
 
 # -- new, edit, refresh -----------------------------------------------------------------------
 
-EDIT_SCHEMA = "patchctl.edit/1"
+@dataclass
+class EditState:
+    """An open edit work tree (``.patchctl/edit/state.json``)."""
+
+    stack: str
+    pin: str
+    target: str  # the patch file being edited (or written, when ``new``)
+    base: str  # the work tree's commit the patch is diffed against
+    new: bool
+    header: str | None  # the mail header of a new patch
+    tree: str  # the work tree as the edit left it, to notice unrefreshed changes
+
+    @classmethod
+    def from_dict(cls, d: dict) -> EditState:
+        f = statefile.field
+        return cls(stack=f(d, "stack", str), pin=f(d, "pin", str), target=f(d, "target", str),
+                   base=f(d, "base", str), new=f(d, "new", bool),
+                   header=f(d, "header", (str, statefile.NONE)), tree=f(d, "tree", str))
 
 
 @dataclass
@@ -196,7 +224,7 @@ class EditResult:
     applied: list[str]  # patches committed in the work tree, in order (target last if not new)
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.edit/1", **asdict(self)}
+        return {"schema": schemas.EDIT, **asdict(self)}
 
 
 @dataclass
@@ -209,7 +237,7 @@ class RefreshResult:
     interdiff: str | None = None
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.refresh/1", **asdict(self)}
+        return {"schema": schemas.REFRESH, **asdict(self)}
 
 
 def edit_dir(project: Path, *, create: bool = False) -> Path:
@@ -221,7 +249,7 @@ def _find(stack: Stack, name: str) -> int:
     return resolve_name([e.name for e in stack.series()], name, where=str(stack.series_path))
 
 
-def open_edit(project: Path) -> dict | None:
+def open_edit(project: Path) -> EditState | None:
     """The open edit's state (target, base, tree), or None when no edit is open."""
     state = _load_edit(project)
     return state if state is not None and (edit_dir(project) / "work" / ".git").is_dir() else None
@@ -231,25 +259,18 @@ def close_clean_edit(project: Path, what: str) -> None:
     """Before a verb reorders or rewrites the stack: an edit that holds nothing
     unrefreshed is closed (its work tree would go stale); one that does refuses."""
     state = open_edit(project)
-    if state is not None and (state["new"] or
-                              gitrepo.snapshot_tree(edit_dir(project) / "work") != state["tree"]):
-        raise InputError(f"the edit of {state['target']} has changes not yet refreshed; run "
+    if state is not None and (state.new or
+                              gitrepo.snapshot_tree(edit_dir(project) / "work") != state.tree):
+        raise InputError(f"the edit of {state.target} has changes not yet refreshed; run "
                          f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
     shutil.rmtree(edit_dir(project), ignore_errors=True)
 
 
-def _load_edit(project: Path) -> dict | None:
-    path = edit_dir(project) / "state.json"
-    if not path.is_file():
-        return None
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise InputError(f"{path}: unreadable ({e}); start again with `patchctl edit NAME "
-                         "--reset`") from e
-    if state.get("schema") != EDIT_SCHEMA:
-        raise InputError(f"{path}: unknown edit state; start again with `patchctl edit --reset`")
-    return state
+def _load_edit(project: Path) -> EditState | None:
+    return statefile.load(edit_dir(project) / "state.json", schemas.EDIT_STATE,
+                          EditState.from_dict, what="edit state",
+                          again="start again with `patchctl edit NAME --reset`",
+                          older=(schemas.EDIT,))  # what the edit state used to be called
 
 
 def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
@@ -257,8 +278,8 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
     state = _load_edit(project)
     work = edit_dir(project, create=True) / "work"
     if state is not None and not reset and (work / ".git").is_dir() and \
-            gitrepo.snapshot_tree(work) != state["tree"]:
-        raise InputError(f"the edit of {state['target']} in {work} has changes not yet "
+            gitrepo.snapshot_tree(work) != state.tree:
+        raise InputError(f"the edit of {state.target} in {work} has changes not yet "
                          "refreshed; run `patchctl refresh`, or pass --reset to discard them")
     shutil.rmtree(edit_dir(project), ignore_errors=True)
     edit_dir(project, create=True)
@@ -279,11 +300,9 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
         applied.append(p.name)
     if header is not None:
         base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
-    state = {"schema": EDIT_SCHEMA, "stack": str(stack.root), "pin": pin.commit,
-             "target": target, "base": base, "new": header is not None, "header": header,
-             "tree": gitrepo.snapshot_tree(work)}
-    fsutil.atomic_write(edit_dir(project) / "state.json",
-                        json.dumps(state, indent=2, sort_keys=True) + "\n")
+    state = EditState(stack=str(stack.root), pin=pin.commit, target=target, base=base,
+                      new=header is not None, header=header, tree=gitrepo.snapshot_tree(work))
+    statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
     return EditResult(str(work), target, header is not None, applied)
 
 
@@ -325,23 +344,23 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         if state is None or not (work / ".git").is_dir():
             raise InputError("nothing to refresh: no edit in progress; start one with "
                              "`patchctl edit NAME` or `patchctl new NAME`")
-        target = state["target"]
+        target = state.target
         if name is not None and _find_name(stack, name, target) != target:
             raise InputError(f"the open edit is of {target}, not {name}")
-        if stack.pin().commit != state["pin"]:
+        if stack.pin().commit != state.pin:
             raise InputError("the pin moved since the edit began; start it again with "
                              "`patchctl edit NAME --reset`")
         snap = stackwrite.snapshot(stack.root)
         git_dir = work / ".git"
         tree = gitrepo.snapshot_tree(work)
-        base_tree = gitrepo.tree_of(git_dir, state["base"])
+        base_tree = gitrepo.tree_of(git_dir, state.base)
         if tree == base_tree:
             raise InputError(f"{work} holds no change for {target}: edit the files there first")
         diff = gitrepo.format_diff(git_dir, base_tree, tree)
         patches = stack.patches()
         old = next((p for p in patches if p.name == target), None)
-        if state["new"] or old is None:
-            text = patchtext.render(state["header"], diff)
+        if state.new or old is None:
+            text = patchtext.render(state.header or "", diff)
         else:
             text = patchtext.render(patchtext.header_text(old), diff, mail_form=old.mail_form)
         path = stack.patches_dir / target
@@ -359,7 +378,7 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         unchanged = old is not None and path.read_bytes() == text.encode("utf-8",
                                                                          "surrogateescape")
         if not unchanged or stack.lock() != lock:
-            from patchctl.rebase import rewrite_series
+            from patchctl.stack import rewrite_series
 
             series = stack.series_path.read_text(encoding="utf-8")
             changes: dict[str, bytes | None] = {
@@ -369,9 +388,8 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
                                          append=[target] if old is None else []).encode(),
                 "stack.lock": render_lock(lock).encode()}
             stackwrite.replace_stack(stack, changes, expect=snap)
-        state.update(tree=tree, new=False)
-        fsutil.atomic_write(edit_dir(project) / "state.json",
-                            json.dumps(state, indent=2, sort_keys=True) + "\n")
+        state.tree, state.new = tree, False
+        statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
         result.later_failing = _later_failing(git_dir, tree, after[at:])
         return result
 
@@ -384,10 +402,7 @@ def _find_name(stack: Stack, name: str, target: str) -> str:
 
 def _later_failing(git_dir: Path, tree: str, later: list[Patch]) -> list[str]:
     """The patches after the refreshed one that no longer apply on top of it."""
-    failing: list[str] = []
     with gitrepo.temp_index(git_dir) as index:
         index.read_tree(tree)
-        for p in later:
-            if not index.apply([p.path.absolute()], strip=p.strip).ok:
-                failing.append(p.name)
-    return failing
+        done = index.apply_series(_items(later), on_failure="skip", base=tree)
+    return [p.name for p, a in zip(later, done.applied, strict=True) if not a.ok]

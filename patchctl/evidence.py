@@ -17,9 +17,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import __version__, fsutil
-
-SCHEMA = "patchctl.evidence/1"
+from patchctl import __version__, fsutil, schemas
 
 
 def tool_versions() -> dict[str, str]:
@@ -79,7 +77,7 @@ class Record:
 
 def write_record(evidence_dir: Path, record: Record) -> Path:
     path = evidence_dir / f"{record.name}.json"
-    data = {"schema": SCHEMA, **asdict(record), "as_expected": record.as_expected}
+    data = {"schema": schemas.EVIDENCE, **asdict(record), "as_expected": record.as_expected}
     fsutil.atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
     return path
 

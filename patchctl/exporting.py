@@ -14,7 +14,7 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from patchctl import fsutil, patchtext
+from patchctl import fsutil, patchtext, schemas
 from patchctl.errors import InputError
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack
@@ -32,7 +32,7 @@ class ExportResult:
     patches: int
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.export/1", **asdict(self)}
+        return {"schema": schemas.EXPORT, **asdict(self)}
 
 
 def mail_text(patch: Patch) -> str:

@@ -1,7 +1,8 @@
-"""The stack fingerprint (algorithm pcfp1, docs/FORMATS.md).
+"""The stack fingerprint (algorithm pcfp2, docs/FORMATS.md), and whether a lock is current.
 
-It covers the pin and each patch's normalized diff in order, so header-only
-edits (a new Upstream-Status, a reworded body) leave it unchanged.
+It covers the pin and, per patch, every line of its diff that git applies
+(mode lines and binary payloads included), so header-only edits (a new
+Upstream-Status, a reworded body) leave it unchanged and nothing else does.
 """
 
 from __future__ import annotations
@@ -10,9 +11,11 @@ import hashlib
 from collections.abc import Sequence
 
 from patchctl.patchfile import Patch
-from patchctl.stack import Lock, LockedPatch, Pin
+from patchctl.stack import LOCK_FORMAT, Lock, LockedPatch, Pin, render_lock
 
-ALGORITHM = "pcfp1"
+ALGORITHM = "pcfp2"
+# Why a lock written with an older algorithm is stale (shown to the user).
+_RETIRED = {"pcfp1": "pcfp1 ignored binary payloads and mode changes"}
 SHORT = 16
 
 
@@ -31,6 +34,35 @@ def make_lock(pin: Pin, patches: Sequence[Patch]) -> Lock:
         fingerprint=fingerprint(pin.commit, patches),
         patches=tuple(LockedPatch(file=p.name, strip=p.strip, digest=p.digest) for p in patches),
     )
+
+
+def staleness(old: Lock | None, new: Lock) -> str | None:
+    """Why the lock ``old`` is not what ``patchctl lock`` would write now (``new``);
+    None when it is current. The one test: `verify` and `lock --check` both ask it."""
+    if old is None:
+        return "missing"
+    if old.format != LOCK_FORMAT:
+        return f"lock format {old.format}; this patchctl writes format {LOCK_FORMAT}"
+    if old.algorithm != new.algorithm:
+        why = _RETIRED.get(old.algorithm, "an algorithm this patchctl does not know")
+        return f"written with fingerprint algorithm {old.algorithm} ({why}); " \
+            f"this patchctl uses {new.algorithm}"
+    if old.pin != new.pin:
+        return "the pin changed"
+    if len(old.patches) != len(new.patches):
+        return f"the series has {len(new.patches)} patches, the lock {len(old.patches)}"
+    changed = [n.file for o, n in zip(old.patches, new.patches, strict=True)
+               if (o.file, o.digest) != (n.file, n.digest)]
+    if changed:
+        return "changed: " + ", ".join(changed)
+    if [o.strip for o in old.patches] != [n.strip for n in new.patches]:
+        return "a strip level changed"
+    if old.fingerprint != new.fingerprint:
+        return "the patch order changed" if old.patches != new.patches else \
+            "its fingerprint does not match its patches"
+    if render_lock(old) != render_lock(new):
+        return "it differs from what `patchctl lock` writes (edited by hand?)"
+    return None
 
 
 def short(value: str) -> str:

@@ -95,8 +95,7 @@ def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding
     binary_ok = [g for v in patch.metadata.get("Binary", []) for g in v.split()]
     for f in patch.files:
         for path in f.paths:
-            pure = PurePosixPath(path)
-            if path.startswith("/") or ".." in pure.parts:
+            if path.startswith("/") or ".." in path.split("/"):
                 out.append(Finding(ERROR, "unsafe-path",
                                    f"{path}: absolute or `..` path escapes the tree", f.line))
                 continue
@@ -104,7 +103,7 @@ def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding
                 out.append(Finding(ERROR, "scope",
                                    f"{path} is outside the patch's Scope ({' '.join(scope)})",
                                    f.line))
-            through = [str(p) for p in reversed(pure.parents) if str(p) in upstream_symlinks]
+            through = [p for p in parent_dirs(path) if p in upstream_symlinks]
             if through or (path in upstream_symlinks and f.source is not None):
                 link = through[0] if through else path
                 out.append(Finding(ERROR, "symlink",
@@ -116,6 +115,13 @@ def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding
                                f"{f.path}: binary change; declare it with a `Binary: <glob>` "
                                "trailer or leave binaries out of the stack", f.line))
     return out
+
+
+def parent_dirs(path: str) -> list[str]:
+    """The directories above a repository-relative path, outermost first
+    (``a/b/c`` -> ``a``, ``a/b``): plain string work, no pathlib, for large stacks."""
+    parts = [p for p in path.split("/") if p and p != "."]
+    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 def _under_reproducers(path: str) -> bool:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import itertools
 import os
 import shutil
 import tempfile
@@ -17,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo
+from patchctl import fsutil, gitrepo, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import ALGORITHM, fingerprint
 from patchctl.lint import glob_match
@@ -106,7 +105,7 @@ class ApplyResult:
     unchanged: bool
 
     def to_dict(self) -> dict:
-        return {"schema": "patchctl.apply/1", "into": str(self.into),
+        return {"schema": schemas.APPLY, "into": str(self.into),
                 "unchanged": self.unchanged, "stamp": asdict(self.stamp)}
 
 
@@ -169,12 +168,13 @@ def _build(stack, upstream, staging, patches, fp, commits, exclude, progress) ->
             index.checkout_to(staging)  # the pristine pin: history replays the patches
         if progress and patches:
             progress(f"applying {len(patches)} patches")
-        for _, same_strip in itertools.groupby(patches, key=lambda p: p.strip):
-            group = list(same_strip)
-            run = index.apply([p.path for p in group], strip=group[0].strip)
-            if not run.ok:
-                raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
-                                 f"{_last_error(run.stderr)}; run `patchctl verify`")
+        applied = index.apply_series([gitrepo.SeriesItem(p.path, p.strip, len(p.files))
+                                      for p in patches])
+        if (failed := applied.failed) is not None:
+            assert failed.error is not None
+            raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
+                             f"{failed.item.path.name}: {failed.error.message}; "
+                             "run `patchctl verify`")
         tree = index.write_tree()
         if not commits:
             if progress:
@@ -236,8 +236,3 @@ def _recover(into: Path) -> None:
     for leftover in into.parent.glob(f".{into.name}.patchctl-new-*"):
         with contextlib.suppress(OSError):
             shutil.rmtree(leftover)
-
-
-def _last_error(stderr: str) -> str:
-    lines = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
-    return (lines[-1] if lines else stderr.strip().splitlines()[-1]).removeprefix("error: ")

@@ -8,6 +8,7 @@ the rest of the report.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ _KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _DIFF_START = re.compile(r"^(diff --git |Index: |--- )")
 _FILE_HEADER = re.compile(r"^diff --git ")
+_HUNK_HEADING = re.compile(r"^(@@ -\d+(?:,\d+)? \+\d+(?:,\d+)? @@).*$", re.M)  # drops the heading
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
 
@@ -70,17 +72,6 @@ class FileDiff:
     @property
     def paths(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(p for p in (self.source, self.target) if p))
-
-    @property
-    def plain_edit(self) -> bool:
-        """Text hunks that edit or create one regular file: reversible as a plain diff."""
-        return (
-            bool(self.hunks)
-            and not self.binary
-            and self.target is not None
-            and (self.source is None or self.source == self.target)
-            and all(m == "new file mode 100644" for m in self.mode_lines)
-        )
 
 
 @dataclass
@@ -133,48 +124,29 @@ class Patch:
         return sum(1 for f in self.files for h in f.hunks for ln in h.lines if ln[:1] == "-")
 
     def normalized_diff(self) -> str:
-        """The diff as the fingerprint sees it (docs/FORMATS.md, algorithm pcfp1)."""
-        out: list[str] = []
-        for f in self.files:
-            out.append(f"--- {f.raw_source}")
-            out.append(f"+++ {f.raw_target}")
-            for h in f.hunks:
-                out.append(
-                    f"@@ -{h.source_start},{h.source_length} +{h.target_start},{h.target_length} @@"
-                )
-                out.extend(h.lines)
-        return "".join(line + "\n" for line in out)
+        """The diff as the fingerprint sees it (docs/FORMATS.md, algorithm pcfp2): every
+        line git apply reads, verbatim, from the first file header to the last line of
+        the diff (mode lines, index lines, binary payloads included); only hunk section
+        headings, the signature and trailing blank lines are left out."""
+        lines = _without_signature(self.text.split("\n")[self.diff_line - 1:])
+        while lines and not lines[-1]:
+            lines.pop()
+        return _HUNK_HEADING.sub(r"\1", "\n".join(lines) + "\n") if lines else ""
 
-    def reversed_diff(self) -> str | None:
-        """The inverse as a plain unified diff, or None when it cannot be one.
-
-        Applying it is what `git apply -R` does; verify appends these to the
-        forward patches so one `git apply` call proves apply and reverse.
-        """
-        if not all(f.plain_edit for f in self.files):
-            return None
-        out: list[str] = []
-        for f in self.files:
-            out.append(f"--- {f.raw_target}")
-            out.append(f"+++ {f.raw_source}")
-            for h in f.hunks:
-                out.append(
-                    f"@@ -{h.target_start},{h.target_length} +{h.source_start},{h.source_length} @@"
-                )
-                out.extend(_swap_sign(line) for line in h.lines)
-        return "".join(line + "\n" for line in out)
-
-    @property
+    @functools.cached_property
     def digest(self) -> str:
         return hashlib.sha256(self.normalized_diff().encode("utf-8", "surrogateescape")).hexdigest()
 
 
 def read_patch(path: Path, *, name: str | None = None, strip: int = 1) -> Patch:
+    return parse_patch(patch_bytes(path), path=path, name=name or path.name, strip=strip)
+
+
+def patch_bytes(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except OSError as e:
         raise StackError(f"{path}: cannot read patch: {e.strerror}") from e
-    return parse_patch(data, path=path, name=name or path.name, strip=strip)
 
 
 def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:
@@ -184,7 +156,8 @@ def parse_patch(data: bytes, *, path: Path, name: str, strip: int = 1) -> Patch:
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
-    crlf = any(ln.endswith("\r") for ln in lines if _DIFF_START.match(ln) or ln.startswith("@@"))
+    crlf = "\r" in text and any(ln.endswith("\r") for ln in lines
+                                 if _DIFF_START.match(ln) or ln.startswith("@@"))
     if crlf:
         # Undo the damage for parsing so the rest of the report is still useful.
         lines = [ln[:-1] if ln.endswith("\r") else ln for ln in lines]
@@ -371,11 +344,6 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
             )
         )
     return files
-
-
-def _swap_sign(line: str) -> str:
-    sign = line[:1]
-    return {"+": "-", "-": "+"}.get(sign, sign) + line[1:]
 
 
 def _hunk_lines(hunk) -> list[str]:

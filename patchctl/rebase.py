@@ -10,29 +10,27 @@ first commit on NEW's first-parent line after the old pin where it stops
 applying, by binary search: ceil(log2 n) checks plus one at each end.
 
 Nothing in ``stack/`` changes until every patch has a new form: the new stack
-is staged and swapped in at once (stackwrite.py). A conflict stops the rebase
-with a resumable state (rebase_state.py).
+is staged and swapped in at once (stackwrite.py). The command itself, and a
+stop at a conflict with its resumable state, are rebasing.py and
+rebase_state.py; this module imports neither.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import gitrepo, patchtext, stackwrite
+from patchctl import gitrepo, grades, patchtext, stackwrite
 from patchctl.errors import GitError, InputError
-from patchctl.fingerprint import fingerprint, make_lock
+from patchctl.fingerprint import make_lock, staleness
+from patchctl.grades import APPLIES, CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
 from patchctl.patchfile import Patch
-from patchctl.stack import Pin, Stack, render_lock
+from patchctl.schemas import REBASE as SCHEMA
+from patchctl.stack import Pin, Stack, render_lock, rewrite_series
 
-SCHEMA = "patchctl.rebase/1"
-EXACT, OFFSET, THREE_WAY, CONFLICT, UPSTREAM = "exact", "offset", "3way", "conflict", "upstream"
-APPLIES = {EXACT, OFFSET, THREE_WAY}
 BROKEN = {THREE_WAY, CONFLICT}  # no longer applies as it is: worth a bisect
 DROPPED = "dropped"
 
@@ -44,13 +42,6 @@ Progress = Callable[[str], None]
 class Commit:
     id: str
     subject: str
-
-
-@dataclass(frozen=True)
-class Offset:
-    file: str
-    hunk: int
-    offset: int
 
 
 @dataclass
@@ -76,7 +67,7 @@ class PatchResult:
     index: int
     name: str
     grade: str
-    offsets: list[Offset] = field(default_factory=list)
+    offsets: list[gitrepo.HunkOffset] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)  # files left with conflict markers
     after_conflict: bool = False  # classified with an earlier conflicting patch left out
     landed: Landing | None = None
@@ -94,7 +85,7 @@ class PatchResult:
         bis = d.get("bisect")
         return cls(
             index=d["index"], name=d["name"], grade=d["grade"],
-            offsets=[Offset(**o) for o in d.get("offsets", [])],
+            offsets=[gitrepo.HunkOffset(**o) for o in d.get("offsets", [])],
             conflicts=list(d.get("conflicts", [])), after_conflict=d.get("after_conflict", False),
             landed=Landing(commit(landed["commit"]), landed["how"], landed["checks"])
             if landed else None,
@@ -161,8 +152,15 @@ def sources_of(stack: Stack) -> list[Source]:
 
 
 def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
-             progress: Progress | None = None, first: int | None = None) -> list[Step]:
-    """Each patch in order on ``tree`` plus the patches before it that applied."""
+             progress: Progress | None = None, first: int | None = None,
+             landable: frozenset[str] | None = None) -> list[Step]:
+    """Each patch in order on ``tree`` plus the patches before it that applied.
+
+    ``landable``: the paths upstream changed between the old and the new pin. A
+    patch touching none of them cannot have landed upstream, however well it
+    reverse-applies (it is then already in ``tree`` from our own side: a
+    duplicate, or a commit of an interrupted --continue): it is a conflict.
+    """
     index.read_tree(tree)
     current = index.write_tree()
     after_conflict = False
@@ -173,17 +171,27 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         result = PatchResult(index=s.index, name=s.name, grade=CONFLICT,
                              after_conflict=after_conflict)
         step = Step(s, result)
+        could_land = landable is None or any(
+            p in landable for f in s.patch.files for p in f.paths)
         run = index.apply([s.path], strip=s.strip)
+        after = current
         if run.ok:
-            result.offsets = [Offset(h.path, h.hunk, h.offset) for h in run.offsets()]
-            result.grade = OFFSET if result.offsets else EXACT
+            result.offsets = [h for _, h in run.offsets()]
+            result.grade = grades.clean(result.offsets)
             after = index.write_tree()
         elif index.apply([s.path], strip=s.strip, reverse=True, check_only=True).ok:
-            result.grade, after = UPSTREAM, current
+            if could_land:
+                result.grade = UPSTREAM
         elif index.apply([s.path], strip=s.strip, three_way=True).ok:
             after = index.write_tree()
-            result.grade = UPSTREAM if after == current else THREE_WAY
-        else:
+            if after != current:
+                result.grade = THREE_WAY
+            elif could_land:
+                result.grade = UPSTREAM
+            else:
+                index.read_tree(current)
+                after = current
+        if result.grade == CONFLICT:
             result.conflicts = gitrepo.unmerged_paths(index) or [f.path for f in s.patch.files]
             index.read_tree(current)
             after = current
@@ -201,6 +209,11 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     return steps
 
 
+def upstream_paths(repo: Path, old: str, new: str) -> frozenset[str]:
+    """The paths upstream changed between the two pins: where a patch can have landed."""
+    return frozenset(gitrepo.changed_paths(repo, old, new))
+
+
 def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) -> str:
     """The patch re-made from the trees around it, keeping its header and trailers."""
     diff = gitrepo.format_diff(index.repo, before, after, env=index.env)
@@ -211,22 +224,11 @@ def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) 
 
 
 def _apply_priors(index: gitrepo.TempIndex, priors: Sequence[Source]) -> None:
-    """The patches before the one under test, as well as they go on this commit.
-
-    One call when they all apply; otherwise each on its own: plain, else
-    three-way, else left out (it conflicts here, or is already upstream).
-    """
-    if not priors:
-        return
-    if len({p.strip for p in priors}) == 1 and \
-            index.apply([p.path for p in priors], strip=priors[0].strip).ok:
-        return
-    for p in priors:
-        if index.apply([p.path], strip=p.strip).ok:
-            continue
-        before = index.write_tree()
-        if not index.apply([p.path], strip=p.strip, three_way=True).ok:
-            index.read_tree(before)
+    """The patches before the one under test, as well as they go on this commit:
+    all in one call when they apply; else each plain, else three-way, else left out
+    (it conflicts here, or is already upstream)."""
+    index.apply_series([gitrepo.SeriesItem(p.path, p.strip, len(p.patch.files))
+                        for p in priors], on_failure="three_way")
 
 
 def seed(index: gitrepo.TempIndex, old: str, sources: Sequence[Source]) -> None:
@@ -311,55 +313,7 @@ class Searcher:
         return Commit(self.line[pos], gitrepo.subject(self.repo, self.line[pos]))
 
 
-# -- the command --------------------------------------------------------------------------
-
-
-def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, check: bool = False,
-               bisect: bool = False, allow_downgrade: bool = False, drop_upstream: bool = False,
-               progress: Progress | None = None) -> RebaseResult:
-    from patchctl import rebase_state
-
-    started = time.perf_counter()
-    rebase_state.refuse_if_in_progress(project)
-    upstream = gitrepo.git_dir(upstream)  # a work tree path would not reach its objects
-    lock = stackwrite.stack_lock(project, f"rebase-pin on {stack.root}") if not check else None
-    with lock or contextlib.nullcontext():
-        pin = stack.pin()
-        if not check:
-            refuse_hand_edits(project, stack)
-        new = resolve_new(upstream, pin, new_ref, allow_downgrade=allow_downgrade)
-        tag = new_ref if new_ref != new and gitrepo.is_tag(upstream, new_ref) else None
-        sources = sources_of(stack)
-        snap = stackwrite.snapshot(stack.root)
-        with gitrepo.temp_index(upstream) as index:
-            seed(index, pin.commit, sources)
-            steps = classify(index, sources, new, progress=progress)
-            searcher = None
-            if pin.commit != new and gitrepo.is_ancestor(upstream, pin.commit, new):
-                searcher = Searcher(index, upstream, pin.commit, new, sources, progress)
-            checks = name_and_bisect(steps, searcher, bisect=bisect)
-        result = RebaseResult(stack=str(stack.root), old=pin.commit, new=new, new_ref=new_ref,
-                              mode="check" if check else "rebase", status="checked",
-                              patches=[s.result for s in steps],
-                              commits=searcher.commits if searcher else None,
-                              bisect_checks=checks)
-        grades = {s.result.grade for s in steps}
-        if check:
-            pass
-        elif new == pin.commit and grades <= {EXACT}:
-            result.status, result.message = "up-to-date", "the stack is already at this commit"
-        elif UPSTREAM in grades and not drop_upstream:
-            result.status = "needs-drop"
-            result.message = "patches already upstream: re-run with --drop-upstream to drop them"
-        elif CONFLICT not in grades:
-            pin_new = Pin(name=pin.name, url=pin.url, commit=new, tag=tag)
-            result.fingerprint = finalize(stack, snap, pin_new, steps)
-            result.status = "rebased"
-        else:
-            rebase_state.stop(project, stack, upstream, result, steps, snap, tag=tag,
-                              drop_upstream=drop_upstream)
-        result.seconds = round(time.perf_counter() - started, 3)
-        return result
+# -- naming and the final swap -----------------------------------------------------------
 
 
 def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect: bool) -> int:
@@ -380,11 +334,15 @@ def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect:
     return checks
 
 
-def resolve_new(upstream: Path, pin: Pin, new_ref: str, *, allow_downgrade: bool) -> str:
+def resolve_new(upstream: Path, pin: Pin, new_ref: str, *,
+                allow_downgrade: bool) -> tuple[str, str | None]:
+    """NEW_REF's commit, and its name when it is a tag (recorded in the pin file)."""
     if gitrepo.resolve_commit(upstream, pin.commit) is None:
         raise InputError(f"the current pin {pin.commit} is not in upstream {upstream}; "
                          "pass --upstream with a clone that has it")
-    new = gitrepo.resolve_commit(upstream, new_ref)
+    ref = gitrepo.resolve_ref(upstream, new_ref, what="NEW_REF")
+    new = ref.commit if ref else None
+    tag = new_ref if ref and ref.kind == "tag" else None
     if new is None and (re.match(r"^[a-z][a-z0-9+.-]*://", pin.url) or "@" in pin.url):
         new = gitrepo.fetch_ref(upstream, new_ref)
     if new is None:
@@ -394,7 +352,7 @@ def resolve_new(upstream: Path, pin: Pin, new_ref: str, *, allow_downgrade: bool
         raise InputError(f"{new_ref} ({new[:12]}) is older than the current pin "
                          f"{pin.commit[:12]} (an ancestor of it); pass --allow-downgrade "
                          "to move the pin back")
-    return new
+    return new, tag
 
 
 def refuse_hand_edits(project: Path, stack: Stack) -> None:
@@ -404,11 +362,10 @@ def refuse_hand_edits(project: Path, stack: Stack) -> None:
         more = f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
         raise InputError(f"{stack.root} has uncommitted changes ({', '.join(dirty[:3])}{more}); "
                          "commit or stash them first, so the rewrite cannot lose them")
-    lock = stack.lock()
-    pin = stack.pin()
-    if lock is None or lock.fingerprint != fingerprint(pin.commit, stack.patches()):
-        raise InputError(f"{stack.lock_path} does not match the patches (edited by hand?); "
-                         "review the edits and run `patchctl lock` first")
+    why = staleness(stack.lock(), make_lock(stack.pin(), stack.patches()))
+    if why is not None:
+        raise InputError(f"{stack.lock_path} is not current ({why}); "
+                         "review the stack and run `patchctl lock` first")
 
 
 def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step],
@@ -443,23 +400,3 @@ def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step]
     changes["stack.lock"] = render_lock(lock).encode()
     stackwrite.replace_stack(stack, changes, expect=snap)
     return lock.fingerprint
-
-
-def rewrite_series(text: str, *, dropped: set[str], restrip: set[str],
-                   append: Sequence[str] = ()) -> str:
-    """The series with entries dropped, strip levels reset to -p1, names appended;
-    comments and order kept."""
-    out: list[str] = []
-    for raw in text.splitlines():
-        body, hash_, comment = raw.partition("#")
-        words = body.split()
-        if not words or raw.lstrip().startswith("#"):
-            out.append(raw)
-            continue
-        if words[0] in dropped:
-            continue
-        if words[0] in restrip:
-            raw = words[0] + (f"  {hash_}{comment}" if hash_ else "")
-        out.append(raw)
-    out += list(append)
-    return "\n".join(out) + "\n"

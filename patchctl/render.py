@@ -6,8 +6,9 @@ JSON is ``result.to_dict()``; everything a human reads is built here.
 from __future__ import annotations
 
 from patchctl.fingerprint import short
+from patchctl.grades import EXACT, OFFSET
 from patchctl.lint import ERROR
-from patchctl.verify import EXACT, OFFSET, VerifyReport
+from patchctl.verify import VerifyReport
 
 
 def _table(rows: list[list[str]], header: list[str]) -> list[str]:

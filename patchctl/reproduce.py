@@ -25,14 +25,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from patchctl import fsutil, gitrepo
+from patchctl import fsutil, gitrepo, schemas
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack, select_names
 
-SCHEMA = "patchctl.reproduce/1"
 MIN_CMAKE = (3, 21)
 BEFORE, AFTER = "before", "after"
 # Where a step stopped: it passed, or the stage that failed.
@@ -156,7 +155,7 @@ class ReproduceReport:
     def to_dict(self) -> dict:
         cold = sum(sum(s.seconds.values()) for s in self.steps() if s.cold)
         return {
-            "schema": SCHEMA, "name": self.name, "pin": self.pin,
+            "schema": schemas.REPRODUCE, "name": self.name, "pin": self.pin,
             "fingerprint": self.fingerprint, "upstream": self.upstream,
             "cache_dir": self.cache_dir, "shared_build": self.shared_build,
             "started": self.started, "ok": self.ok, "stopped_early": self.stopped_early,
@@ -315,11 +314,11 @@ def _prefix_trees(upstream: Path, objects: Path, pin: str, patches: Sequence[Pat
         index.read_tree(pin)
         trees = [index.write_tree()]
         for p in patches[:upto]:
-            run = index.apply([p.path.absolute()], strip=p.strip)
-            if not run.ok:
-                last = next((ln for ln in reversed(run.stderr.splitlines()) if ln.strip()), "")
+            failed = index.apply_series([gitrepo.SeriesItem(p.path.absolute(), p.strip)]).failed
+            if failed is not None:
+                assert failed.error is not None
                 raise StackError(f"{p.name} does not apply on pin + the patches before it "
-                                 f"({last.removeprefix('error: ')}); run `patchctl verify`")
+                                 f"({failed.error.message}); run `patchctl verify`")
             trees.append(index.write_tree())
     return trees
 

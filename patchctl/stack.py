@@ -18,6 +18,7 @@ SERIES = "series"
 PATCHES = "patches"
 PIN_FILE = "upstream.toml"
 LOCK_FILE = "stack.lock"
+LOCK_FORMAT = 1
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _STRIP = re.compile(r"^-p(\d+)$")
@@ -64,6 +65,7 @@ class Lock:
     pin: str
     fingerprint: str
     patches: tuple[LockedPatch, ...]
+    format: int = LOCK_FORMAT
 
 
 @dataclass
@@ -244,9 +246,18 @@ def render_series(entries: list[SeriesEntry], header: str = "") -> str:
     return "\n".join(lines) + "\n"
 
 
+def rewrite_series(text: str, *, dropped: Collection[str] = (), restrip: Collection[str] = (),
+                   append: Sequence[str] = ()) -> str:
+    """The series with entries dropped, strip levels reset to -p1, names appended;
+    comments, blank lines and order kept (``edit_series`` does the editing)."""
+    kept = [e.name for e in parse_series(text) if e.name not in dropped]
+    return edit_series(text, [*kept, *append], regenerated=restrip)
+
+
 def edit_series(text: str, order: Sequence[str], *, renamed: Mapping[str, str] | None = None,
                 regenerated: Collection[str] = ()) -> str:
-    """The series text with its entries replaced by ``order`` (the new names, in order).
+    """The series text with its entries replaced by ``order`` (the new names, in order):
+    the one way any command edits a series.
 
     Comment and blank lines stay where they are; each entry line keeps its
     options and inline comment, moving with its patch (``renamed`` maps an old
@@ -323,6 +334,7 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
             pin=data["pin"],
             fingerprint=data["fingerprint"],
             patches=patches,
+            format=int(data.get("format", 0)),
         )
     except (KeyError, TypeError, ValueError) as e:
         raise StackError(f"{source}: malformed lock ({e}); rewrite it with `patchctl lock`") from e
@@ -331,7 +343,7 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
 def render_lock(lock: Lock) -> str:
     lines = [
         "# patchctl stack lock: written by `patchctl lock`; do not edit by hand.",
-        "format = 1",
+        f"format = {lock.format}",
         f"algorithm = {_quote(lock.algorithm)}",
         f"name = {_quote(lock.name)}",
         f"pin = {_quote(lock.pin)}",

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import gitrepo, patchtext
+from patchctl import gitrepo, patchtext, schemas
 from patchctl.errors import InputError
 from patchctl.lint import glob_match
 from patchctl.stack import Stack, resolve_name
@@ -49,8 +49,8 @@ def fold(project: Path, stack: Stack, upstream: Path, name: str, *, into: str) -
         pin = stack.pin()
         with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
             trees = Trees(index, pin)
-            prefix = trees.prefixes(t.patches[:lo + 2])
-            diff = trees.diff(prefix[lo], prefix[lo + 2])
+            before, _, after = trees.around(t.patches, lo, 2)
+            diff = trees.diff(before, after)
         if not diff.strip():
             raise InputError(f"{gone.name} undoes {other.name}: folded, they change nothing; "
                              "delete both instead")
@@ -92,9 +92,9 @@ def split(project: Path, stack: Stack, upstream: Path, name: str, *, globs: Sequ
         pin = stack.pin()
         with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
             trees = Trees(index, pin)
-            prefix = trees.prefixes(t.patches[:i + 1])
-            first = trees.diff(prefix[i], prefix[i + 1], rest)
-            second = trees.diff(prefix[i], prefix[i + 1], carved)
+            before, after = trees.around(t.patches, i, 1)
+            first = trees.diff(before, after, rest)
+            second = trees.diff(before, after, carved)
         subject = subject or f"{patch.subject} ({', '.join(globs)})"
         file = check_new_name(stack, new_name) if new_name else \
             patchtext.numbered_name(patchtext.next_number(t.names), subject)
@@ -130,7 +130,7 @@ class DiffResult:
     diff: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "patchctl.diff/1", **asdict(self)}
+        return {"schema": schemas.DIFF, **asdict(self)}
 
 
 def diff(project: Path, stack: Stack, upstream: Path | None, name: str | None) -> DiffResult:
@@ -145,8 +145,8 @@ def diff(project: Path, stack: Stack, upstream: Path | None, name: str | None) -
                              "one with `patchctl edit NAME`")
         work = edit_dir(project) / "work"
         git_dir = work / ".git"
-        text = gitrepo.format_diff(git_dir, state["tree"], gitrepo.snapshot_tree(work))
-        return _split_stat(f"edit of {state['target']}", text)
+        text = gitrepo.format_diff(git_dir, state.tree, gitrepo.snapshot_tree(work))
+        return _split_stat(f"edit of {state.target}", text)
     if upstream is None:
         raise InputError("diff NAME needs the upstream (--upstream)")
     patches = stack.patches()
@@ -154,8 +154,8 @@ def diff(project: Path, stack: Stack, upstream: Path | None, name: str | None) -
     pin = stack.pin()
     with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
         trees = Trees(index, pin)
-        prefix = trees.prefixes(patches[:i + 1])
-        return _split_stat(patches[i].name, trees.diff(prefix[i], prefix[i + 1]))
+        before, after = trees.around(patches, i, 1)
+        return _split_stat(patches[i].name, trees.diff(before, after))
 
 
 def _split_stat(what: str, text: str) -> DiffResult:

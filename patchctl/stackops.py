@@ -12,18 +12,20 @@ anything is written. Patches named on the command line go through
 from __future__ import annotations
 
 import contextlib
-import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import gitrepo, patchtext, stackwrite
+from patchctl import gitrepo, patchtext, schemas, stackwrite
 from patchctl.errors import InputError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import ERROR, lint_patch
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, Stack, edit_series, render_lock, resolve_name
+
+_SCHEMAS = {"delete": schemas.DELETE, "rename": schemas.RENAME, "move": schemas.MOVE,
+            "fold": schemas.FOLD, "split": schemas.SPLIT, "header": schemas.HEADER}
 
 
 @dataclass
@@ -39,7 +41,7 @@ class StackOpResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": f"patchctl.{self.op}/1", **asdict(self)}
+        return {"schema": _SCHEMAS[self.op], **asdict(self)}
 
 
 @dataclass
@@ -91,36 +93,47 @@ def transaction(project: Path, stack: Stack, what: str) -> Iterator[Txn]:
     with stackwrite.stack_lock(project, f"{what} in {stack.root}"):
         refuse_if_in_progress(project)
         state = open_edit(project)
-        if state is not None and state["new"]:
-            raise InputError(f"the new patch {state['target']} is not written yet; run "
+        if state is not None and state.new:
+            raise InputError(f"the new patch {state.target} is not written yet; run "
                              f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
         snap = stackwrite.snapshot(stack.root)
         yield Txn(project, stack, what, snap, stack.patches())
 
 
 class Trees:
-    """pin + each prefix of a series on one temporary index (index-only, milliseconds)."""
+    """Trees of pin + prefixes of a series on one temporary index (index-only, milliseconds)."""
 
     def __init__(self, index: gitrepo.TempIndex, pin: Pin) -> None:
         self.index = index
         self.pin = pin
 
-    def prefixes(self, patches: Sequence[Patch], *, proposed: bool = False) -> list[str]:
-        """Tree ids of pin + patches[:k] for k = 0..len(patches); a patch that does not
-        apply is refused naming it and its hunk (``proposed``: an order not yet written)."""
+    def apply(self, patches: Sequence[Patch], *, proposed: bool = False) -> None:
+        """Put ``patches`` on the index (``apply_series``: batched, per patch on a failure);
+        one that does not apply is refused naming it and its hunk (``proposed``: an order
+        not yet written, so its position is named too)."""
         from patchctl.verify import explain_failure
 
+        done = self.index.apply_series(
+            [gitrepo.SeriesItem(p.path.absolute(), p.strip, len(p.files)) for p in patches])
+        failed = done.failed
+        if failed is None:
+            return
+        n = done.applied.index(failed)
+        p = patches[n]
+        why = explain_failure(p, failed.error).reason
+        if proposed:
+            raise InputError(f"in that order {p.name} (#{n + 1}) does not apply at the pin: "
+                             f"{why}; nothing was written")
+        raise InputError(f"{p.name} does not apply at the pin ({why}); fix the stack first "
+                         "(`patchctl verify` says why)")
+
+    def around(self, patches: Sequence[Patch], start: int, count: int) -> list[str]:
+        """The tree of pin + patches[:start], then the tree after each of the next ``count``."""
         self.index.read_tree(self.pin.commit)
+        self.apply(patches[:start])
         trees = [self.index.write_tree()]
-        for n, p in enumerate(patches, start=1):
-            run = self.index.apply([p.path.absolute()], strip=p.strip)
-            if not run.ok:
-                why = explain_failure(p, run.stderr).reason
-                if proposed:
-                    raise InputError(f"in that order {p.name} (#{n}) does not apply at the "
-                                     f"pin: {why}; nothing was written")
-                raise InputError(f"{p.name} does not apply at the pin ({why}); fix the stack "
-                                 "first (`patchctl verify` says why)")
+        for p in patches[start:start + count]:
+            self.apply([p])
             trees.append(self.index.write_tree())
         return trees
 
@@ -141,13 +154,7 @@ def check_order(upstream: Path, pin: Pin, patches: Sequence[Patch]) -> None:
     """Refuse (naming the patch and hunk) an order that does not apply at the pin."""
     with gitrepo.temp_index(pinned_repo(upstream, pin)) as index:
         index.read_tree(pin.commit)
-        # The floor first: one `git apply` per run of equal strip levels; only when that
-        # fails, one call per patch to name the patch and hunk.
-        runs = itertools.groupby(patches, key=lambda p: p.strip)
-        if all(index.apply([p.path.absolute() for p in run], strip=strip).ok
-               for strip, run in runs):
-            return
-        Trees(index, pin).prefixes(patches, proposed=True)
+        Trees(index, pin).apply(patches, proposed=True)
 
 
 # -- delete, rename, move ---------------------------------------------------------------
@@ -241,7 +248,7 @@ class HeaderResult:
     warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "patchctl.header/1", **asdict(self)}
+        return {"schema": schemas.HEADER, **asdict(self)}
 
 
 def read_header(stack: Stack, name: str) -> HeaderResult:

@@ -15,33 +15,19 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from patchctl import gitrepo
+from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
-from patchctl.lint import ERROR, WARNING, Finding, lint_patch
-from patchctl.patchfile import Patch, read_patch
+from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
+from patchctl.lint import ERROR, WARNING, Finding, lint_patch, parent_dirs
+from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
 
-SCHEMA = "patchctl.verify/1"
-
-EXACT, OFFSET, FAILED, IRREVERSIBLE, SKIPPED, INVALID = (
-    "exact", "offset", "failed", "irreversible", "skipped", "invalid"
-)
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
 
 _WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:]+?)\.$")
-_FAILED_AT = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
-_ERROR = re.compile(r"^error: (.*)$")
-
-
-@dataclass(frozen=True)
-class HunkOffset:
-    file: str
-    hunk: int  # 1-based within its file diff
-    offset: int  # lines
-    line: int  # where it applied in the upstream file
 
 
 @dataclass(frozen=True)
@@ -65,7 +51,7 @@ class PatchReport:
     removed: int = 0
     digest: str | None = None
     grade: str = SKIPPED
-    offsets: list[HunkOffset] = field(default_factory=list)
+    offsets: list[gitrepo.HunkOffset] = field(default_factory=list)
     failure: Failure | None = None
     findings: list[Finding] = field(default_factory=list)
 
@@ -101,7 +87,7 @@ class VerifyReport:
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        data = {"schema": SCHEMA, "ok": self.ok, "git_version": gitrepo.version(), **data}
+        data = {"schema": schemas.VERIFY, "ok": self.ok, "git_version": gitrepo.version(), **data}
         for p, d in zip(self.patches, data["patches"], strict=True):
             d["ok"] = p.ok(self.strict)
         return data
@@ -120,7 +106,6 @@ def verify(
     started = time.perf_counter()
     pin = stack.pin()
     entries = stack.series()
-    reports, patches = _load(stack, entries)
     found = gitrepo.commit_and_tree(upstream, pin.commit)
     if found is None:
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}; "
@@ -128,22 +113,33 @@ def verify(
     repo, pin_tree = found
     calls = 2  # rev-parse for the git dir and the pin's tree; ls-tree for symlinks
 
-    links = frozenset(gitrepo.symlinks_among(repo, pin.commit, _ancestors(patches.values())))
-    for report in reports:
-        patch = patches.get(report.index)
-        if patch is not None:
-            report.findings += lint_patch(patch, upstream_symlinks=links)
-
-    run = _Run(repo, reports, patches, progress)
     with gitrepo.temp_index(repo) as index:
-        run.index = index
         index.read_tree(pin_tree)
-        mode = "batched"
-        done = len(patches) == len(reports) and run.batched(pin_tree)
-        if not done:
-            mode = "per-patch"
+        # git proves the whole stack on a thread while the patches are parsed and
+        # linted here: a clean stack costs the batched floor, not floor + parsing.
+        early = None
+        if entries and len({e.strip for e in entries}) == 1:
+            if progress:
+                progress(f"applying {len(entries)} patches")
+            early = index.round_trip_in_background(
+                [stack.patches_dir / e.name for e in entries], strip=entries[0].strip)
+        try:
+            reports, patches = _load(stack, entries)
+            links = frozenset(gitrepo.symlinks_among(repo, pin.commit,
+                                                     _ancestors(patches.values())))
+            for report in reports:
+                patch = patches.get(report.index)
+                if patch is not None:
+                    report.findings += lint_patch(patch, upstream_symlinks=links)
+        finally:
+            if early is not None:
+                early.wait()
+        run = _Run(repo, reports, patches, progress)
+        run.index = index
+        if early is None or not run.take(early, pin_tree):
             index.read_tree(pin_tree)
-            run.per_patch(pin_tree)
+            run.run(pin_tree, batch=early is None)
+        mode = "batched" if run.batched else "per-patch"
         calls += index.calls
 
     stack_findings: list[Finding] = []
@@ -154,7 +150,7 @@ def verify(
     fp, lock_state = None, "unknown"
     if len(patches) == len(reports):
         fp = fingerprint(pin.commit, [patches[r.index] for r in reports])
-        lock_state, finding = _check_lock(stack, fp, pin, [patches[r.index] for r in reports])
+        lock_state, finding = _check_lock(stack, pin, [patches[r.index] for r in reports])
         if finding:
             stack_findings.append(finding)
     return VerifyReport(
@@ -175,6 +171,9 @@ def verify(
 
 
 def _load(stack: Stack, entries: Sequence[SeriesEntry]):
+    from patchctl.parsecache import ParseCache
+
+    cache = ParseCache(stack.root)
     reports: list[PatchReport] = []
     patches: dict[int, Patch] = {}
     for i, entry in enumerate(entries, start=1):
@@ -184,7 +183,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
                              f"but {path} is missing or not a file")
         report = PatchReport(index=i, name=entry.name, path=str(path))
         try:
-            patch = read_patch(path, name=entry.name, strip=entry.strip)
+            patch = cache.read(path, name=entry.name, strip=entry.strip)
         except StackError as e:
             report.grade = INVALID
             report.failure = Failure(reason=str(e).removeprefix(f"{entry.name}: "))
@@ -195,6 +194,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
                 len(patch.files), patch.added, patch.removed)
             report.digest = patch.digest
         reports.append(report)
+    cache.save()
     return reports, patches
 
 
@@ -205,15 +205,14 @@ def _ancestors(patches) -> list[str]:
             for path in f.paths:
                 if path.startswith("/") or ".." in path.split("/"):
                     continue  # lint reports it; git would refuse to even list it
-                for parent in PurePosixPath(path).parents:
-                    if str(parent) != ".":
-                        seen[str(parent)] = None
+                for parent in parent_dirs(path):
+                    seen[parent] = None
                 seen[path] = None
     return list(seen)
 
 
 class _Run:
-    """The apply/reverse passes over one temporary index."""
+    """The apply/reverse passes over one temporary index (gitrepo's apply_series)."""
 
     def __init__(self, repo, reports, patches, progress) -> None:
         self.repo = repo
@@ -222,118 +221,75 @@ class _Run:
         self.progress = progress
         self.index: gitrepo.TempIndex
         self.reversed_tree: str | None = None
+        self.batched = False
 
-    def _groups(self, reports: Sequence[PatchReport]) -> list[list[PatchReport]]:
-        """Runs of consecutive patches with the same strip level (one git call each)."""
-        runs = itertools.groupby(reports, key=lambda r: self.patches[r.index].strip)
-        return [list(run) for _, run in runs]
+    def _item(self, r: PatchReport) -> gitrepo.SeriesItem:
+        p = self.patches[r.index]
+        return gitrepo.SeriesItem(p.path, p.strip, len(p.files))
 
-    def _apply(self, reports: Sequence[PatchReport], *, reverse: bool = False):
-        strip = self.patches[reports[0].index].strip
-        files = [self.patches[r.index].path for r in reports]
-        return self.index.apply(files, strip=strip, reverse=reverse)
+    def _grade(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]]) -> None:
+        for r, a in pairs:
+            r.offsets = list(a.offsets)
+            r.grade = grades.clean(r.offsets)
+        self._read_warnings(pairs)
 
-    def batched(self, pin_tree: str) -> bool:
+    def take(self, early: gitrepo.RoundTrip, pin_tree: str) -> bool:
+        """Grade every patch from the background round trip; False when it did not
+        prove the stack (then ``run`` says which patch failed, one by one)."""
+        if early.forward is None or not early.forward.ok or early.tree != pin_tree or \
+                len(self.patches) != len(self.reports):
+            return False
+        items = [self._item(r) for r in self.reports]
+        self._grade(list(zip(self.reports, gitrepo.applied_from(early.forward, items),
+                             strict=True)))
+        self.reversed_tree = early.tree
+        self.batched = True
+        return True
+
+    def run(self, pin_tree: str, *, batch: bool = True) -> None:
         if self.progress:
-            self.progress(f"applying {len(self.reports)} patches in one pass")
-        inverses = [self.patches[r.index].reversed_diff() for r in self.reports]
-        if len({self.patches[r.index].strip for r in self.reports}) <= 1 and all(
-            inverse is not None for inverse in inverses
-        ):
-            return self._round_trip(pin_tree, inverses)
-        outputs = []
-        for group in self._groups(self.reports):
-            run = self._apply(group)
-            if not run.ok:
-                return False
-            outputs.append((group, run))
-        for group in reversed(self._groups(self.reports)):
-            if not self._apply(list(reversed(group)), reverse=True).ok:
-                return False
-        reversed_tree = self.index.write_tree()
-        if reversed_tree != pin_tree:
-            return False
-        for group, run in outputs:
-            self._read_verbose(group, run)
-        for r in self.reports:
-            r.grade = OFFSET if r.offsets else EXACT
-        self.reversed_tree = reversed_tree
-        return True
-
-    def _round_trip(self, pin_tree: str, inverses: list[str | None]) -> bool:
-        """One `git apply`: the stack forward, then each patch's inverse, last first.
-
-        git applies a list of patches in memory, in order, and writes the index
-        once, so the whole proof is one process and, when clean, writes no new
-        object at all (the final contents are the pin's).
-        """
-        if not self.reports:
-            self.reversed_tree = self.index.write_tree()
-            return self.reversed_tree == pin_tree
-        # All inverses in one file, last patch first: git applies a patch that
-        # names a file twice in sequence, and one file is much cheaper than N.
-        inverse_file = self.index.path.parent / "inverse.patch"
-        inverse_file.write_text("".join(i or "" for i in reversed(inverses)), encoding="utf-8",
-                                errors="surrogateescape")
-        files = [self.patches[r.index].path for r in self.reports] + [inverse_file]
-        run = self.index.apply(files, strip=self.patches[self.reports[0].index].strip)
-        if not run.ok:
-            return False
-        reversed_tree = self.index.write_tree()
-        if reversed_tree != pin_tree:
-            return False
-        self._read_verbose(self.reports, run)
-        for r in self.reports:
-            r.grade = OFFSET if r.offsets else EXACT
-        self.reversed_tree = reversed_tree
-        return True
-
-    def per_patch(self, pin_tree: str) -> None:
-        applied: list[PatchReport] = []
-        broken = False
-        for r in self.reports:
-            if r.grade == INVALID:
-                broken = True
-                continue
-            if broken:
+            self.progress(f"applying {len(self.reports)} patches one by one")
+        valid = list(itertools.takewhile(lambda r: r.grade != INVALID, self.reports))
+        forward = self.index.apply_series([self._item(r) for r in valid], base=pin_tree,
+                                          batch=batch)
+        pairs = list(zip(valid, forward.applied, strict=False))
+        self._grade([(r, a) for r, a in pairs if a.ok])
+        for r, a in pairs:
+            if not a.ok:
+                r.grade, r.failure = FAILED, self._explain(r, a.error)
+        tried = len(forward.applied)
+        for r in self.reports[tried:]:
+            if r.grade != INVALID:
                 r.grade = SKIPPED
                 r.failure = Failure(reason="not checked: an earlier patch failed")
-                continue
-            if self.progress:
-                self.progress(f"[{r.index}/{len(self.reports)}] {r.name}")
-            run = self._apply([r])
-            if run.ok:
-                self._read_verbose([r], run)
-                r.grade = OFFSET if r.offsets else EXACT
-                applied.append(r)
-            else:
-                r.grade = FAILED
-                r.failure = self._explain(r, run.stderr)
-                broken = True
-        if broken:
+        if not forward.ok or len(valid) < len(self.reports):
             return
-        for r in reversed(applied):
-            run = self._apply([r], reverse=True)
-            if not run.ok:
-                r.grade = IRREVERSIBLE
-                failure = self._explain(r, run.stderr)
-                r.failure = Failure(reason=f"does not reverse cleanly: {failure.reason}",
-                                    file=failure.file, hunk=failure.hunk, line=failure.line,
-                                    upstream_line=failure.upstream_line)
-                return
+        applied = list(reversed(valid))
+        after = self.index.write_tree()
+        back = self.index.apply_series([self._item(r) for r in applied], reverse=True,
+                                       base=after)
+        if (failed := back.failed) is not None:
+            r = applied[back.applied.index(failed)]
+            r.grade = IRREVERSIBLE
+            f = self._explain(r, failed.error)
+            r.failure = Failure(reason=f"does not reverse cleanly: {f.reason}", file=f.file,
+                                hunk=f.hunk, line=f.line, upstream_line=f.upstream_line)
+            return
+        self.batched = forward.batched and back.batched
         self.reversed_tree = self.index.write_tree()
-        if self.reversed_tree != pin_tree and applied:
+        if self.reversed_tree != pin_tree and valid:
             # Every patch reversed, yet the tree differs: one of them reversed at a
             # different place than it applied. Find it by reversing each on its own.
-            self._blame_reversal(applied, pin_tree)
+            self._blame_reversal(valid, pin_tree)
 
     def _blame_reversal(self, applied: list[PatchReport], pin_tree: str) -> None:
         self.index.read_tree(pin_tree)
         before = pin_tree
         for r in applied:
-            self._apply([r])
+            item = self._item(r)
+            self.index.apply([item.path], strip=item.strip)
             after = self.index.write_tree()
-            self._apply([r], reverse=True)
+            self.index.apply([item.path], strip=item.strip, reverse=True)
             if self.index.write_tree() != before:
                 r.grade = IRREVERSIBLE
                 r.failure = Failure(reason="applies, but reversing it does not restore the tree "
@@ -342,34 +298,28 @@ class _Run:
             self.index.read_tree(after)
             before = after
 
-    def _read_verbose(self, reports: Sequence[PatchReport], run: gitrepo.ApplyRun) -> None:
-        """Map `git apply -v` output back to patches: offsets and whitespace warnings."""
-        targets = [(r, f) for r in reports for f in self.patches[r.index].files]
-        for h in run.offsets():
-            if h.file_index < len(targets):  # later file diffs are the generated inverses
-                report, fdiff = targets[h.file_index]
-                report.offsets.append(HunkOffset(file=fdiff.path, hunk=h.hunk, offset=h.offset,
-                                                 line=h.line))
-        by_path = {str(self.patches[r.index].path): r for r in reports}
-        for line in run.stderr.splitlines():
-            if (m := _WS.match(line)) and m.group("file") in by_path:
-                report = by_path[m.group("file")]
-                report.findings.append(Finding(WARNING, "whitespace",
-                                               f"adds whitespace error: {m.group('what')}",
-                                               int(m.group("line"))))
+    def _read_warnings(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]]) -> None:
+        """Whitespace warnings from `git apply`, mapped back to patches by file name
+        (each git run read once, however many patches it carried)."""
+        by_path = {str(self.patches[r.index].path): r for r, _ in pairs}
+        runs = {id(a.run): a.run for _, a in pairs if a.run is not None}
+        for run in runs.values():
+            for line in run.stderr.splitlines():
+                if (m := _WS.match(line)) and m.group("file") in by_path:
+                    report = by_path[m.group("file")]
+                    report.findings.append(Finding(WARNING, "whitespace",
+                                                   f"adds whitespace error: {m.group('what')}",
+                                                   int(m.group("line"))))
 
-    def _explain(self, report: PatchReport, stderr: str) -> Failure:
-        return explain_failure(self.patches[report.index], stderr)
+    def _explain(self, report: PatchReport, error: gitrepo.ApplyError | None) -> Failure:
+        return explain_failure(self.patches[report.index], error)
 
 
-def explain_failure(patch: Patch, stderr: str) -> Failure:
-    """Why ``git apply`` refused ``patch``: the file, hunk and line, from its stderr."""
-    errors = [m.group(1) for ln in stderr.splitlines() if (m := _ERROR.match(ln))]
-    for line in stderr.splitlines():
-        m = _FAILED_AT.match(line)
-        if not m:
-            continue
-        path, at = m.group("file"), int(m.group("line"))
+def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
+    """git's error, pointed at the patch's own file diff and hunk where it can be."""
+    error = error or gitrepo.ApplyError("git apply failed")
+    if error.file is not None and error.line is not None:
+        path, at = error.file, error.line
         for fdiff in patch.files:
             if path not in fdiff.paths:
                 continue
@@ -380,19 +330,18 @@ def explain_failure(patch: Patch, stderr: str) -> Failure:
                                    file=path, hunk=n, line=hunk.line, upstream_line=at)
             return Failure(reason=f"{path}: a hunk does not apply at line {at}", file=path,
                            line=fdiff.line, upstream_line=at)
-    reason = next((e for e in errors if not e.startswith("while searching")), None)
-    reason = reason or (stderr.strip().splitlines() or ["git apply failed"])[-1]
-    file = next((f.path for f in patch.files if f.path in reason), None)
-    at_line = next((f.line for f in patch.files if f.path == file), None)
-    return Failure(reason=reason, file=file, line=at_line)
+    file = next((f.path for f in patch.files if f.path in error.message), None)
+    line = next((f.line for f in patch.files if f.path == file), None)
+    return Failure(reason=error.message, file=file, line=line)
 
 
-def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):
-    from patchctl.fingerprint import make_lock
+def _check_lock(stack: Stack, pin: Pin, patches: list[Patch]):
+    from patchctl.fingerprint import make_lock, staleness
     from patchctl.stack import render_lock
 
+    new = make_lock(pin, patches)
     try:  # the lock is ours and canonical: equal text means current, no TOML parse needed
-        if stack.lock_path.read_text(encoding="utf-8") == render_lock(make_lock(pin, patches)):
+        if stack.lock_path.read_text(encoding="utf-8") == render_lock(new):
             return "current", None
     except (OSError, UnicodeDecodeError):
         pass
@@ -400,15 +349,8 @@ def _check_lock(stack: Stack, fp: str, pin: Pin, patches: list[Patch]):
     if lock is None:
         return "missing", Finding(ERROR, "lock", f"{stack.lock_path} is missing; "
                                   "write it with `patchctl lock`")
-    if lock.fingerprint == fp:
+    why = staleness(lock, new)
+    if why is None:
         return "current", None
-    changed = [p.name for p, lp in zip(patches, lock.patches, strict=False)
-               if (lp.file, lp.digest) != (p.name, p.digest)]
-    if lock.pin != pin.commit:
-        why = "the pin changed"
-    elif len(lock.patches) != len(patches):
-        why = f"the series has {len(patches)} patches, the lock {len(lock.patches)}"
-    else:
-        why = "changed: " + ", ".join(changed) if changed else "the patch order changed"
     return "stale", Finding(ERROR, "lock", f"{stack.lock_path.name} is stale ({why}); "
                             "run `patchctl lock` after reviewing the change")

@@ -330,6 +330,64 @@ def test_export_refuses_strip_levels_git_am_cannot_take(cli, tmp_path: Path, ups
     assert (tmp_path / "q/series").read_text() == f"{patches[0][0]} -p0\n"
 
 
+# -- refs and ranges from the command line (issue 9) ---------------------------------------------
+
+
+def test_import_range_is_never_an_option_to_git(cli, empty: Path, upstream: Upstream) -> None:
+    """Bug (issue 9.3): an --from-repo RANGE reached `git rev-list` as an option:
+    `--output=stack/series` truncated the series to 0 bytes."""
+    before = snap(empty)
+    series = empty / "stack/series"
+    r = cli("-C", str(empty), "import", "--from-repo", str(upstream.path), "--",
+            f"--output={series}")
+    assert r.code == 2 and "starts with '-'" in r.err, r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert snap(empty) == before and series.stat().st_size > 0
+
+
+def test_init_records_a_tag_or_branch_but_never_a_short_id(cli, tmp_path: Path,
+                                                          upstream: Upstream) -> None:
+    """Bug (issue 9, smaller): a short sha given to `init --pin` was recorded as `tag`."""
+    base = upstream.commits["base"]
+    git(upstream.path, "tag", "v-test", base)
+    for pin, tag in ((base[:10], None), ("v-test", "v-test"), (base, None)):
+        project = tmp_path / f"p-{pin}"
+        project.mkdir()
+        r = cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin", pin)
+        assert r.code == 0, r.err
+        text = (project / "stack/upstream.toml").read_text()
+        assert f'commit = "{base}"' in text
+        assert ('tag = ' in text) == (tag is not None), (pin, text)
+
+
+def test_init_refuses_an_ambiguous_ref(cli, tmp_path: Path, upstream: Upstream) -> None:
+    """Bug (issue 9, smaller): a name that is both a tag and a branch was resolved silently."""
+    commits = list(upstream.commits.values())
+    git(upstream.path, "tag", "twin", commits[0])
+    git(upstream.path, "branch", "twin", commits[-1])
+    assert commits[0] != commits[-1]
+    r = cli("-C", str(tmp_path), "init", "--upstream", str(upstream.path), "--pin", "twin")
+    assert r.code == 2 and "ambiguous" in r.err, r.err
+    assert "refs/tags/twin" in r.err and "refs/heads/twin" in r.err
+    assert not (tmp_path / "stack").exists()
+
+
+def test_init_from_a_bundle(cli, tmp_path: Path, upstream: Upstream) -> None:
+    """Bug (issue 9.12): `init --upstream BUNDLE` said "not a git repository" although
+    verify accepts the same bundle."""
+    bundle = tmp_path / "up.bundle"
+    git(upstream.path, "bundle", "create", str(bundle), "--all")
+    project = tmp_path / "p"
+    project.mkdir()
+    r = cli("-C", str(project), "init", "--upstream", str(bundle), "--pin", "master")
+    assert r.code == 0, r.err
+    assert "warning" not in r.err
+    text = (project / "stack/upstream.toml").read_text()
+    assert f'commit = "{git(upstream.path, "rev-parse", "master").strip()}"' in text
+    assert 'tag = "master"' in text and str(bundle) in text
+    assert cli("-C", str(project), "verify").code == 0
+
+
 def test_new_records_machine_assistance_as_assisted_by(cli, canonical: Path) -> None:
     """`new --assisted-by` writes an Assisted-by trailer (never Co-authored-by), which
     refresh keeps and draft-outreach reads for the disclosure facts."""

@@ -36,6 +36,61 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     assert gitrepo.index_tree(work) == upstream.tree(head)  # the index is still whole
 
 
+def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstream: Upstream,
+                                                    patches) -> None:
+    """Bug (issue 9.9): the user's global git config leaked into patchctl's git calls:
+    core.autocrlf=true made `apply --into` write CRLF files that did not match the
+    stamped tree, apply.whitespace=fix failed `apply --commits`, edit + refresh with
+    no edit rewrote the patch; core.fsmonitor ran a command."""
+    import os
+
+    from patchctl import stackwrite
+    from patchctl.materialize import manifest, read_stamp
+
+    project = tmp_path / "p"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
+               upstream.commits["base"]).code == 0
+    sources = tmp_path / "sources"
+    sources.mkdir()
+    for name, text in patches:
+        (sources / name).write_text(text)
+    r = cli("-C", str(project), "import", *sorted(str(p) for p in sources.iterdir()))
+    assert r.code == 0, r.err
+    before = stackwrite.snapshot(project / "stack")
+    marker = tmp_path / "fsmonitor-ran"
+    hooks = tmp_path / "hooks"
+    hooks.mkdir()
+    for hook in ("pre-commit", "commit-msg", "post-commit", "pre-applypatch"):
+        (hooks / hook).write_text(f"#!/bin/sh\ntouch {marker}\nexit 1\n")
+        (hooks / hook).chmod(0o755)
+    # Where git reads the user's global config (the conftest points it at a temp HOME).
+    config = Path(os.environ["GIT_CONFIG_GLOBAL"])
+    config.write_text(config.read_text() + (
+        "[core]\n\tautocrlf = true\n\teol = crlf\n\tsafecrlf = true\n"
+        f"\tfsmonitor = touch {marker}\n\thooksPath = {hooks}\n\tquotePath = false\n"
+        "[apply]\n\twhitespace = fix\n"
+        "[diff]\n\tnoprefix = true\n\tcontext = 1\n\tmnemonicPrefix = true\n\trenames = copies\n"
+        "[commit]\n\tgpgSign = true\n[gpg]\n\tprogram = false\n"
+        "[color]\n\tui = always\n[format]\n\tsignature = hostile\n"))
+
+    into = tmp_path / "tree"
+    r = cli("-C", str(project), "apply", "--into", str(into))
+    assert r.code == 0, r.err
+    stamp = read_stamp(into)
+    assert stamp is not None and manifest(into) == stamp.manifest
+    assert b"\r" not in (into / "src/tiny.c").read_bytes()
+    commits = cli("-C", str(project), "apply", "--into", str(tmp_path / "hist"), "--commits")
+    assert commits.code == 0, commits.err
+    for name in ("0001", "0002"):
+        assert cli("-C", str(project), "edit", name).code == 0
+        done = cli("-C", str(project), "refresh")
+        assert done.code == 0 and ": unchanged;" in done.out, done.out + done.err
+    assert stackwrite.snapshot(project / "stack") == before
+    assert cli("-C", str(project), "verify").code == 0
+    assert not marker.exists()
+
+
 def test_read_at_a_commit_files_authors_grep_and_pickaxe(upstream) -> None:
     from patchctl import gitrepo
 
@@ -49,3 +104,37 @@ def test_read_at_a_commit_files_authors_grep_and_pickaxe(upstream) -> None:
     added = gitrepo.first_adding(upstream.path, base, "tiny_abs", "src/util.c")
     assert added.commit == base and added.subject == "util : add tiny_abs (#3)"
     assert gitrepo.first_adding(upstream.path, base, "no such text", "src/util.c") is None
+
+
+def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream: Upstream,
+                                                        tmp_path: Path) -> None:
+    """The one series-on-index operation (issue 10.1): one call when the series applies,
+    offsets split back per patch; on a failure, per patch with stop / skip / three-way."""
+    from patchctl.stack import find_stack
+
+    patches = find_stack(project).patches()
+    items = [gitrepo.SeriesItem(p.path, p.strip, len(p.files)) for p in patches]
+    # A patch that cannot apply: its context is not in the upstream.
+    bad = tmp_path / "bad.patch"
+    bad.write_text(patches[1].text.replace(" int tiny_op_02(int x)", " int tiny_op_02(long x)"))
+    broken = [items[0], gitrepo.SeriesItem(bad, 1, 1), items[2]]
+    base = upstream.commits["base"]
+    repo = gitrepo.git_dir(upstream.path)
+    with gitrepo.temp_index(repo) as index:
+        index.read_tree(base)
+        calls = index.calls
+        clean = index.apply_series(items)
+        assert clean.ok and clean.batched and index.calls - calls == 2  # write-tree + apply
+        assert [a.offsets for a in clean.applied] == [[], [], []]
+        after = index.write_tree()
+        for mode, tried, oks in (("stop", 2, [True, False]), ("skip", 3, [True, False, True])):
+            index.read_tree(base)
+            done = index.apply_series(broken, on_failure=mode)
+            assert not done.batched and len(done.applied) == tried
+            assert [a.ok for a in done.applied] == oks
+            failed = done.failed
+            assert failed is not None and failed.error is not None
+            assert failed.error.file == "src/tiny.c" and failed.error.line is not None
+        index.read_tree(after)
+        back = index.apply_series(items[::-1], reverse=True)
+        assert back.ok and back.batched and index.write_tree() == upstream.tree(base)

@@ -84,7 +84,7 @@ def flat(text: str) -> str:
 def lock_text(*, name: str = "llama.cpp", pin: str = PIN, fingerprint: str = FINGERPRINT,
               patches: list[tuple[str, int, str]] = PATCHES) -> str:
     lines = ["# patchctl stack lock: written by `patchctl lock`; do not edit by hand.",
-             "format = 1", 'algorithm = "pcfp1"', f'name = "{name}"', f'pin = "{pin}"',
+             "format = 1", 'algorithm = "pcfp2"', f'name = "{name}"', f'pin = "{pin}"',
              f'fingerprint = "{fingerprint}"']
     for file, strip, digest in patches:
         lines += ["", "[[patch]]", f'file = "{file}"', f"strip = {strip}", f'digest = "{digest}"']
@@ -141,7 +141,7 @@ def write_stamp(tree: Path, *, fingerprint: str = FINGERPRINT, pin: str = PIN,
     (tree / ".patchctl-stamp").write_text(
         "# patchctl apply stamp: DIR = pin + stack; do not edit by hand.\n"
         "format = 1\n"
-        'algorithm = "pcfp1"\n'
+        'algorithm = "pcfp2"\n'
         'name = "llama.cpp"\n'
         f'pin = "{pin}"\n'
         f'fingerprint = "{fingerprint}"\n'
@@ -191,7 +191,7 @@ def test_cpu_preset_configures_builds_and_passes_ctest(cpu_lane: Lane) -> None:
 def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
     identity = worker_json(cpu_lane.build, "--version")
     assert identity["stack"] == {
-        "algorithm": "pcfp1", "name": "llama.cpp", "pin": PIN, "fingerprint": FINGERPRINT,
+        "algorithm": "pcfp2", "name": "llama.cpp", "pin": PIN, "fingerprint": FINGERPRINT,
         "short": FINGERPRINT[:16],
         "patches": [{"file": f, "strip": s, "digest": d} for f, s, d in PATCHES],
     }
@@ -209,7 +209,7 @@ def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
 def test_version_text_names_the_fingerprint(cpu_lane: Lane) -> None:
     text = run([cpu_lane.build / "bin" / "worker", "--version"]).stdout
     assert text.startswith("worker 0.1.0 (protocol 1)\n")
-    assert f"stack: {FINGERPRINT[:16]} (pcfp1 {FINGERPRINT}), 2 patches" in text
+    assert f"stack: {FINGERPRINT[:16]} (pcfp2 {FINGERPRINT}), 2 patches" in text
     assert "upstream build: none (standalone CPU lane)" in text
 
 
@@ -332,7 +332,7 @@ def test_missing_lock_is_refused(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("edit", "reason"), [
     (lambda t: t.replace(f'pin = "{PIN}"', 'pin = "abc"'), "`pin = abc` is not a 40-hex commit"),
     (lambda t: t.replace("format = 1", "format = 2"), "format 2 is not supported"),
-    (lambda t: t.replace('algorithm = "pcfp1"', 'algorithm = "pcfp9"'), "pcfp9"),
+    (lambda t: t.replace('algorithm = "pcfp2"', 'algorithm = "pcfp9"'), "pcfp9"),
     (lambda t: t + "this is not toml\n", "unexpected line `this is not toml`"),
     (lambda t: t.replace("strip = 0", 'strip = "zero"'), "is not a strip level"),
 ])

@@ -85,8 +85,12 @@ def test_digest_ignores_headers_but_not_the_diff() -> None:
     c = parse_patch(_mail("Upstream-Status: Pending").replace("+TWO", "+Two").encode(),
                     path=Path("x"), name="x")
     d = parse_patch(DEP3.encode(), path=Path("x"), name="x")
-    assert a.digest == b.digest == d.digest  # same diff, whatever the header says
+    e = parse_patch(DEP3.replace("Backport [abc]", "Pending").encode(), path=Path("x"), name="x")
+    assert a.digest == b.digest and d.digest == e.digest  # whatever the header says
     assert a.digest != c.digest
+    # pcfp2: the git form's `diff --git` and `index ... 100644` lines are read by git
+    # apply (the mode is checked), so the plain form of the same hunks is another diff.
+    assert a.digest != d.digest
 
 
 def test_hunk_line_points_at_the_header() -> None:

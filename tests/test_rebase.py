@@ -76,7 +76,7 @@ def test_check_classifies_every_patch_and_writes_nothing(cli, proj: Path) -> Non
         "exact", "offset", "offset", "3way", "conflict", "upstream", "3way", "upstream"]
     assert data["commits"] == 48
     pats = by_name(data)
-    assert pats[P[2]]["offsets"] == [{"file": "src/tiny.c", "hunk": 1, "offset": 3}]
+    assert pats[P[2]]["offsets"] == [{"file": "src/tiny.c", "hunk": 1, "offset": 3, "line": 29}]
     assert pats[P[5]]["conflicts"] == ["src/tiny.c"]
     assert pats[P[6]]["after_conflict"] is True
     assert snap(proj) == before
@@ -287,6 +287,26 @@ def test_continue_with_a_damaged_state(cli, proj: Path) -> None:
     assert rebase(cli, proj, "--abort").code == 0
 
 
+@pytest.mark.parametrize(("edit", "fragment"), [
+    (lambda d: d.pop("head"), "damaged rebase state ('head' missing"),
+    (lambda d: d.update(commits="many"), "damaged rebase state ('commits' missing or of the"),
+    (lambda d: d["done"][0].pop("result"), "damaged rebase state ('result'"),
+    (lambda d: d.update(schema="patchctl.rebase-state/1"), "from an older patchctl"),
+    (lambda d: d.update(schema="patchctl.rebase/1"), "not a rebase state this patchctl"),
+])
+def test_rebase_state_is_validated_on_load(cli, proj: Path, edit, fragment: str) -> None:
+    """Typed state (issue 10.4): a field missing or of the wrong type is one line, exit 2,
+    not a KeyError later."""
+    _stop_at_conflict(cli, proj)
+    path = proj / ".patchctl/rebase/state.json"
+    data = json.loads(path.read_text())
+    assert data["schema"] == "patchctl.rebase-state/2" and data["done"]
+    edit(data)
+    path.write_text(json.dumps(data))
+    _refused(rebase(cli, proj, "--continue"), 2, fragment)
+    assert rebase(cli, proj, "--abort").code == 0
+
+
 def test_usage_errors(cli, proj: Path) -> None:
     _refused(rebase(cli, proj), 2, "missing NEW_REF")
     _refused(rebase(cli, proj, "--continue", "--abort"), 2, "cannot be combined")
@@ -320,7 +340,7 @@ def test_stale_lock_is_refused(cli, proj: Path) -> None:
     edited = proj / "stack/patches" / P[2]
     edited.write_text(edited.read_text().replace("x * 4 + 1;", "x * 4 + 2;"))
     before = snap(proj)
-    _refused(rebase(cli, proj, "v2"), 2, "does not match the patches")
+    _refused(rebase(cli, proj, "v2"), 2, f"is not current (changed: {P[2]})")
     assert snap(proj) == before
 
 
@@ -389,12 +409,137 @@ def test_empty_stack_moves_its_pin(cli, tmp_path: Path, history: History) -> Non
 
 
 def test_progress_reports_patches_and_bisect_checks(proj: Path, history: History) -> None:
-    from patchctl import rebase
+    from patchctl import rebasing
     from patchctl.stack import find_stack
 
     seen: list[str] = []
-    result = rebase.rebase_pin(proj, find_stack(proj), history.upstream.path, "master",
+    result = rebasing.rebase_pin(proj, find_stack(proj), history.upstream.path, "master",
                                check=True, bisect=True, progress=seen.append)
     assert result.status == "checked"
     assert f"[1/8] {P[1]}" in seen
     assert any(m.startswith(f"bisect {P[4]}: check 3,") for m in seen)
+
+
+def _resolve_tiny(work: Path) -> None:
+    text = (work / "src/tiny.c").read_text()
+    start, end = text.index("<<<<<<<"), text.index(">>>>>>>")
+    end = text.index("\n", end) + 1
+    (work / "src/tiny.c").write_text(text[:start] + "        y -= 19;\n" + text[end:])
+    git(work, "add", "src/tiny.c")
+
+
+def test_continue_killed_at_every_step_loses_nothing(cli, tmp_path: Path,
+                                                      history: History) -> None:
+    """Bug (issue 9.1): --continue committed the resolution in the work tree and saved its
+    state only after; killed in between, the next --continue saw the committed patch as
+    'resolved to nothing' (or 'upstream') and dropped it from stack/."""
+    ref = make_project(tmp_path / "ref", history.upstream, history.patches)
+    _resolve_tiny(_stop_at_conflict(cli, ref))
+    assert rebase(cli, ref, "--continue").code == 0
+    new = snap(ref)
+    project = make_project(tmp_path / "p", history.upstream, history.patches)
+    old = snap(project)
+    _resolve_tiny(_stop_at_conflict(cli, project))
+    killed = 0
+    for n in range(1, 40):
+        run = _killed(project, n, "--continue", "--drop-upstream")
+        if run.returncode == 0:
+            break
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        killed += 1
+        assert snap(project) in (old, new), n
+        if snap(project) == new:
+            break
+    assert killed >= 1
+    if (project / ".patchctl/rebase/state.json").exists():
+        assert rebase(cli, project, "--continue").code == 0
+    assert snap(project) == new
+    assert P[5] in (project / "stack/series").read_text()
+
+
+def test_work_tree_commits_are_never_graded_upstream(cli, proj: Path) -> None:
+    """Bug (issue 9.1): a patch that reverse-applies only because our own work tree
+    already carries it was graded 'upstream' and dropped with --drop-upstream."""
+    work = _stop_at_conflict(cli, proj)
+    _resolve_tiny(work)
+    # The user commits the resolution by hand, then --continue: the commit is the
+    # resolution, not an upstream landing.
+    git(work, "commit", "-q", "-m", "resolved")
+    code, data = rebase_json(cli, proj, "--continue")
+    assert (code, data["status"]) == (0, "rebased"), data
+    pats = by_name(data)
+    assert pats[P[5]]["resolved"] is True and pats[P[5]]["change"] == "content-changed"
+    assert "y -= 19;" in (proj / "stack/patches" / P[5]).read_text()
+
+
+def test_a_patch_upstream_never_touched_is_not_graded_upstream(proj: Path,
+                                                               history: History) -> None:
+    """Bug (issue 9.1): classify graded 'upstream' any patch that reverse-applied, even one
+    whose files upstream never changed (it was only in our own tree), so --drop-upstream
+    deleted it."""
+    from patchctl import gitrepo, rebase
+    from patchctl.stack import find_stack
+
+    sources = rebase.sources_of(find_stack(proj))
+    first = sources[:1]
+    repo = gitrepo.git_dir(history.upstream.path)
+    with gitrepo.temp_index(repo) as index:
+        index.read_tree(history.upstream.commits["base"])
+        assert index.apply([first[0].path]).ok
+        ours = index.write_tree()  # the pin with patch 1 already in it
+        unguarded = rebase.classify(index, first, ours)
+        guarded = rebase.classify(index, first, ours, landable=frozenset({"README.md"}))
+    assert unguarded[0].result.grade == "upstream"
+    assert guarded[0].result.grade == "conflict"
+
+
+def test_new_ref_is_never_an_option_to_git_fetch(cli, proj: Path, history: History,
+                                                 tmp_path: Path) -> None:
+    """Bug (issue 9.3): with a URL pin, a NEW_REF beginning with '-' reached `git fetch`:
+    `--upload-pack=touch X; git-upload-pack` ran the command and exited 0."""
+    pin = proj / "stack/upstream.toml"
+    pin.write_text(pin.read_text().replace(f'url = "{history.upstream.path}"',
+                                           f'url = "file://{history.upstream.path}"'))
+    marker = tmp_path / "pwned"
+    for ref in (f"--upload-pack=touch {marker}; git-upload-pack", "-oops"):
+        r = rebase(cli, proj, "--check", "--", ref)
+        assert r.code == 2 and "starts with '-'" in r.err, r.err
+    assert not marker.exists()
+    bad = rebase(cli, proj, "--check", "no..such..ref")
+    assert bad.code == 2 and not marker.exists()
+
+
+def test_ambiguous_new_ref_is_refused(cli, proj: Path, history: History) -> None:
+    """Bug (issue 9, smaller): a tag and a branch of one name were resolved silently."""
+    git(history.upstream.path, "tag", "twin", history.upstream.commits["c10"])
+    git(history.upstream.path, "branch", "twin", history.upstream.commits["c20"])
+    r = rebase(cli, proj, "--check", "twin")
+    _refused(r, 2, "ambiguous")
+    assert "refs/tags/twin" in r.err and "refs/heads/twin" in r.err
+
+
+def test_a_stop_killed_at_any_point_resumes_with_continue(cli, tmp_path: Path,
+                                                          history: History) -> None:
+    """Issue 9.1: every step is resumable. A stop killed after any of its saves (even
+    after applying the conflict markers, before saving the conflict) leaves a state
+    that --continue takes to the same stop, and the rebase to the same stack."""
+    ref = make_project(tmp_path / "ref", history.upstream, history.patches)
+    _resolve_tiny(_stop_at_conflict(cli, ref))
+    assert rebase(cli, ref, "--continue").code == 0
+    new = snap(ref)
+    resumed = 0
+    for n in range(1, 40):
+        project = make_project(tmp_path / f"p{n}", history.upstream, history.patches)
+        run = _killed(project, n, "master", "--drop-upstream")
+        if run.returncode == 1:
+            break  # stopped normally: no kill point left
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        if not (project / ".patchctl/rebase/state.json").exists():
+            continue  # killed before the first save: nothing in progress
+        code, data = rebase_json(cli, project, "--continue")
+        assert (code, data["status"], data["conflict"]) == (1, "stopped", P[5]), (n, data)
+        _resolve_tiny(project / ".patchctl/rebase/work")
+        assert rebase(cli, project, "--continue").code == 0, n
+        assert snap(project) == new, n
+        resumed += 1
+    assert resumed >= 3

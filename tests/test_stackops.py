@@ -184,8 +184,11 @@ def test_header_set_in_a_50_patch_stack(cli, big: Path) -> None:
 def test_refuses_a_stopped_rebase(cli, tiny: Path) -> None:
     state = tiny / ".patchctl" / "rebase"
     state.mkdir(parents=True)
-    (state / "state.json").write_text(json.dumps({"schema": "patchctl.rebase-state/1",
-                                                  "new": "f" * 40}))
+    (state / "state.json").write_text(json.dumps({
+        "schema": "patchctl.rebase-state/2", "stack": str(tiny / "stack"), "upstream": "u",
+        "old": "0" * 40, "new": "f" * 40, "new_ref": "next", "tag": None,
+        "drop_upstream": False, "commits": None, "bisect_checks": 0, "snapshot": {},
+        "head": "0" * 40, "done": [], "conflict": None}))
     for args in (["delete", "1"], ["rename", "1", "x"], ["move", "1", "--to", "2"],
                  ["header", "1", "--set", "Bug=1"], ["fold", "2", "--into", "3"],
                  ["split", "1", "--paths", "src/*"]):

@@ -89,3 +89,49 @@ def test_bundle_upstream(cli, project, upstream, tmp_path, monkeypatch) -> None:
     junk.write_text("not a bundle\n")
     r = cli("-C", str(project), "verify", "--upstream", str(junk))
     assert r.code == 2 and "neither a git repository nor a git bundle" in r.err
+
+
+@pytest.fixture
+def stalled_server():
+    """A git:// 'server' on 127.0.0.1 that accepts connections and never answers."""
+    import socket
+    import threading
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def serve() -> None:
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(sock.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield sock.getsockname()[1]
+    stop.set()
+    thread.join()
+    for conn in held:
+        conn.close()
+    sock.close()
+
+
+def test_a_stalled_git_protocol_upstream_times_out(cli, project, upstream, stalled_server,
+                                                    monkeypatch) -> None:
+    """Bug (issue 9.8): a stalled git:// upstream hung forever (only HTTP had a limit)."""
+    import time
+
+    pin = project / "stack/upstream.toml"
+    pin.write_text(pin.read_text().replace(f'url = "{upstream.path}"',
+                                           f'url = "git://127.0.0.1:{stalled_server}/up.git"'))
+    monkeypatch.setenv("PATCHCTL_NETWORK_TIMEOUT", "2")
+    started = time.monotonic()
+    r = cli("-C", str(project), "verify")
+    assert time.monotonic() - started < 30
+    assert r.code == 3, r.out + r.err
+    assert "PATCHCTL_NETWORK_TIMEOUT" in r.err and len(r.err.strip().splitlines()) == 1

@@ -32,7 +32,8 @@ or point the build at one with\n  -DWORKER_STACK_LOCK=<path>")
 format 1); a newer patchctl wrote it")
   endif()
   worker_toml_require(lock format "^1$" "1" error)
-  worker_toml_require(lock algorithm "^pcfp1$" "a known algorithm (pcfp1)" error)
+  worker_toml_require(lock algorithm "^pcfp2$"
+    "a known algorithm (pcfp2; rewrite an older lock with `patchctl lock`)" error)
   worker_toml_require(lock name "^[^ \t]" "an upstream name" error)
   worker_toml_require(lock pin "^${WORKER_HEX40}$" "a 40-hex commit" error)
   worker_toml_require(lock fingerprint "^${WORKER_HEX64}$" "a 64-hex sha256"

@@ -11,17 +11,17 @@ from patchctl.commands._common import emit_json, stack_of
 @click.pass_context
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""
-    from patchctl.fingerprint import make_lock, short
-    from patchctl.stack import render_lock, write_lock
+    from patchctl.fingerprint import make_lock, short, staleness
+    from patchctl.stack import write_lock
 
     stack = stack_of(ctx)
     new = make_lock(stack.pin(), stack.patches())
-    old = stack.lock()
-    if old is not None and render_lock(old) == render_lock(new):
+    why = staleness(stack.lock(), new)
+    if why is None:
         click.echo(f"{stack.lock_path}: current ({short(new.fingerprint)})")
         return 0
     if check:
-        click.echo(f"{stack.lock_path}: stale (would be {short(new.fingerprint)})")
+        click.echo(f"{stack.lock_path}: stale: {why} (would be {short(new.fingerprint)})")
         return 1
     write_lock(stack, new)
     click.echo(f"{stack.lock_path}: written ({short(new.fingerprint)})")

@@ -49,7 +49,7 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     tree is left under .patchctl/rebase/ to resolve, then --continue.
     Exit 0 when rebased (or --check finds all applying), 1 when stopped.
     """
-    from patchctl import rebase, rebase_state
+    from patchctl import rebasing
 
     modes = [m for m, on in (("--continue", cont), ("--abort", abort), ("--check", check)) if on]
     if len(modes) > 1:
@@ -61,14 +61,14 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     project = project_dir(ctx)
     stack = stack_of(ctx)
     if abort:
-        result = rebase_state.abort(project, stack)
+        result = rebasing.abort(project, stack)
     elif cont:
-        result = rebase_state.continue_rebase(project, stack, drop_upstream=drop_upstream,
+        result = rebasing.continue_rebase(project, stack, drop_upstream=drop_upstream,
                                               progress=progress)
     else:
         assert new_ref is not None
         repo = resolve_upstream(upstream, stack.pin(), stack)
-        result = rebase.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
+        result = rebasing.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
                                    allow_downgrade=allow_downgrade,
                                    drop_upstream=drop_upstream, progress=progress)
     end_progress()

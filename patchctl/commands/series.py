@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import click
 
+from patchctl import schemas
 from patchctl.commands._common import emit_json, json_option, stack_of
 
 
@@ -21,7 +22,7 @@ def series(ctx: click.Context, as_json: bool) -> None:
             "removed": p.removed,
         })
     if as_json:
-        emit_json({"schema": "patchctl.series/1", "name": pin.name, "pin": pin.commit,
+        emit_json({"schema": schemas.SERIES, "name": pin.name, "pin": pin.commit,
                    "patches": rows})
         return
     click.echo(f"{pin.name} @ {pin.commit[:12]}: {len(rows)} patches")

@@ -184,7 +184,8 @@ def _settings(values: tuple[str, ...]) -> list[tuple[str, str]]:
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="Set a trailer (replacing every KEY: line); repeat for more.")
 @click.option("--unset", multiple=True, metavar="KEY", help="Remove every KEY: trailer.")
-@click.option("--get", metavar="KEY", help="Print only KEY's values, one per line.")
+@click.option("--get", metavar="KEY", help="Print only KEY's values, one per line (exit 1 "
+              "when there is none; --json prints the whole header).")
 @json_option
 @click.pass_context
 def header(ctx: click.Context, name: str, settings: tuple[str, ...],
@@ -201,18 +202,14 @@ def header(ctx: click.Context, name: str, settings: tuple[str, ...],
     changes = [*_settings(settings), *((k, None) for k in unset)]
     result = (set_header(project_dir(ctx), stack, name, changes) if changes
               else read_header(stack, name))
-    if get is not None:
-        values = [v for k, v in result.trailers if k.lower() == get.lower()]
-        if as_json:
-            emit_json({"schema": "patchctl.header/1", "file": result.file, "key": get,
-                       "values": values})
-        else:
-            for v in values:
-                click.echo(v)
-        return 0 if values else 1
+    values = [v for k, v in result.trailers if get is not None and k.lower() == get.lower()]
     if as_json:
         emit_json(result.to_dict())
-        return 0
+        return 1 if get is not None and not values else 0
+    if get is not None:
+        for v in values:
+            click.echo(v)
+        return 0 if values else 1
     click.echo(f"{result.file}{' (changed)' if result.changed else ''}")
     click.echo(f"Subject: {result.subject}")
     click.echo(f"From: {result.author}")

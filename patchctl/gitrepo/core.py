@@ -32,10 +32,24 @@ _KEEP_GIT_VARS = {
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
 
 
+# The user's and the system's git config never reach git: a global core.autocrlf,
+# apply.whitespace=fix, diff.noprefix, commit.gpgSign or a hooks path would change
+# what patchctl writes or make it fail. Only calls that need the user's own settings
+# (network fetches: proxies, credentials, insteadOf; the user's name) read them.
+_CONTROLLED = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+# Values that matter even against a repository's own config (an upstream clone's
+# .git/config): the bytes written, and no command run on our behalf.
+_FIXED_CONFIG = ("-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
+                 "-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.devnull,
+                 "-c", "commit.gpgSign=false", "-c", "core.quotePath=true")
+NETWORK_TIMEOUT_ENV = "PATCHCTL_NETWORK_TIMEOUT"
+
+
 def _base_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_") or k in _KEEP_GIT_VARS}
     env["LC_ALL"] = "C"  # messages we parse must not be translated
     env["GIT_TERMINAL_PROMPT"] = env.get("GIT_TERMINAL_PROMPT", "0")
+    env.update(_CONTROLLED)
     return env
 
 
@@ -47,6 +61,23 @@ def git_env(**extra: str) -> dict[str, str]:
     if _ENV is None:
         _ENV = _base_env()
     return {**_ENV, **extra} if extra else _ENV
+
+
+def user_config_env(env: dict[str, str] | None = None) -> dict[str, str]:
+    """``env`` (default: git_env()) with the user's own git config readable again."""
+    out = {k: v for k, v in (env or git_env()).items() if k not in _CONTROLLED}
+    out.update({k: os.environ[k] for k in _CONTROLLED if k in os.environ})
+    return out
+
+
+def network_timeout() -> float:
+    """Seconds a network git operation may take in all ($PATCHCTL_NETWORK_TIMEOUT, else
+    900): a stalled git:// or ssh:// server has no low-speed limit of its own."""
+    value = os.environ.get(NETWORK_TIMEOUT_ENV, "")
+    try:
+        return float(value) if value else 900.0
+    except ValueError as e:
+        raise InputError(f"{NETWORK_TIMEOUT_ENV}={value!r} is not a number of seconds") from e
 
 
 @dataclass(frozen=True)
@@ -64,9 +95,11 @@ def run_git(
     env: dict[str, str] | None = None,
     input: str | None = None,
     check: bool = True,
+    timeout: float | None = None,
 ) -> Result:
-    """Run ``git [-C repo] args``. With ``check``, a non-zero exit raises GitError."""
-    argv = ["git"]
+    """Run ``git [-C repo] args`` under the controlled config. With ``check``, a non-zero
+    exit raises GitError; past ``timeout`` seconds it is killed (EnvironmentFailure)."""
+    argv = ["git", *_FIXED_CONFIG]
     if repo is not None:
         argv += ["-C", str(repo)]
     argv += [str(a) for a in args]
@@ -79,9 +112,14 @@ def run_git(
             errors="surrogateescape",
             env=env or git_env(),
             check=False,
+            timeout=timeout,
         )
     except FileNotFoundError as e:
         raise EnvironmentFailure("git is not installed or not on PATH; install git >= 2.30") from e
+    except subprocess.TimeoutExpired as e:
+        raise EnvironmentFailure(
+            f"`git {' '.join(str(a) for a in args[:2])}` made no end in {timeout:g} s "
+            f"(a stalled server?); check the network, or raise {NETWORK_TIMEOUT_ENV}") from e
     result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
     if check and proc.returncode != 0:
         raise GitError(argv, proc.returncode, proc.stderr)
@@ -103,10 +141,60 @@ def git_dir(path: Path) -> Path:
     return Path(r.stdout.strip())
 
 
+def refuse_option(value: str, what: str) -> str:
+    """A user-supplied ref, range, path or URL must never be read by git as an option."""
+    if value.startswith("-"):
+        raise InputError(f"{what} {value!r} starts with '-': not a ref, path or URL "
+                         "(refused so git cannot read it as an option)")
+    return value
+
+
 def resolve_commit(repo: Path, ref: str) -> str | None:
+    refuse_option(ref, "ref")
     r = run_git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
                 repo=repo, check=False)
     return r.stdout.strip() if r.returncode == 0 else None
+
+
+_REF_KINDS = (("refs/tags/", "tag"), ("refs/heads/", "branch"), ("refs/remotes/", "remote"))
+
+
+@dataclass(frozen=True)
+class Ref:
+    """What a user's ref resolved to: the commit, and the tag or branch it named."""
+
+    commit: str
+    kind: str  # tag | branch | remote | commit (an id, or an expression such as HEAD~2)
+    name: str | None = None
+
+
+def resolve_ref(repo: Path, ref: str, *, what: str = "ref") -> Ref | None:
+    """Resolve a tag, branch or commit; None when it is none of them.
+
+    A name that is both a tag and a branch (on different commits) is refused, naming
+    both, where git would pick one silently. A short id is a commit, never a name.
+    """
+    refuse_option(ref, what)
+    out = run_git(["for-each-ref", "--format=%(refname)%00%(objectname)%00%(*objectname)",
+                   *(prefix + ref for prefix, _ in _REF_KINDS)], repo=repo).stdout
+    named: dict[str, tuple[str, str]] = {}
+    for line in out.splitlines():
+        full, obj, peeled = line.split("\0")
+        for prefix, kind in _REF_KINDS:
+            if full == prefix + ref:
+                named[full] = (kind, peeled or obj)
+    commits = {c for _, c in named.values()}
+    if len(commits) > 1:
+        raise InputError(f"{what} {ref!r} is ambiguous: " + " and ".join(
+            f"{full} ({c[:12]})" for full, (_, c) in sorted(named.items()))
+            + "; pass the full ref name or the commit id")
+    commit = resolve_commit(repo, ref)
+    if commit is None:
+        return None
+    for prefix, kind in _REF_KINDS:
+        if prefix + ref in named:
+            return Ref(commit, kind, ref)
+    return Ref(commit, "commit")
 
 
 def commit_and_tree(repo: Path, commit: str) -> tuple[Path, str] | None:
@@ -128,22 +216,26 @@ def ref_names(repo: Path) -> list[str]:
 
 
 def tree_of(repo: Path, commit: str) -> str:
-    return run_git(["rev-parse", "--verify", f"{commit}^{{tree}}"], repo=repo).stdout.strip()
+    return run_git(["rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}"],
+                   repo=repo).stdout.strip()
 
 
 def is_ancestor(repo: Path, ancestor: str, descendant: str) -> bool:
-    r = run_git(["merge-base", "--is-ancestor", ancestor, descendant], repo=repo, check=False)
+    r = run_git(["merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant],
+                repo=repo, check=False)
     return r.returncode == 0
 
 
 def first_parent_path(repo: Path, old: str, new: str) -> list[str]:
     """Commits on new's first-parent line after ``old``, oldest first."""
-    out = run_git(["rev-list", "--first-parent", "--reverse", f"{old}..{new}"], repo=repo).stdout
+    out = run_git(["rev-list", "--first-parent", "--reverse", "--end-of-options",
+                   f"{old}..{new}"], repo=repo).stdout
     return out.split()
 
 
 def subject(repo: Path, commit: str) -> str:
-    return run_git(["log", "-1", "--format=%s", commit], repo=repo).stdout.strip()
+    return run_git(["log", "-1", "--format=%s", "--end-of-options", commit],
+                   repo=repo).stdout.strip()
 
 
 def symlinks_among(repo: Path, treeish: str, paths: Sequence[str]) -> set[str]:
@@ -159,8 +251,8 @@ def symlinks_among(repo: Path, treeish: str, paths: Sequence[str]) -> set[str]:
 
 
 def last_line(text: str | bytes | None) -> str:
+    """The last non-empty line of a command's stderr, for one-line messages."""
     if isinstance(text, bytes):
         text = text.decode(errors="replace")
-    """The last non-empty line of a command's stderr, for one-line messages."""
     lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
     return lines[-1].removeprefix("stderr: ").strip("'") if lines else "no output"

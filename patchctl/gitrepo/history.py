@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import os
+import re
 import shutil
 import tempfile
 from collections.abc import Sequence
@@ -10,8 +10,20 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.errors import GitError, InputError
-from patchctl.gitrepo.core import EMPTY_TREE, git_env, last_line, resolve_commit, run_git, tree_of
-from patchctl.gitrepo.index import ApplyRun, TempIndex
+from patchctl.gitrepo.core import (
+    EMPTY_TREE,
+    git_env,
+    last_line,
+    network_timeout,
+    refuse_option,
+    resolve_commit,
+    run_git,
+    tree_of,
+    user_config_env,
+)
+from patchctl.gitrepo.index import ApplyRun, SeriesItem, TempIndex, store_index
+
+_HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
 # -- small histories (apply --commits, edit worktrees) ----------------------------------
 
@@ -29,7 +41,7 @@ _IDENTITY = {
 
 def init_history(work: Path, message: str) -> Path:
     """``git init`` in ``work`` and commit its files as they are."""
-    run_git(["init", "-q", "-b", "main", str(work)])
+    run_git(["init", "-q", "-b", "main", "--", str(work)])
     env = git_env(**_IDENTITY)
     run_git(["add", "-A", "-f", "."], repo=work, env=env)
     run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
@@ -50,10 +62,9 @@ def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str
 
 # -- rebase-pin, authoring and export -----------------------------------------------------
 
-# Regenerated patches must be byte-identical on any machine, so no user config
-# (diff.noprefix, diff.context, color, renames, orderFile...) may reach these calls.
-_STABLE = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-_DIFF = ["-c", "core.quotePath=true", "diff-tree", "-r", "-p", "--stat=72", "--summary",
+# Regenerated patches must be byte-identical on any machine: no user config reaches
+# git (core.py), and every diff option that matters is spelled out.
+_DIFF = ["diff-tree", "-r", "-p", "--stat=72", "--summary",
          "--full-index", "--binary", "--no-renames", "--no-color", "--no-ext-diff",
          "--no-textconv", "-U3", "--inter-hunk-context=0", "--src-prefix=a/",
          "--dst-prefix=b/", "--diff-algorithm=myers"]
@@ -67,8 +78,8 @@ def format_diff(repo: Path, old_tree: str, new_tree: str, *,
     limits the diff to exactly those paths (literal, not globs).
     """
     limit = ["--", *(f":(literal){p}" for p in paths)] if paths is not None else []
-    return run_git([*_DIFF, old_tree, new_tree, *limit], repo=repo,
-                   env={**(env or git_env()), **_STABLE}).stdout
+    return run_git([*_DIFF, "--end-of-options", old_tree, new_tree, *limit], repo=repo,
+                   env=env).stdout
 
 
 def unmerged_paths(index: TempIndex) -> list[str]:
@@ -87,8 +98,8 @@ def range_patch_ids(repo: Path, old: str, new: str, paths: Sequence[str]) -> dic
     ``paths`` -> the oldest such commit. Limiting finds a change that landed inside a
     larger commit, and reads (or lazily fetches) only the blobs of those paths."""
     log = run_git(["log", "--no-merges", "-p", "--full-index", "--no-renames", "--no-color",
-                   "--no-ext-diff", "--format=commit %H", f"{old}..{new}", "--", *paths],
-                  repo=repo, env=git_env(**_STABLE)).stdout
+                   "--no-ext-diff", "--format=commit %H", "--end-of-options", f"{old}..{new}",
+                   "--", *paths], repo=repo).stdout
     ids: dict[str, str] = {}
     for line in run_git(["patch-id", "--stable"], repo=repo, input=log).stdout.splitlines():
         pid, commit = line.split()
@@ -96,15 +107,18 @@ def range_patch_ids(repo: Path, old: str, new: str, paths: Sequence[str]) -> dic
     return ids
 
 
-def is_tag(repo: Path, name: str) -> bool:
-    r = run_git(["rev-parse", "--verify", "--quiet", f"refs/tags/{name}"], repo=repo, check=False)
-    return r.returncode == 0
-
-
 def fetch_ref(repo: Path, ref: str) -> str | None:
-    """Fetch ``ref`` (commit, tag or branch) from the cache repo's origin; its commit id."""
-    r = run_git(["fetch", "-q", "--filter=blob:none", "--no-tags", "origin", ref], repo=repo,
-                check=False)
+    """Fetch ``ref`` (commit id, tag or branch) from the cache repo's origin; its commit id.
+
+    ``ref`` must be a commit id or a well-formed ref name (never an option: it follows
+    ``--end-of-options``); the fetch has the network timeout."""
+    refuse_option(ref, "ref")
+    if not _HEX.match(ref) and run_git(["check-ref-format", "--allow-onelevel", ref],
+                                       check=False).returncode != 0:
+        raise InputError(f"{ref!r} is neither a commit id nor a valid ref name")
+    r = run_git(["fetch", "-q", "--filter=blob:none", "--no-tags", "--end-of-options", "origin",
+                 ref], repo=repo, check=False, env=user_config_env(),
+                timeout=network_timeout())
     return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
 
 
@@ -119,7 +133,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     the rest stay in the index as skip-worktree entries, so trees made from
     that index are still whole.
     """
-    run_git(["init", "-q", str(dest)])
+    run_git(["init", "-q", "--", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
     objects = objects if objects.is_absolute() else upstream / objects
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
@@ -222,13 +236,26 @@ def commit_index(work: Path, message: str, *, author: str) -> str:
 
 
 def rev_range(repo: Path, spec: str) -> list[str]:
-    """Non-merge commits of ``spec`` oldest first; a single revision means just that commit."""
-    if ".." not in spec:
+    """Non-merge commits of ``spec`` oldest first; a single revision means just that commit.
+
+    ``A..B`` (either end may be empty: HEAD) and ``A...B``: each end is resolved
+    as a commit first, so nothing the user typed reaches git as an option."""
+    refuse_option(spec, "revision range")
+    sep = "..." if "..." in spec else ".." if ".." in spec else None
+    if sep is None:
         commit = resolve_commit(repo, spec)
         if commit is None:
             raise InputError(f"{spec!r} is not a commit in {repo}")
         return [commit]
-    r = run_git(["rev-list", "--reverse", "--no-merges", spec], repo=repo, check=False)
+    ends = []
+    for end in spec.split(sep, 1):
+        commit = resolve_commit(repo, end or "HEAD")
+        if commit is None:
+            raise InputError(f"{spec!r} is not a revision range in {repo} "
+                             f"({end!r} is not a commit)")
+        ends.append(commit)
+    r = run_git(["rev-list", "--reverse", "--no-merges", "--end-of-options", sep.join(ends)],
+                repo=repo, check=False)
     if r.returncode != 0:
         raise InputError(f"{spec!r} is not a revision range in {repo}")
     return r.stdout.split()
@@ -247,7 +274,8 @@ class CommitInfo:
 def commit_info(repo: Path, commit: str) -> CommitInfo:
     fmt = "%an <%ae>%x00%aD%x00%T%x00%P%x00%B"
     author, date, tree, parents, message = run_git(
-        ["log", "-1", f"--format={fmt}", commit], repo=repo).stdout.split("\0", 4)
+        ["log", "-1", f"--format={fmt}", "--end-of-options", commit],
+        repo=repo).stdout.split("\0", 4)
     parent = parents.split()[0] if parents.split() else None
     return CommitInfo(commit, author, date, message.rstrip("\n"), tree_of(repo, parent)
                       if parent else EMPTY_TREE, tree)
@@ -256,7 +284,7 @@ def commit_info(repo: Path, commit: str) -> CommitInfo:
 def mailsplit(mbox: Path, outdir: Path) -> list[Path]:
     """Split an mbox (or one format-patch file) into one file per message, in order."""
     outdir.mkdir(parents=True, exist_ok=True)
-    r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox)], check=False)
+    r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox.absolute())], check=False)
     if r.returncode != 0:
         raise InputError(f"{mbox}: not an mbox or format-patch file ({last_line(r.stderr)})")
     return sorted(outdir.iterdir())
@@ -276,7 +304,7 @@ def mailinfo(mail: Path, msg: Path, patch: Path) -> dict[str, str]:
 
 def author_ident() -> str:
     """The user's ``Name <email>`` as git would record it, or a neutral stand-in."""
-    r = run_git(["var", "GIT_AUTHOR_IDENT"], check=False)
+    r = run_git(["var", "GIT_AUTHOR_IDENT"], check=False, env=user_config_env())
     ident = r.stdout.strip()
     return ident.rsplit(" ", 2)[0] if r.returncode == 0 and ">" in ident else \
         "patchctl <patchctl@localhost>"
@@ -294,12 +322,33 @@ def dirty_paths(path: Path, pathspec: Path) -> list[str] | None:
 
 
 def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) -> None:
-    """Apply ``(patch, strip)`` in order on ``treeish`` in a throwaway index, for the side
+    """Apply ``(patch, strip)`` one by one on ``treeish`` in a throwaway index, for the side
     effect: every intermediate blob lands in ``repo``'s own object store, where a later
-    ``git apply --3way`` looks up each patch's preimage. Failures are ignored."""
-    with tempfile.TemporaryDirectory(prefix="patchctl-seed-") as tmp:
-        env = git_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
-        run_git(["read-tree", treeish], repo=repo, env=env)
-        for patch, strip in patches:
-            run_git(["apply", "--cached", f"-p{strip}", str(patch)], repo=repo, env=env,
-                    check=False)
+    ``git apply --3way`` looks up each patch's preimage. Failures are skipped."""
+    git_dir = repo / ".git" if (repo / ".git").is_dir() else repo
+    with store_index(git_dir, git_dir / "objects") as index:
+        index.read_tree(treeish)
+        index.apply_series([SeriesItem(p, strip) for p, strip in patches], on_failure="skip",
+                           batch=False)
+
+
+def head_commit(work: Path) -> str:
+    return run_git(["rev-parse", "--verify", "HEAD^{commit}"], repo=work).stdout.strip()
+
+
+def reset_work(work: Path, commit: str, *, keep: bool) -> None:
+    """Move ``work``'s branch back to ``commit``. ``keep``: the index and files stay as
+    they are (what was committed since becomes staged); else both are reset to
+    ``commit`` and untracked files (.rej leftovers) removed."""
+    if keep:
+        run_git(["reset", "-q", "--soft", commit], repo=work)
+    else:
+        run_git(["reset", "-q", "--hard", commit], repo=work)
+        run_git(["clean", "-q", "-f", "-d"], repo=work)
+
+
+def changed_paths(repo: Path, old: str, new: str) -> list[str]:
+    """Paths that differ between two commits' trees (trees only: no blob is read)."""
+    out = run_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", "--end-of-options",
+                   old, new], repo=repo).stdout
+    return [p for p in out.split("\0") if p]

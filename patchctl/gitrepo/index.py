@@ -3,29 +3,44 @@
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 import shutil
 import tempfile
+import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchctl.gitrepo.core import Result, git_env, run_git
+from patchctl.gitrepo.core import Result, git_env, last_line, run_git
 
 _CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
 _HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
 
 
+_FAILED_AT = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
+_ERROR = re.compile(r"^error: (.*)$")
+
+
 @dataclass(frozen=True)
 class HunkOffset:
-    """A hunk `git apply -v` placed away from where its header said."""
+    """A hunk `git apply -v` placed away from where its header said (the one definition:
+    verify, rebase-pin and import report these)."""
 
-    file_index: int  # 0-based: which file diff of the input, in input order
-    path: str
+    file: str  # the path git names
     hunk: int  # 1-based within its file diff
+    offset: int  # lines
     line: int  # where it applied
-    offset: int
+
+
+@dataclass(frozen=True)
+class ApplyError:
+    """Why `git apply` refused, read once from its stderr."""
+
+    message: str  # git's first real error line, without "error: " (else its last line)
+    file: str | None = None  # "patch failed: FILE:LINE" names the file and line ...
+    line: int | None = None  # ... where the failing hunk was expected upstream
 
 
 @dataclass(frozen=True)
@@ -38,17 +53,66 @@ class ApplyRun:
     def ok(self) -> bool:
         return self.returncode == 0
 
-    def offsets(self) -> list[HunkOffset]:
-        """Offsets from `git apply -v`, which reports file diffs in input order."""
-        out: list[HunkOffset] = []
+    def offsets(self) -> list[tuple[int, HunkOffset]]:
+        """(file diff index in input order, offset) from `git apply -v`."""
+        out: list[tuple[int, HunkOffset]] = []
         file_index, path = -1, "?"
         for line in (self.stderr + self.stdout).splitlines():
             if m := _CHECKING.match(line):
                 file_index, path = file_index + 1, m.group(1)
             elif (m := _HUNK_OK.match(line)) and m.group(3) and int(m.group(3)):
-                out.append(HunkOffset(file_index, path, int(m.group(1)), int(m.group(2)),
-                                      int(m.group(3))))
+                out.append((file_index, HunkOffset(path, int(m.group(1)), int(m.group(3)),
+                                                   int(m.group(2)))))
         return out
+
+    @property
+    def error(self) -> ApplyError | None:
+        if self.ok:
+            return None
+        lines = self.stderr.splitlines()
+        for line in lines:
+            if m := _FAILED_AT.match(line):
+                return ApplyError(f"patch failed: {m.group('file')}:{m.group('line')}",
+                                  m.group("file"), int(m.group("line")))
+        errors = [m.group(1) for ln in lines if (m := _ERROR.match(ln))]
+        message = next((e for e in errors if not e.startswith("while searching")), None)
+        return ApplyError(message or last_line(self.stderr))
+
+
+@dataclass(frozen=True)
+class SeriesItem:
+    """One patch of a series to apply: its file, strip level and number of file diffs
+    (``files``: lets one batched call be split back into per-patch offsets)."""
+
+    path: Path
+    strip: int = 1
+    files: int | None = None
+
+
+@dataclass
+class Applied:
+    """What happened to one patch of a series."""
+
+    item: SeriesItem
+    ok: bool
+    offsets: list[HunkOffset] = field(default_factory=list)
+    error: ApplyError | None = None
+    three_way: bool = False  # it went on only with --3way
+    run: ApplyRun | None = None  # git's own output (whitespace warnings); shared in a batch
+
+
+@dataclass
+class SeriesResult:
+    applied: list[Applied]  # in order; after a failure with on_failure="stop", no more
+    batched: bool  # all of it went on in one call per strip level
+
+    @property
+    def ok(self) -> bool:
+        return all(a.ok for a in self.applied)
+
+    @property
+    def failed(self) -> Applied | None:
+        return next((a for a in self.applied if not a.ok), None)
 
 
 class TempIndex:
@@ -101,12 +165,110 @@ class TempIndex:
         r = self._run(args, check=False)
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
+    def apply_series(self, items: Sequence[SeriesItem], *, reverse: bool = False,
+                     on_failure: str = "stop", batch: bool = True, per_patch: bool = True,
+                     base: str | None = None) -> SeriesResult:
+        """Apply a series in order: the one way patchctl puts patches on an index.
+
+        With ``batch`` (and every item's ``files`` known), first one ``git apply``
+        per run of equal strip levels; when all go on, that is the whole cost. Else
+        (or when a batch fails: the index is put back) one patch per call, and on a
+        failure: ``stop`` there, ``skip`` the patch and go on, or ``three_way``:
+        try ``--3way``, else skip. Without ``per_patch`` a failed batch ends it there
+        (no item in the result). ``reverse`` applies each in reverse (pass the items
+        last first). ``base``: the tree the index holds, when the caller knows it (saves
+        a ``write-tree``). The index keeps what went on; nothing is written.
+        """
+        if not items:
+            return SeriesResult([], True)
+        if batch and all(i.files is not None for i in items):
+            start = base or self.write_tree()
+            done = self._batched(items, reverse=reverse)
+            if done is not None:
+                return SeriesResult(done, True)
+            self.read_tree(start)
+        if not per_patch:
+            return SeriesResult([], False)
+        applied: list[Applied] = []
+        for item in items:
+            run = self.apply([item.path], strip=item.strip, reverse=reverse)
+            if run.ok:
+                applied.append(Applied(item, True, [h for _, h in run.offsets()], run=run))
+                continue
+            result = Applied(item, False, error=run.error, run=run)
+            if on_failure == "three_way" and not reverse:
+                before = self.write_tree()
+                if self.apply([item.path], strip=item.strip, three_way=True).ok:
+                    result = Applied(item, True, three_way=True, run=run)
+                else:
+                    self.read_tree(before)  # drop the conflict stages it left
+            applied.append(result)
+            if not result.ok and on_failure == "stop":
+                break
+        return SeriesResult(applied, False)
+
+    def _batched(self, items: Sequence[SeriesItem], *, reverse: bool) -> list[Applied] | None:
+        applied: list[Applied] = []
+        for _, run_items in itertools.groupby(items, key=lambda i: i.strip):
+            group = list(run_items)
+            run = self.apply([i.path for i in group], strip=group[0].strip, reverse=reverse)
+            if not run.ok:
+                return None
+            applied += applied_from(run, group)
+        return applied
+
     def checkout_to(self, dest: Path) -> None:
         """Write every index entry as a plain file under ``dest`` (which must exist)."""
         self.calls += 1
         run_git(["--git-dir", str(self.repo), "--work-tree", str(dest.resolve()),
                  "checkout-index", "-a", "-f"], env=self.env)
 
+    def round_trip_in_background(self, patch_files: Sequence[Path], *,
+                                 strip: int) -> RoundTrip:
+        """Start proving a series on this index on a thread: one ``git apply`` forward,
+        one ``git apply -R`` of it last first, then ``write-tree``. git works while the
+        caller parses the patches; ``RoundTrip.wait()`` joins it."""
+        return RoundTrip(self, list(patch_files), strip)
+
+
+def applied_from(run: ApplyRun, items: Sequence[SeriesItem]) -> list[Applied]:
+    """One successful batched ``git apply`` split back into its patches: each hunk offset
+    goes to the patch whose file diff it is in (by each item's ``files``)."""
+    owner = [n for n, i in enumerate(items) for _ in range(i.files or 0)]
+    parts = [Applied(i, True, run=run) for i in items]
+    for file_index, h in run.offsets():
+        if 0 <= file_index < len(owner):
+            parts[owner[file_index]].offsets.append(h)
+    return parts
+
+
+class RoundTrip:
+    """A forward and reverse ``git apply`` of a series running on a thread."""
+
+    def __init__(self, index: TempIndex, patch_files: list[Path], strip: int) -> None:
+        self.forward: ApplyRun | None = None
+        self.back: ApplyRun | None = None
+        self.tree: str | None = None  # the tree after both, when both applied
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(index, patch_files, strip),
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, index: TempIndex, patch_files: list[Path], strip: int) -> None:
+        try:
+            self.forward = index.apply(patch_files, strip=strip)
+            if self.forward.ok:
+                self.back = index.apply(patch_files[::-1], strip=strip, reverse=True)
+                if self.back.ok:
+                    self.tree = index.write_tree()
+        except BaseException as e:  # handed to the caller by wait()
+            self._error = e
+
+    def wait(self) -> RoundTrip:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
+        return self
 
 @contextlib.contextmanager
 def temp_index(repo: Path) -> Iterator[TempIndex]:

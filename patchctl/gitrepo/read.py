@@ -11,18 +11,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.gitrepo.core import git_env, run_git
+from patchctl.gitrepo.core import run_git
 
-# No user config (log.showSignature, mailmap settings, grep defaults) may change these answers.
-_PLAIN = {"GIT_CONFIG_GLOBAL": "/dev/null", "GIT_CONFIG_NOSYSTEM": "1"}
+# No user config (log.showSignature, mailmap settings, grep defaults) may change these
+# answers: run_git reads none (core.py).
 
 
 def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
     """The text of each path at ``commit``; None when it is absent there (or not a file)."""
     result: dict[str, str | None] = {}
     for path in paths:
-        r = run_git(["cat-file", "blob", f"{commit}:{path}"], repo=repo,
-                    env=git_env(**_PLAIN), check=False)
+        r = run_git(["cat-file", "blob", f"{commit}:{path}"], repo=repo, check=False)
         result[path] = r.stdout if r.returncode == 0 else None
     return result
 
@@ -34,7 +33,7 @@ def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
     if not paths:
         return []
     r = run_git(["log", "--no-merges", f"-n{commits}", "--format=%an", commit, "--", *paths],
-                repo=repo, env=git_env(**_PLAIN), check=False)
+                repo=repo, check=False)
     counts = Counter(n.strip() for n in r.stdout.splitlines() if n.strip())
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
@@ -57,7 +56,7 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
     for w in words:
         args += ["-e", w]
     args += [commit, "--", *pathspecs]
-    r = run_git(args, repo=repo, env=git_env(**_PLAIN), check=False)
+    r = run_git(args, repo=repo, check=False)
     hits = []
     prefix = f"{commit}:"
     for line in r.stdout.splitlines():
@@ -80,7 +79,7 @@ def first_adding(repo: Path, commit: str, text: str, path: str) -> CommitRef | N
     """The oldest commit up to ``commit`` whose diff of ``path`` changes how often ``text``
     occurs (``git log -S``): usually the one that introduced it."""
     r = run_git(["log", "--no-merges", "--reverse", "--format=%H%x00%as%x00%s", f"-S{text}",
-                 commit, "--", path], repo=repo, env=git_env(**_PLAIN), check=False)
+                 commit, "--", path], repo=repo, check=False)
     first = r.stdout.splitlines()[:1]
     if r.returncode != 0 or not first:
         return None
@@ -89,7 +88,7 @@ def first_adding(repo: Path, commit: str, text: str, path: str) -> CommitRef | N
 
 
 def commit_ref(repo: Path, commit: str) -> CommitRef:
-    out = run_git(["log", "-1", "--format=%H%x00%as%x00%s", commit], repo=repo,
-                  env=git_env(**_PLAIN)).stdout.rstrip("\n")
+    out = run_git(["log", "-1", "--format=%H%x00%as%x00%s", commit],
+                  repo=repo).stdout.rstrip("\n")
     sha, date, subject = out.split("\0", 2)
     return CommitRef(sha, date, subject)

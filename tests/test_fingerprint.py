@@ -1,0 +1,90 @@
+"""The fingerprint (pcfp2) and the one test of whether a lock is current."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchctl.fingerprint import ALGORITHM, fingerprint
+from patchctl.patchfile import parse_patch
+from tests.builders import git
+
+HEADER = ("From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+          "From: A <a@example.invalid>\nSubject: [PATCH] add blob\n\n"
+          "Concern: blob\nUpstream-Status: Pending\nScope: data/*\nBinary: data/*\n---\n")
+
+
+def _diff(tmp_path: Path, name: str, data: bytes, mode: str = "100644") -> str:
+    repo = tmp_path / name
+    git(tmp_path, "init", "-q", str(repo))
+    (repo / "data").mkdir()
+    (repo / "data/blob.bin").write_bytes(data)
+    git(repo, "add", "data/blob.bin")
+    if mode != "100644":
+        git(repo, "update-index", "--chmod=+x", "data/blob.bin")
+    return git(repo, "diff", "--cached", "--binary", "--full-index")
+
+
+def _patch(text: str):
+    return parse_patch((HEADER + text).encode(), path=Path("x.patch"), name="x.patch")
+
+
+def test_binary_payloads_and_modes_change_the_digest(tmp_path: Path) -> None:
+    """Bug (issue 9.2): two different `GIT binary patch` bodies, or a `new file mode`
+    100644 -> 100755, gave the same digest (pcfp1 saw only ---/+++ and hunks), so the
+    lock stayed 'current' while apply --into kept the old bytes or mode."""
+    a = _diff(tmp_path, "a", b"\x00\x01binary one\xff" * 8)
+    b = _diff(tmp_path, "b", b"\x00\x02binary two\xfe" * 8)
+    x = _diff(tmp_path, "x", b"\x00\x01binary one\xff" * 8, mode="100755")
+    assert "GIT binary patch" in a and "new file mode 100755" in x
+    digests = {_patch(t).digest for t in (a, b, x)}
+    assert len(digests) == 3
+    # Payload bytes alone, with every other line equal, still count.
+    lines = a.splitlines(keepends=True)
+    at = next(i for i, ln in enumerate(lines) if ln.startswith("literal ")) + 1
+    flipped = ("z" if lines[at][0] != "z" else "y") + lines[at][1:]
+    tampered = "".join([*lines[:at], flipped, *lines[at + 1:]])
+    assert _patch(tampered).digest != _patch(a).digest
+
+
+def test_header_edits_and_section_headings_do_not(tmp_path: Path, patches) -> None:
+    name, text = patches[0]
+    base = parse_patch(text.encode(), path=Path(name), name=name)
+    edited = text.replace("Upstream-Status: Pending", "Upstream-Status: Submitted [x]")
+    assert edited != text
+    heading = "\n".join(ln + " some_function()" if ln.startswith("@@") and ln.endswith("@@")
+                        else ln for ln in text.split("\n"))
+    for other in (edited, heading):
+        assert parse_patch(other.encode(), path=Path(name), name=name).digest == base.digest
+    assert fingerprint("a" * 40, [base]) != fingerprint("b" * 40, [base])
+
+
+def _lock_check(cli, project: Path):
+    return cli("-C", str(project), "lock", "--check")
+
+
+def test_an_older_algorithm_is_stale_with_its_reason(cli, project: Path) -> None:
+    """Issue 9.2: a lock written with pcfp1 is stale, and says why."""
+    lock = project / "stack/stack.lock"
+    assert f'algorithm = "{ALGORITHM}"' in lock.read_text()
+    lock.write_text(lock.read_text().replace(f'algorithm = "{ALGORITHM}"', 'algorithm = "pcfp1"'))
+    r = _lock_check(cli, project)
+    assert r.code == 1 and "pcfp1 ignored binary payloads and mode changes" in r.out, r.out
+    v = cli("-C", str(project), "verify")
+    assert v.code == 1 and "pcfp1" in v.out + v.err
+
+
+def test_lock_check_and_verify_agree_on_a_lock_format(cli, project: Path) -> None:
+    """Bug (issue 9, smaller): lock `format = 99` made verify say current but
+    `lock --check` stale."""
+    lock = project / "stack/stack.lock"
+    assert _lock_check(cli, project).code == 0
+    lock.write_text(lock.read_text().replace("format = 1", "format = 99"))
+    r = _lock_check(cli, project)
+    assert r.code == 1 and "lock format 99" in r.out
+    v = cli("-C", str(project), "verify", "--json")
+    import json
+
+    assert v.code == 1 and json.loads(v.out)["lock"] == "stale"
+    assert cli("-C", str(project), "lock").code == 0
+    assert _lock_check(cli, project).code == 0
+    assert cli("-C", str(project), "verify").code == 0
