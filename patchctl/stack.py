@@ -6,7 +6,7 @@ No git here. Formats are documented in docs/FORMATS.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -187,7 +187,7 @@ def resolve_name(names: Sequence[str], query: str, *, where: str = SERIES) -> in
     """
     query = query.strip()
     stems = [n.removesuffix(".patch") for n in names]
-    rules = [
+    rules: list[Callable[[int], bool]] = [
         lambda i: query in (names[i], stems[i]),
         lambda i: query.isdigit() and (int(query) == i + 1 or _number(names[i]) == int(query)),
         lambda i: _NUMBER.sub("", stems[i]) == query,
