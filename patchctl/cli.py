@@ -53,6 +53,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                        "Write a fact brief for the person who proposes a patch upstream."),
     "upstream-status": ("patchctl.commands.outreach:upstream_status",
                         "Report Upstream-Status: counts, age, landed or superseded upstream."),
+    "release": ("patchctl.commands.release:release",
+                "Build and verify reproducible worker packages (release build / verify)."),
     "record": ("patchctl.commands.record:record",
                "Run a command and keep its evidence record under evidence/."),
     "ci": ("patchctl.commands.ci:ci",

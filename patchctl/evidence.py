@@ -19,6 +19,13 @@ from pathlib import Path
 
 from patchctl import __version__, fsutil, schemas
 
+# /2 adds what every run record needs (DGR-068): the host (CPU model, cores,
+# memory, GPUs, network), backend and driver, the worker's embedded identity
+# (runtime pin), artifact and split hashes, the commands and raw metrics.
+SCHEMA = schemas.EVIDENCE
+# What readers accept: /2 only adds keys to /1.
+READABLE_SCHEMAS = ("patchctl.evidence/1", SCHEMA)
+
 
 def tool_versions() -> dict[str, str]:
     """First line of `--version` for the tools a record may depend on."""
@@ -69,6 +76,12 @@ class Record:
     output_file: str
     output_sha256: str
     extra: dict = field(default_factory=dict)
+    commands: list[list[str]] = field(default_factory=list)
+    host: dict = field(default_factory=dict)
+    backend: dict = field(default_factory=dict)
+    runtime: dict | None = None
+    artifacts: list[dict] = field(default_factory=list)
+    metrics: object = None
 
     @property
     def as_expected(self) -> bool:
@@ -82,9 +95,59 @@ def write_record(evidence_dir: Path, record: Record) -> Path:
     return path
 
 
+def artifact_entry(role: str, path: Path) -> dict:
+    """A model, split or other input by its content: role, path, size and sha256."""
+    from patchctl.errors import InputError
+
+    try:
+        with open(path, "rb") as f:
+            digest = hashlib.file_digest(f, "sha256").hexdigest()
+    except OSError as e:
+        raise InputError(f"--{role} {path}: {e.strerror}") from e
+    return {"role": role, "path": str(path), "bytes": path.stat().st_size, "sha256": digest}
+
+
+def worker_identity(worker: Path) -> dict:
+    """``worker --version --json``: the runtime's pin, fingerprint, lane and toolchain."""
+    from patchctl.errors import EnvironmentFailure
+
+    try:
+        proc = subprocess.run([str(worker), "--version", "--json"], capture_output=True,
+                              text=True, timeout=60, check=False)
+        if proc.returncode == 0:
+            return json.loads(proc.stdout)
+        why = f"exit {proc.returncode}: {proc.stderr.strip()[:200]}"
+    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+        why = str(e)
+    raise EnvironmentFailure(f"--worker {worker}: `worker --version --json` failed ({why})")
+
+
+def _backend(name: str, host: dict) -> dict:
+    driver = host.get("driver") if name != "cpu" else None
+    return {"name": name, "driver": driver}
+
+
+def _read_metrics(path: Path | None) -> object:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return {"error": f"{path}: {e}"}
+
+
 def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: Path,
-                   expect: str = "pass", echo=None) -> Record:
-    """Run ``argv`` (no shell), stream and keep its output, and write the record."""
+                   expect: str = "pass", echo=None, backend: str = "cpu",
+                   worker: Path | None = None, artifacts: list[dict] | None = None,
+                   metrics: Path | None = None) -> Record:
+    """Run ``argv`` (no shell), stream and keep its output, and write the record.
+
+    ``artifacts`` are :func:`artifact_entry` dicts (hashed before the run);
+    ``metrics`` a JSON file the command writes, stored raw in the record.
+    """
+    from patchctl import hostinfo
+
+    runtime = worker_identity(worker) if worker is not None else None
     evidence_dir.mkdir(parents=True, exist_ok=True)
     log_path = evidence_dir / f"{name}.log"
     started = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
@@ -110,6 +173,9 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
         seconds=round(time.perf_counter() - t0, 3), exit_code=code, expect=expect,
         tools=tool_versions(), stack=stack_identity(project),
         output_file=log_path.name, output_sha256=hashlib.sha256(output).hexdigest(),
+        commands=[list(argv)], host=(host := hostinfo.describe()),
+        backend=_backend(backend, host), runtime=runtime, artifacts=list(artifacts or []),
+        metrics=_read_metrics(metrics),
     )
     write_record(evidence_dir, record)
     return record
@@ -120,11 +186,14 @@ def record_steps(name: str, *, evidence_dir: Path, argv: list[str], started: str
                  extra: dict) -> Path:
     """Write NAME.json and NAME.log for a command that ran its own steps (``reproduce``)
     rather than one child process: ``log`` is their transcript, ``extra`` the result."""
+    from patchctl import hostinfo
+
     evidence_dir.mkdir(parents=True, exist_ok=True)
     fsutil.atomic_write(evidence_dir / f"{name}.log", log)
     record = Record(
         name=name, argv=argv, cwd=os.getcwd(), started=started, seconds=round(seconds, 3),
         exit_code=0 if ok else 1, expect="pass", tools=tool_versions(), stack=stack,
         output_file=f"{name}.log", output_sha256=hashlib.sha256(log).hexdigest(), extra=extra,
+        commands=[list(argv)], host=(host := hostinfo.describe()), backend=_backend("cpu", host),
     )
     return write_record(evidence_dir, record)

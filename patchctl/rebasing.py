@@ -143,7 +143,7 @@ def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, step
                         new=result.new, new_ref=result.new_ref, tag=tag,
                         drop_upstream=drop_upstream, commits=result.commits,
                         bisect_checks=result.bisect_checks, snapshot=snap,
-                        head=gitrepo.head_commit(work))
+                        head=gitrepo.work_head(work))
     rebase_state.save(project, state)
     _park(project, state, work, steps[:k], steps[k])
     result.status, result.work, result.conflict = "stopped", str(work), steps[k].source.name
@@ -161,7 +161,7 @@ def _rewind(work: Path, state: RebaseState) -> None:
     conflict waits they are folded back into the index as the resolution; otherwise
     they, and any files a killed run left, are re-derived, so they are dropped.
     """
-    head = gitrepo.head_commit(work)
+    head = gitrepo.work_head(work)
     if head != state.head and not gitrepo.is_ancestor(work, state.head, head):
         raise InputError(f"the rebase work tree {work} no longer descends from "
                          f"{state.head[:12]} (reset or rebased by hand?); run "
@@ -218,7 +218,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
             state.done.append(DoneEntry(step.result, 1,
                                         step.source.name if step.text else None))
             state.conflict = None
-            state.head = gitrepo.head_commit(work)
+            state.head = gitrepo.work_head(work)
             done.append(step)
             rebase_state.save(project, state)  # the resolution is committed: never ask again
 

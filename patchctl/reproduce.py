@@ -373,7 +373,7 @@ def _run_step(step: Step, *, reproducer: Path, build: Path, src: Path, cache: Pa
 
     def run(stage: str, argv: list[str]) -> tuple[int, str]:
         say({CONFIGURE: "configuring", BUILD: "building", TEST: "testing"}[stage])
-        code, out, secs = _run(argv, say if stage == BUILD else None)
+        code, out, secs = run_tool(argv, say if stage == BUILD else None)
         step.commands.append(argv)
         step.seconds[stage] = round(step.seconds.get(stage, 0.0) + secs, 3)
         transcript.append(f"$ {shlex.join(argv)}\n{out}[exit {code}, {secs:.2f} s]\n")
@@ -419,10 +419,12 @@ def _own_objects(ninja: str, build: Path) -> list[str]:
             if "_COMPILER__" in rule and not _UPSTREAM_OBJECT.search(path)]
 
 
-def _run(argv: list[str], say: Progress | None) -> tuple[int, str, float]:
-    """Run without a shell; stdout and stderr together, streamed so ninja's
-    ``[N/M]`` can drive the progress line."""
-    env = {**os.environ, "NINJA_STATUS": "[%f/%t] ", "CLICOLOR_FORCE": "0"}
+def run_tool(argv: list[str], say: Progress | None = None, *,
+             env: dict[str, str] | None = None) -> tuple[int, str, float]:
+    """Run without a shell (in ``env``, default this process's); stdout and stderr
+    together, streamed so ninja's ``[N/M]`` can drive the progress line."""
+    env = {**(os.environ if env is None else env), "NINJA_STATUS": "[%f/%t] ",
+           "CLICOLOR_FORCE": "0"}
     t0 = time.perf_counter()
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,

@@ -39,7 +39,7 @@ PATCHES = [
 CPU_LANE_TESTS = {
     "compute.smoke.threads1", "compute.smoke.threads2", "compute.smoke.threads4",
     "identity.json_matches_lock", "identity.text", "capabilities.only_certified",
-    "stamp.missing", "stamp.fingerprint", "stamp.edited", "stamp.accepts",
+    "stamp.missing", "stamp.fingerprint", "stamp.edited", "stamp.accepts", "selftest.worker",
 }
 
 
@@ -179,7 +179,7 @@ def cpu_lane(tmp_path_factory: pytest.TempPathFactory) -> Lane:
 def test_cpu_preset_configures_builds_and_passes_ctest(cpu_lane: Lane) -> None:
     assert (cpu_lane.build / "bin" / "worker").is_file()
     # CTest 3.x says "100% tests passed, 0 tests failed out of 10"; 4.x drops the middle.
-    assert re.search(r"100% tests passed(, 0 tests failed)? out of 10", cpu_lane.ctest_out)
+    assert re.search(r"100% tests passed(, 0 tests failed)? out of 11", cpu_lane.ctest_out)
     for name in CPU_LANE_TESTS:
         assert f" {name} " in cpu_lane.ctest_out, name
     # The identity header is generated into the build tree, never the source.
@@ -203,6 +203,7 @@ def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
     assert identity["cmake_version"] == cmake_version
     assert identity["certification"] == "uncertified"
     assert identity["upstream_build"] is None
+    assert identity["lane"]["name"] == "dev" and identity["lane"]["release"] is False
 
 
 @pytest.mark.slow
@@ -261,7 +262,7 @@ def test_compute_smoke_constants_match_an_independent_reference() -> None:
     A constant that was merely recorded from the C++ output would bless a bug in
     the generator, the wire encoding or the checksum; this re-computes all three.
     """
-    source = (NATIVE / "tests" / "compute_smoke.cpp").read_text()
+    source = (NATIVE / "src" / "core" / "selftest.cpp").read_text()
 
     def constant(name: str) -> int:
         line = next(ln for ln in source.splitlines() if f" {name} = " in ln)

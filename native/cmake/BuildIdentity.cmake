@@ -27,10 +27,13 @@ endfunction()
 
 # worker_generate_build_identity(<output> LOCK <prefix> CERT <prefix>
 #                                [UPSTREAM_DIR <dir> UPSTREAM_TARGET <t>
-#                                 UPSTREAM_TREE <tree>])
+#                                 UPSTREAM_TREE <tree>]
+#                                LANE <name> LANE_ARCH <arch>
+#                                LANE_FEATURES <list> RELEASE <bool>)
 function(worker_generate_build_identity output)
   cmake_parse_arguments(PARSE_ARGV 1 arg ""
-    "LOCK;CERT;UPSTREAM_DIR;UPSTREAM_TARGET;UPSTREAM_TREE" "")
+    "LOCK;CERT;UPSTREAM_DIR;UPSTREAM_TARGET;UPSTREAM_TREE;LANE;LANE_ARCH;RELEASE"
+    "LANE_FEATURES")
   set(lock "${arg_LOCK}")
   set(cert "${arg_CERT}")
 
@@ -84,6 +87,15 @@ function(worker_generate_build_identity output)
     worker_cxx_string("${arg_UPSTREAM_TREE}" tree)
     set(WORKER_CXX_UPSTREAM_BUILD
       "  id.upstream_build = UpstreamBuild{${dir}, ${target}, ${tree}};")
+  endif()
+
+  worker_cxx_string("${arg_LANE}" WORKER_CXX_LANE)
+  worker_cxx_string("${arg_LANE_ARCH}" WORKER_CXX_LANE_ARCH)
+  worker_cxx_string_list(arg_LANE_FEATURES WORKER_CXX_LANE_FEATURES)
+  if(arg_RELEASE)
+    set(WORKER_CXX_RELEASE true)
+  else()
+    set(WORKER_CXX_RELEASE false)
   endif()
 
   configure_file("${PROJECT_SOURCE_DIR}/src/worker/build_identity.hpp.in"

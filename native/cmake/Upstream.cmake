@@ -4,8 +4,19 @@
 
 include_guard(GLOBAL)
 
-# worker_add_upstream(<dir> <target>)
+# worker_add_upstream(<dir> <target> [FLAGS <flag>...] [OPTIONS <option>...])
+# FLAGS (the lane's instruction-set flags) reach the upstream's C and C++
+# only: they are set in this function's scope, which add_subdirectory()
+# inherits and the worker's own targets do not. OPTIONS are upstream cache
+# options the lane switches on (ggml's GGML_AVX2, ...).
 function(worker_add_upstream dir target)
+  cmake_parse_arguments(PARSE_ARGV 2 arg "" "" "FLAGS;OPTIONS")
+  list(JOIN arg_FLAGS " " lane_flags)
+  string(APPEND CMAKE_C_FLAGS " ${lane_flags}")
+  string(APPEND CMAKE_CXX_FLAGS " ${lane_flags}")
+  foreach(option IN LISTS arg_OPTIONS)
+    set(${option} ON CACHE BOOL "set by native/ for the worker's lane")
+  endforeach()
   # llama.cpp (and most upstreams) are C and C++; a C-only library whose
   # CMakeLists has no project() would otherwise fail with "cannot determine
   # link language".

@@ -65,6 +65,7 @@ from patchctl.gitrepo.history import (
     seed_blobs,
     snapshot_tree,
     unmerged_paths,
+    work_head,
     worktree_status,
 )
 from patchctl.gitrepo.index import (
@@ -168,5 +169,6 @@ __all__ = [
     "upstream_cache_dir",
     "user_config_env",
     "version",
+    "work_head",
     "worktree_status",
 ]

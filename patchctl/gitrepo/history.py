@@ -321,6 +321,16 @@ def dirty_paths(path: Path, pathspec: Path) -> list[str] | None:
     return [e[3:] for e in out.split("\0") if len(e) > 3]
 
 
+def head_commit(path: Path) -> tuple[str, int] | None:
+    """HEAD of the git work tree holding ``path`` and its committer time (Unix seconds,
+    what SOURCE_DATE_EPOCH means); None outside a work tree or before the first commit."""
+    r = run_git(["log", "-1", "--format=%H %ct", "HEAD"], repo=path, check=False)
+    if r.returncode != 0 or not r.stdout.strip():
+        return None
+    commit, seconds = r.stdout.split()
+    return commit, int(seconds)
+
+
 def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) -> None:
     """Apply ``(patch, strip)`` one by one on ``treeish`` in a throwaway index, for the side
     effect: every intermediate blob lands in ``repo``'s own object store, where a later
@@ -332,7 +342,8 @@ def seed_blobs(repo: Path, treeish: str, patches: Sequence[tuple[Path, int]]) ->
                            batch=False)
 
 
-def head_commit(work: Path) -> str:
+def work_head(work: Path) -> str:
+    """The commit at HEAD of a work tree patchctl made (the rebase work tree)."""
     return run_git(["rev-parse", "--verify", "HEAD^{commit}"], repo=work).stdout.strip()
 
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from patchctl.errors import StackError
+from patchctl.evidence import READABLE_SCHEMAS
 from patchctl.lint import glob_match
 from patchctl.outreach import policy
 from patchctl.patchfile import FileDiff, Patch
@@ -282,7 +283,7 @@ def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[Evidence
             data = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
-        if not isinstance(data, dict) or data.get("schema") != "patchctl.evidence/1":
+        if not isinstance(data, dict) or data.get("schema") not in READABLE_SCHEMAS:
             continue
         rel = path.relative_to(project).as_posix()
         entry = None

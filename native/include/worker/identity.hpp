@@ -54,6 +54,12 @@ struct BuildIdentity {
   std::vector<Certification> certifications;
   std::vector<std::string> certification_notes;  // why records were not accepted
   std::optional<UpstreamBuild> upstream_build;
+  // The hardware lane (native/cmake/Lanes.cmake): "dev" for a build that is
+  // not a release, else e.g. "cpu", with the CPU features it was built for.
+  std::string lane = "dev";
+  std::string lane_arch;
+  std::vector<std::string> lane_features;
+  bool release = false;  // built by `patchctl release build`: checks its package at start
 };
 
 // First 16 hex characters, as patchctl prints it.

@@ -17,6 +17,8 @@ json::Value identity_json(const BuildIdentity& id) {
     patches.emplace_back(json::Object{
         {"file", p.file}, {"strip", p.strip}, {"digest", p.digest}});
   }
+  json::Array features;
+  for (const std::string& f : id.lane_features) features.emplace_back(f);
   json::Value upstream_build;  // null: the standalone CPU lane
   if (id.upstream_build) {
     upstream_build = json::Object{{"dir", id.upstream_build->dir},
@@ -39,6 +41,10 @@ json::Value identity_json(const BuildIdentity& id) {
       {"build_type", id.build_type},
       {"certification", id.certification},
       {"upstream_build", std::move(upstream_build)},
+      {"lane", json::Object{{"name", id.lane},
+                            {"arch", id.lane_arch},
+                            {"cpu_features", std::move(features)},
+                            {"release", id.release}}},
   };
 }
 
@@ -59,6 +65,12 @@ std::string identity_text(const BuildIdentity& id) {
   } else {
     out << "upstream build: none (standalone CPU lane)\n";
   }
+  out << "lane: " << id.lane << (id.release ? " (release)" : "");
+  if (!id.lane_features.empty()) {
+    out << ", needs";
+    for (const std::string& f : id.lane_features) out << " " << f;
+  }
+  out << "\n";
   return out.str();
 }
 

@@ -1,13 +1,19 @@
 // worker: the native worker. For now a skeleton that reports what it was
-// built from (--version) and what it is certified to do (--capabilities).
+// built from (--version) and what it is certified to do (--capabilities),
+// checks its package, lane and recipe at start (--check), and runs its
+// deterministic self-test (--self-test).
 
-#include <cstdio>
+#include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "worker/build_identity.hpp"  // generated into the build directory
 #include "worker/identity.hpp"
+#include "worker/selftest.hpp"
+#include "worker/startup.hpp"
 
 #ifndef WORKER_BUILD_TYPE
 #error "WORKER_BUILD_TYPE must be defined by the build ($<CONFIG>)"
@@ -18,51 +24,152 @@ namespace {
 constexpr std::string_view kUsage =
     "usage: worker --version [--json]\n"
     "       worker --capabilities [--json]\n"
+    "       worker --check [--recipe FILE] [--json]\n"
+    "       worker --self-test [--recipe FILE] [--json]\n"
     "\n"
     "  --version        what this binary was built from: stack fingerprint,\n"
-    "                   patches, toolchain, certification, upstream build\n"
+    "                   patches, toolchain, certification, upstream build, lane\n"
     "  --capabilities   capabilities backed by a certification record\n"
-    "  --json           print JSON instead of text\n";
+    "  --check          run the start-up checks and stop: the package's\n"
+    "                   SHA256SUMS and manifest (release builds), the CPU lane,\n"
+    "                   and the recipe when given\n"
+    "  --self-test      the start-up checks, then the deterministic CPU lane\n"
+    "  --recipe FILE    a runtime recipe (JSON, schema worker.recipe/1) naming\n"
+    "                   the protocol, pin, stack fingerprint, lane and\n"
+    "                   model/split sha256s this run requires\n"
+    "  --json           print JSON instead of text\n"
+    "\n"
+    "exit codes: 0 ok, 2 usage, 3 output error, 10 package fails its checksums\n"
+    "or manifest, 11 this CPU cannot run the lane, 12 recipe does not match,\n"
+    "13 self-test failed\n";
 
 int usage_error(std::string_view message) {
   std::cerr << "worker: " << message << "\n" << kUsage;
   return 2;
 }
 
+enum class Mode { kNone, kVersion, kCapabilities, kCheck, kSelfTest };
+
+// Every mode but --version and --help passes the gate first; --version stays
+// available so `patchctl release verify` can read the identity of a damaged
+// package.
+std::optional<worker::Refusal> gate(const worker::BuildIdentity& id, const char* argv0,
+                                    const std::string& recipe,
+                                    std::vector<worker::GateStep>& steps) {
+  worker::GateStep step;
+  const std::string exe = worker::executable_path(argv0);
+  const std::string root =
+      exe.empty() ? std::string() : std::filesystem::path(exe).parent_path().parent_path().string();
+  if (id.release && root.empty()) {
+    return worker::Refusal{worker::kExitPackage,
+                           "package check failed: cannot find this executable's path"};
+  }
+  if (auto r = worker::check_package(root, id, step)) return r;
+  steps.push_back(step);
+  if (auto r = worker::check_lane(id, worker::detect_cpu_features(), step)) return r;
+  steps.push_back(step);
+  if (recipe.empty()) {
+    steps.push_back({"recipe", "skipped", "no --recipe given"});
+  } else {
+    if (auto r = worker::check_recipe(recipe, id, step)) return r;
+    steps.push_back(step);
+  }
+  return std::nullopt;
+}
+
+worker::json::Value steps_json(const std::vector<worker::GateStep>& steps) {
+  worker::json::Array items;
+  for (const auto& s : steps) {
+    items.emplace_back(
+        worker::json::Object{{"name", s.name}, {"status", s.status}, {"detail", s.detail}});
+  }
+  return items;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool version = false;
-  bool capabilities = false;
+  Mode mode = Mode::kNone;
   bool as_json = false;
+  std::string recipe;
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
+    Mode next = Mode::kNone;
     if (arg == "--version") {
-      version = true;
+      next = Mode::kVersion;
     } else if (arg == "--capabilities") {
-      capabilities = true;
+      next = Mode::kCapabilities;
+    } else if (arg == "--check") {
+      next = Mode::kCheck;
+    } else if (arg == "--self-test") {
+      next = Mode::kSelfTest;
+    } else if (arg == "--recipe") {
+      if (i + 1 >= argc) return usage_error("--recipe needs a FILE");
+      recipe = argv[++i];
+      continue;
     } else if (arg == "--json") {
       as_json = true;
+      continue;
     } else if (arg == "--help" || arg == "-h") {
       std::cout << kUsage;
       return 0;
     } else {
       return usage_error("unknown argument: " + std::string(arg));
     }
+    if (mode != Mode::kNone) {
+      return usage_error(
+          "give exactly one of --version, --capabilities, --check and --self-test");
+    }
+    mode = next;
   }
-  if (version == capabilities) {
-    return usage_error("give exactly one of --version and --capabilities");
+  if (mode == Mode::kNone) {
+    return usage_error("give exactly one of --version, --capabilities, --check and --self-test");
+  }
+  if (!recipe.empty() && (mode == Mode::kVersion || mode == Mode::kCapabilities)) {
+    return usage_error("--recipe goes with --check or --self-test");
   }
 
   worker::BuildIdentity id = worker::generated::build_identity();
   id.build_type = WORKER_BUILD_TYPE;
-  if (version) {
+  if (mode == Mode::kVersion) {
     std::cout << (as_json ? worker::identity_json(id).dump() + "\n"
                           : worker::identity_text(id));
-  } else {
+    std::cout.flush();
+    return std::cout ? 0 : 3;
+  }
+
+  std::vector<worker::GateStep> steps;
+  if (std::optional<worker::Refusal> refused = gate(id, argv[0], recipe, steps)) {
+    std::cerr << "worker: " << refused->message << "\n";
+    return refused->exit_code;
+  }
+
+  int code = 0;
+  if (mode == Mode::kCapabilities) {
     std::cout << (as_json ? worker::capabilities_json(id).dump() + "\n"
                           : worker::capabilities_text(id));
+  } else if (mode == Mode::kCheck) {
+    if (as_json) {
+      std::cout << worker::json::Value(worker::json::Object{{"ok", true},
+                                                            {"steps", steps_json(steps)}})
+                       .dump()
+                << "\n";
+    } else {
+      for (const auto& s : steps) std::cout << s.name << ": " << s.status << ", " << s.detail << "\n";
+    }
+  } else {
+    const std::vector<worker::SelfTestCheck> checks = worker::self_test();
+    if (as_json) {
+      worker::json::Value doc = worker::self_test_json(checks);
+      worker::json::Object out{{"gate", steps_json(steps)}};
+      for (auto& member : *doc.as_object()) out.emplace_back(member);
+      std::cout << worker::json::Value(std::move(out)).dump() << "\n";
+    } else {
+      for (const auto& s : steps) std::cout << s.name << ": " << s.status << ", " << s.detail << "\n";
+      std::cout << worker::self_test_text(checks);
+    }
+    if (!worker::all_passed(checks)) code = worker::kExitSelfTest;
   }
   std::cout.flush();
-  return std::cout ? 0 : 3;
+  return std::cout ? code : 3;
 }

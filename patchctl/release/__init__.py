@@ -1,0 +1,7 @@
+"""Worker releases: reproducible packages that refuse what does not match (DGR-068).
+
+- ``layout``: the package's files and their checksums, the archive format;
+- ``sbom``: the SPDX 2.3 document;
+- ``build``: ``patchctl release build``;
+- ``check``: ``patchctl release verify``.
+"""

@@ -1,0 +1,91 @@
+"""patchctl record: what every run record carries (evidence/2), from real runs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+
+def _record(cli, project: Path, ev: Path, *args: str):
+    return cli("-C", str(project), "record", "--name", "run", "--evidence-dir", str(ev), *args)
+
+
+def test_record_carries_host_backend_artifacts_splits_and_metrics(cli, project: Path,
+                                                                  tmp_path: Path) -> None:
+    ev = tmp_path / "ev"
+    model = tmp_path / "model.gguf"
+    model.write_bytes(b"GGUF whole model\n")
+    splits = [tmp_path / f"m-0000{i}-of-00002.gguf" for i in (1, 2)]
+    for i, s in enumerate(splits):
+        s.write_bytes(f"split {i}\n".encode())
+    metrics = tmp_path / "metrics.json"
+    script = ("import json; json.dump({'tokens_per_s': 12.5, 'runs': [1, 2]}, "
+              f"open({str(metrics)!r}, 'w'))")
+    r = _record(cli, project, ev, "--backend", "cpu", "--artifact", str(model),
+                "--split", str(splits[0]), "--split", str(splits[1]), "--metrics", str(metrics),
+                "--", sys.executable, "-c", script)
+    assert r.code == 0, r.err
+    rec = json.loads((ev / "run.json").read_text())
+    assert rec["schema"] == "patchctl.evidence/2"
+    assert rec["commands"] == [[sys.executable, "-c", script]]
+    assert rec["metrics"] == {"tokens_per_s": 12.5, "runs": [1, 2]}  # raw, as written
+    assert [(a["role"], Path(a["path"]).name, a["sha256"], a["bytes"]) for a in rec["artifacts"]] \
+        == [("artifact", "model.gguf", hashlib.sha256(model.read_bytes()).hexdigest(), 17)] + \
+        [("split", s.name, hashlib.sha256(s.read_bytes()).hexdigest(), 8) for s in splits]
+    assert rec["backend"] == {"name": "cpu", "driver": None}
+    host = rec["host"]
+    assert host["cpu"]["cores"] == os.cpu_count()
+    assert host["arch"] and host["os"]
+    assert isinstance(host["gpus"], list)
+    assert host["network"]["hostname"]
+    assert any(i["name"] == "lo" for i in host["network"]["interfaces"]) or sys.platform != "linux"
+    if sys.platform == "linux":
+        assert host["memory_bytes"] > 0 and host["cpu"]["model"]
+    assert rec["stack"]["pin"] and rec["stack"]["fingerprint"]  # the upstream pin
+    assert rec["runtime"] is None  # no --worker
+
+
+def test_record_of_a_missing_artifact_is_bad_input(cli, project: Path, tmp_path: Path) -> None:
+    r = _record(cli, project, tmp_path / "ev", "--split", str(tmp_path / "nope.gguf"), "--",
+                sys.executable, "-c", "pass")
+    assert r.code == 2
+    assert "nope.gguf" in r.err
+    assert not (tmp_path / "ev" / "run.json").exists()
+
+
+def test_record_with_a_binary_that_is_no_worker_fails_cleanly(cli, project: Path,
+                                                              tmp_path: Path) -> None:
+    fake = tmp_path / "worker"
+    fake.write_text("#!/bin/sh\nexit 7\n")
+    fake.chmod(0o755)
+    r = _record(cli, project, tmp_path / "ev", "--worker", str(fake), "--", sys.executable,
+                "-c", "pass")
+    assert r.code == 3
+    assert "`worker --version --json` failed (exit 7" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_unreadable_metrics_are_recorded_as_an_error(cli, project: Path, tmp_path: Path) -> None:
+    """The run happened: a metrics file it failed to write must not lose the record."""
+    ev = tmp_path / "ev"
+    r = _record(cli, project, ev, "--metrics", str(tmp_path / "absent.json"), "--",
+                sys.executable, "-c", "pass")
+    assert r.code == 0
+    assert "absent.json" in json.loads((ev / "run.json").read_text())["metrics"]["error"]
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/cpuinfo")
+def test_cpu_features_use_the_workers_names() -> None:
+    from patchctl import hostinfo
+
+    features = hostinfo.cpu_features()
+    assert features
+    if hostinfo.machine_arch() == "x86_64":
+        assert "sse2" in features
+        if "sse4_2" in features:
+            assert "sse4.2" in features  # /proc spells it sse4_2, GCC sse4.2
