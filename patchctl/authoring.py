@@ -11,11 +11,14 @@ edited applied as commits.
 
 from __future__ import annotations
 
+import itertools
+import os
 import shutil
 import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import (
     fsutil,
@@ -30,7 +33,7 @@ from patchctl import (
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import glob_match
-from patchctl.patchfile import Patch
+from patchctl.patchfile import FileDiff, Patch, apply_hunks, read_patch
 from patchctl.stack import (
     LOCK_FILE,
     PIN_FILE,
@@ -38,6 +41,7 @@ from patchctl.stack import (
     Pin,
     Stack,
     check_commit_id,
+    check_patch_name,
     render_lock,
     resolve_name,
 )
@@ -106,18 +110,20 @@ class ImportResult:
     patches: list[Imported]
     fingerprint: str
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.IMPORT, **asdict(self)}
 
 
 def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[str], *,
-                   concern: str | None = None, from_repo: Path | None = None) -> ImportResult:
+                   concern: str | None = None, from_repo: Path | None = None,
+                   force: bool = False) -> ImportResult:
     """Append patches from ``sources`` to the series, in patchctl's form; all or nothing.
 
     Each is applied on top of the stack at the pin (plain, else three-way) and
     re-made from the trees around it, so what lands in ``stack/`` is exactly
     what applies there. One that does not apply stops the import: nothing is
-    written.
+    written. A file in ``patches/`` that the series does not list (one being
+    written by hand) is never overwritten unless ``force``.
     """
     with stackwrite.stack_lock(project, f"import into {stack.root}"), \
             tempfile.TemporaryDirectory(prefix="patchctl-import-") as tmp:
@@ -133,14 +139,8 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         report: list[Imported] = []
         with gitrepo.temp_index(upstream) as index:
             _apply_stack(index, pin, existing)
-            for c in candidates:
-                before = index.write_tree()
-                grade = _apply_candidate(index, c)
-                after = index.write_tree()
-                if after == before:
-                    raise InputError(f"{c.source}: changes nothing on top of the stack "
-                                     "(already applied?); nothing was imported")
-                diff = gitrepo.format_diff(index.repo, before, after, env=index.env)
+            steps = _apply_candidates(index, upstream, pin, existing, candidates, Path(tmp))
+            for c, (grade, diff) in zip(candidates, steps, strict=True):
                 files = _diff_paths(diff)
                 added = importing.fill_trailers(c, concern=concern, files=files)
                 header = patchtext.mail_header(
@@ -151,6 +151,11 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
                 number += 1
                 if name in names:
                     raise InputError(f"{name} is already in the series")
+                check_patch_name(name)
+                if os.path.lexists(stack.patches_dir / name) and not force:
+                    raise InputError(f"{stack.patches_dir / name} exists but the series does "
+                                     "not list it (a patch written by hand?); move it away, or "
+                                     "pass --force to overwrite it; nothing was imported")
                 text = patchtext.render(header, diff)
                 changes[f"patches/{name}"] = text.encode("utf-8", "surrogateescape")
                 made.append(patchtext.reparse(text, name=name, path=stack.patches_dir / name))
@@ -176,6 +181,86 @@ def _apply_stack(index: gitrepo.TempIndex, pin: Pin, patches: list[Patch]) -> No
         if not a.ok:
             raise StackError(f"{p.name} does not apply at the pin; fix the stack first "
                              "(`patchctl verify` says why)")
+
+
+_BATCH = 8  # from this many candidates on, the batched path beats a few git calls each
+
+
+def _apply_candidates(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing: list[Patch],
+                      candidates: list[importing.Candidate], tmp: Path) -> list[tuple[str, str]]:
+    """(grade, diff re-made from the trees around it) of each candidate, applied in turn
+    on the stack at the pin, which ``index`` holds; it then holds them all."""
+    if len(candidates) >= _BATCH:
+        done = _apply_batched(index, upstream, pin, existing, candidates, tmp / "batch")
+        if done is not None:
+            return done
+    out = []
+    for c in candidates:
+        before = index.write_tree()
+        grade = _apply_candidate(index, c)
+        after = index.write_tree()
+        if after == before:
+            raise InputError(f"{c.source}: changes nothing on top of the stack "
+                             "(already applied?); nothing was imported")
+        out.append((grade, gitrepo.format_diff(index.repo, before, after, env=index.env)))
+    return out
+
+
+def _apply_batched(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing: list[Patch],
+                   candidates: list[importing.Candidate],
+                   work: Path) -> list[tuple[str, str]] | None:
+    """The common case in a handful of git calls, however many candidates.
+
+    One `git apply --cached -v` per strip level (``apply_series``' batch) proves that
+    every candidate applies plainly on the stack, and says which had offsets. The files after
+    each candidate are then made here, hunk by hunk as git placed them
+    (``patchfile.apply_hunks``), and one `git fast-import` turns them into a tree
+    per candidate; the last must be git's own, or nothing of this is used. One
+    `git diff-tree --stdin` re-makes the diffs. None (``index`` as it was) when a
+    candidate needs more than plain text edits (three-way, binary, modes, renames,
+    deletions): the caller then goes one by one and says which fails.
+    """
+    base = index.write_tree()
+    try:
+        parsed = [read_patch(c.diff, strip=c.strip) for c in candidates]
+    except StackError:
+        return None
+    if any(p.crlf_damaged or not all(_text_edit(f) for f in p.files) for p in parsed):
+        return None
+    done = index.apply_series([gitrepo.SeriesItem(c.diff, c.strip, len(p.files))
+                               for c, p in zip(candidates, parsed, strict=True)],
+                              per_patch=False, base=base)
+    if not done.batched:
+        return None  # the index is as it was
+    final = index.write_tree()
+    paths = sorted({f.path for p in parsed for f in p.files})
+    files = {p: blob for p, blob in gitrepo.read_blobs(index.repo, base, paths,
+                                                       env=index.env).items()
+             if blob[0] in ("100644", "100755")}  # a symlink is never edited as text
+    steps: list[dict[str, tuple[str, bytes]]] = []
+    for p in parsed:
+        step = {}
+        for f in p.files:
+            mode, data = files.get(f.path, ("100644", b"")) if f.source else ("100644", b"")
+            after = apply_hunks(data, f.hunks)
+            if after is None:
+                index.read_tree(base)
+                return None
+            files[f.path] = step[f.path] = (mode, after)
+        steps.append(step)
+    trees = gitrepo.commit_steps(index.repo, base, steps, work=work, env=index.env)
+    if not trees or trees[-1] != final or \
+            any(a == b for a, b in itertools.pairwise([base, *trees])):
+        index.read_tree(base)
+        return None
+    diffs = gitrepo.format_diffs(work, [base, *trees])
+    return [(grades.clean(a.offsets), d) for a, d in zip(done.applied, diffs, strict=True)]
+
+
+def _text_edit(f: FileDiff) -> bool:
+    """Text hunks that edit or create one regular file: what the batched path re-makes."""
+    return bool(f.hunks) and not f.binary and f.target is not None and \
+        f.source in (None, f.target) and all(m == "new file mode 100644" for m in f.mode_lines)
 
 
 def _apply_candidate(index: gitrepo.TempIndex, c: importing.Candidate) -> str:
@@ -209,7 +294,7 @@ class EditState:
     tree: str  # the work tree as the edit left it, to notice unrefreshed changes
 
     @classmethod
-    def from_dict(cls, d: dict) -> EditState:
+    def from_dict(cls, d: dict[str, Any]) -> EditState:
         f = statefile.field
         return cls(stack=f(d, "stack", str), pin=f(d, "pin", str), target=f(d, "target", str),
                    base=f(d, "base", str), new=f(d, "new", bool),
@@ -223,7 +308,7 @@ class EditResult:
     new: bool
     applied: list[str]  # patches committed in the work tree, in order (target last if not new)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.EDIT, **asdict(self)}
 
 
@@ -236,7 +321,7 @@ class RefreshResult:
     later_failing: list[str] = field(default_factory=list)  # later patches that no longer apply
     interdiff: str | None = None
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.REFRESH, **asdict(self)}
 
 
@@ -267,10 +352,17 @@ def close_clean_edit(project: Path, what: str) -> None:
 
 
 def _load_edit(project: Path) -> EditState | None:
-    return statefile.load(edit_dir(project) / "state.json", schemas.EDIT_STATE,
-                          EditState.from_dict, what="edit state",
-                          again="start again with `patchctl edit NAME --reset`",
-                          older=(schemas.EDIT,))  # what the edit state used to be called
+    path = edit_dir(project) / "state.json"
+    state = statefile.load(path, schemas.EDIT_STATE, EditState.from_dict, what="edit state",
+                           again="start again with `patchctl edit NAME --reset`",
+                           older=(schemas.EDIT,))  # what the edit state used to be called
+    if state is not None:
+        try:
+            check_patch_name(state.target)
+        except StackError as e:
+            raise InputError(f"{path}: {e}; start again with `patchctl edit NAME "
+                             "--reset`") from e
+    return state
 
 
 def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
@@ -321,9 +413,13 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
     ``refresh`` writes it and appends it to the series."""
     with stackwrite.stack_lock(project, f"new in {stack.root}"):
         names = [e.name for e in stack.series()]
+        try:
+            check_patch_name(name, subdirs=False)
+        except StackError as e:
+            raise InputError(f"NAME: {e}") from e
         file = name if name.endswith(".patch") and name[:5].rstrip("-").isdigit() else \
             patchtext.numbered_name(patchtext.next_number(names), name.removesuffix(".patch"))
-        if file in names or (stack.patches_dir / file).exists():
+        if file in names or os.path.lexists(stack.patches_dir / file):
             raise InputError(f"{file} already exists in {stack.patches_dir}")
         if not scope:
             raise InputError("--scope: give at least one path glob the patch may touch")

@@ -13,7 +13,7 @@ import sys
 import click
 
 from patchctl import __version__
-from patchctl.errors import EXIT_INTERRUPTED, EXIT_USAGE, PatchctlError
+from patchctl.errors import EXIT_ENVIRONMENT, EXIT_INTERRUPTED, EXIT_USAGE, PatchctlError
 
 # name -> (module:attribute, one-line help). Order is the order of `--help`.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -71,7 +71,8 @@ class LazyGroup(click.Group):
         if entry is None:
             return None
         module, _, attr = entry[0].partition(":")
-        return getattr(importlib.import_module(module), attr)
+        command: click.Command = getattr(importlib.import_module(module), attr)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
@@ -107,4 +108,9 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         click.echo("patchctl: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
+    except OSError as e:  # the environment (permissions, disk, a vanished file): one line
+        where = f"{e.filename}: " if e.filename else ""
+        click.echo(f"patchctl: error: {where}{e.strerror or e}; check the path and retry",
+                   err=True)
+        sys.exit(EXIT_ENVIRONMENT)
     sys.exit(code if isinstance(code, int) else 0)

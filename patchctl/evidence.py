@@ -14,8 +14,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import __version__, fsutil, schemas
 
@@ -75,12 +77,12 @@ class Record:
     stack: dict[str, str] | None
     output_file: str
     output_sha256: str
-    extra: dict = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     commands: list[list[str]] = field(default_factory=list)
-    host: dict = field(default_factory=dict)
-    backend: dict = field(default_factory=dict)
-    runtime: dict | None = None
-    artifacts: list[dict] = field(default_factory=list)
+    host: dict[str, Any] = field(default_factory=dict)
+    backend: dict[str, Any] = field(default_factory=dict)
+    runtime: dict[str, Any] | None = None
+    artifacts: list[dict[str, Any]] = field(default_factory=list)
     metrics: object = None
 
     @property
@@ -95,7 +97,7 @@ def write_record(evidence_dir: Path, record: Record) -> Path:
     return path
 
 
-def artifact_entry(role: str, path: Path) -> dict:
+def artifact_entry(role: str, path: Path) -> dict[str, Any]:
     """A model, split or other input by its content: role, path, size and sha256."""
     from patchctl.errors import InputError
 
@@ -107,7 +109,7 @@ def artifact_entry(role: str, path: Path) -> dict:
     return {"role": role, "path": str(path), "bytes": path.stat().st_size, "sha256": digest}
 
 
-def worker_identity(worker: Path) -> dict:
+def worker_identity(worker: Path) -> dict[str, Any]:
     """``worker --version --json``: the runtime's pin, fingerprint, lane and toolchain."""
     from patchctl.errors import EnvironmentFailure
 
@@ -115,14 +117,15 @@ def worker_identity(worker: Path) -> dict:
         proc = subprocess.run([str(worker), "--version", "--json"], capture_output=True,
                               text=True, timeout=60, check=False)
         if proc.returncode == 0:
-            return json.loads(proc.stdout)
+            identity: dict[str, Any] = json.loads(proc.stdout)
+            return identity
         why = f"exit {proc.returncode}: {proc.stderr.strip()[:200]}"
     except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
         why = str(e)
     raise EnvironmentFailure(f"--worker {worker}: `worker --version --json` failed ({why})")
 
 
-def _backend(name: str, host: dict) -> dict:
+def _backend(name: str, host: dict[str, Any]) -> dict[str, Any]:
     driver = host.get("driver") if name != "cpu" else None
     return {"name": name, "driver": driver}
 
@@ -137,8 +140,9 @@ def _read_metrics(path: Path | None) -> object:
 
 
 def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: Path,
-                   expect: str = "pass", echo=None, backend: str = "cpu",
-                   worker: Path | None = None, artifacts: list[dict] | None = None,
+                   expect: str = "pass", echo: Callable[[bytes], object] | None = None,
+                   backend: str = "cpu", worker: Path | None = None,
+                   artifacts: list[dict[str, Any]] | None = None,
                    metrics: Path | None = None) -> Record:
     """Run ``argv`` (no shell), stream and keep its output, and write the record.
 
@@ -183,7 +187,7 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
 
 def record_steps(name: str, *, evidence_dir: Path, argv: list[str], started: str,
                  seconds: float, ok: bool, stack: dict[str, str] | None, log: bytes,
-                 extra: dict) -> Path:
+                 extra: dict[str, Any]) -> Path:
     """Write NAME.json and NAME.log for a command that ran its own steps (``reproduce``)
     rather than one child process: ``log`` is their transcript, ``extra`` the result."""
     from patchctl import hostinfo

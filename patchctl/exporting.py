@@ -2,17 +2,16 @@
 
 What is written is what ``git am`` (mbox, format-patch) or ``quilt push -a``
 (quilt, with ``QUILT_PATCHES=DIR``) accepts on the pinned upstream. The
-directory is assembled beside DIR and renamed into place, so a reader never
-sees half an export.
+directory is assembled beside DIR and swapped into place (``fsutil.swap_in``),
+so a reader never sees half an export and a crash leaves the old one or the new.
 """
 
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil, patchtext, schemas
 from patchctl.errors import InputError
@@ -31,7 +30,7 @@ class ExportResult:
     files: list[str]
     patches: int
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.EXPORT, **asdict(self)}
 
 
@@ -65,25 +64,15 @@ def export_stack(stack: Stack, fmt: str, dest: Path, *, force: bool = False) -> 
             raise InputError(f"{odd[0].name} is -p{odd[0].strip} in the series and `git am` "
                              "takes -p1 only: export it with --format quilt, or rewrite it "
                              "with `patchctl edit` + `patchctl refresh`")
-    dest = dest.absolute()
-    if dest.exists() and not dest.is_dir():
-        raise InputError(f"{dest} exists and is not a directory")
-    if dest.is_dir() and any(dest.iterdir()) and not force:
-        raise InputError(f"{dest} is not empty; choose a new directory or pass --force "
-                         "to replace it")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.patchctl-export-", dir=dest.parent))
-    try:
-        files = _write(staging, fmt, patches)
-        os.chmod(staging, 0o755)  # mkdtemp's 0700 would hide the export from others
-        if dest.exists():
-            if not fsutil.exchange(staging, dest):
-                shutil.rmtree(dest)
-                os.rename(staging, dest)
-        else:
-            os.rename(staging, dest)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
+    dest = fsutil.replaceable(dest, "export", {"the project": stack.root.parent,
+                                               "the stack": stack.root})
+    with fsutil.path_lock(dest, f"export to {dest}"):
+        fsutil.recover(dest)
+        if dest.is_dir() and any(dest.iterdir()) and not force:
+            raise InputError(f"{dest} is not empty; choose a new directory or pass --force "
+                             "to replace it")
+        with fsutil.swap_in(dest) as staging:
+            files = _write(staging, fmt, patches)
     return ExportResult(fmt, str(dest), files, len(patches))
 
 

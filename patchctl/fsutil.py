@@ -1,15 +1,30 @@
-"""Filesystem helpers: atomic writes and an exclusive, non-blocking lock file."""
+"""Filesystem helpers: atomic writes, lock files, reading only regular files, and the
+one way a directory is replaced: staged beside it, then swapped in.
+
+``swap_in`` is used for ``stack/`` (stackwrite), ``apply --into DIR``
+(materialize) and ``export DIR``: a crash or an interrupt at any moment leaves
+the old or the new directory, never a mix, and ``recover`` (run by the next
+``swap_in``) finishes or undoes whatever an interrupted one left beside it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import fcntl
+import glob
+import hashlib
 import os
+import shutil
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
-from patchctl.errors import BusyError
+from patchctl.errors import BusyError, InputError
+
+_NEW = "patchctl-new-"
+_OLD = "patchctl-old"
 
 
 def atomic_write(path: Path, data: str | bytes) -> None:
@@ -25,7 +40,7 @@ def atomic_write(path: Path, data: str | bytes) -> None:
             try:
                 mode = path.stat().st_mode & 0o777
             except FileNotFoundError:
-                mode = 0o666 & ~_umask()
+                mode = 0o666 & ~umask()
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
@@ -35,7 +50,7 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
-def _umask() -> int:
+def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
@@ -50,12 +65,36 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
             raise BusyError(
-                f"{what} is busy: pid {holder} holds {path}; wait for it to finish"
+                f"{what} is busy: pid {holder} holds {path} (or a verify is reading); "
+                "wait for it to finish"
             ) from e
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def shared_lock(path: Path, wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Hold ``path`` shared: readers together, never while an ``exclusive_lock`` holder
+    writes. Waits for a writer to finish (telling ``wait``). A reader creates nothing: where
+    no writer ever made the lock file (or it cannot be opened) it reads unlocked."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        yield
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if wait is not None:
+                holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
+                wait(f"waiting for pid {holder} to finish changing the stack")
+            fcntl.flock(fd, fcntl.LOCK_SH)
         yield
     finally:
         os.close(fd)
@@ -82,3 +121,212 @@ def exchange(a: Path, b: Path) -> bool:
     if err in (errno.ENOSYS, errno.EINVAL, errno.ENOTSUP):
         return False
     raise OSError(err, os.strerror(err), str(a))
+
+
+def cache_dir() -> Path:
+    """patchctl's per-user cache: upstream clones, and the locks of directories it replaces."""
+    if env := os.environ.get("PATCHCTL_CACHE_DIR"):
+        return Path(env)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "patchctl"
+
+
+@contextlib.contextmanager
+def path_lock(path: Path, what: str) -> Iterator[None]:
+    """One patchctl process at a time replaces ``path``; the lock file lives in the cache,
+    so nothing is left beside ``path`` (beside it only where the cache is not writable)."""
+    key = hashlib.sha256(os.fsencode(path.absolute())).hexdigest()[:32]
+    lock = cache_dir() / "locks" / key
+    try:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        lock = beside(path.absolute(), "patchctl-lock")
+    with exclusive_lock(lock, what):
+        yield
+
+
+# -- reading only regular files ------------------------------------------------------------
+
+_KINDS = {stat.S_IFIFO: "a named pipe (FIFO)", stat.S_IFSOCK: "a socket",
+          stat.S_IFCHR: "a character device", stat.S_IFBLK: "a block device",
+          stat.S_IFDIR: "a directory"}
+
+
+class SpecialFileError(InputError):
+    """A path patchctl must read or replace is not a regular file (a FIFO would block)."""
+
+
+def special_kind(mode: int) -> str | None:
+    """What a non-regular, non-symlink file is, in words; None for files and symlinks."""
+    fmt = stat.S_IFMT(mode)
+    return None if fmt in (stat.S_IFREG, stat.S_IFLNK) else _KINDS.get(fmt, "not a regular file")
+
+
+def refuse_special(path: Path, mode: int, hint: str) -> None:
+    kind = special_kind(mode)
+    if kind is not None:
+        raise SpecialFileError(f"{path} is {kind}, not a regular file; {hint}")
+
+
+def open_regular(path: Path, hint: str = "remove or replace it") -> int:
+    """An fd for reading ``path``, refused (not blocked on) when it is a FIFO, socket or device."""
+    # O_NONBLOCK: opening a FIFO with no writer would wait forever; a socket fails (ENXIO).
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        with contextlib.suppress(OSError):
+            refuse_special(path, os.stat(path).st_mode, hint)
+        raise e
+    try:
+        refuse_special(path, os.fstat(fd).st_mode, hint)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path: Path, hint: str = "remove or replace it") -> bytes:
+    with os.fdopen(open_regular(path, hint), "rb") as f:
+        return f.read()
+
+
+# -- stage beside, then swap in ------------------------------------------------------------
+
+
+def replaceable(dest: Path, option: str, protect: dict[str, Path]) -> Path:
+    """``dest`` resolved (a symlink is followed: its target will be replaced, the link kept),
+    refused when it is not a directory or is or holds one of ``protect``'s paths."""
+    dest = Path(os.path.realpath(dest.absolute()))
+    if dest.exists() and not dest.is_dir():
+        raise InputError(f"{option} {dest}: exists and is not a directory")
+    for what, path in protect.items():
+        real = Path(os.path.realpath(path.absolute()))
+        if real == dest or dest in real.parents:
+            raise InputError(f"{option} {dest} would replace {what} ({real}): "
+                             "choose a directory outside it")
+    return dest
+
+
+def beside(dest: Path, tag: str) -> Path:
+    return dest.parent / f".{dest.name}.{tag}"
+
+
+@contextlib.contextmanager
+def swap_in(dest: Path) -> Iterator[Path]:
+    """Yield an empty directory beside ``dest``; when the body returns, it replaces ``dest``.
+
+    The staged directory gets the umask's mode (the body may change it). One
+    atomic ``renameat2(RENAME_EXCHANGE)`` swaps it in where the OS has it; else
+    ``dest`` is renamed to ``.NAME.patchctl-old`` and the new one into place,
+    and ``recover`` repairs a crash in between. If the body raises, ``dest`` is
+    untouched. The old tree and any staging are removed afterwards, even when
+    read-only. ``dest`` must not be a symlink: callers resolve or refuse it.
+    """
+    dest = dest.absolute()
+    if dest.is_symlink():
+        raise InputError(f"{dest} is a symbolic link; patchctl never replaces one")
+    recover(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{dest.name}.{_NEW}", dir=dest.parent))
+    swapped = False
+    try:
+        os.chmod(staging, 0o777 & ~umask())  # mkdtemp's 0700 would hide the result
+        yield staging
+        if os.path.lexists(dest) and exchange(staging, dest):
+            swapped = True
+        else:
+            old = beside(dest, _OLD)
+            if os.path.lexists(dest):
+                remove_tree(old)
+                os.rename(dest, old)
+            os.rename(staging, dest)
+            swapped = True
+            with _no_interrupt():
+                remove_tree(old)
+        fsync_dir(dest.parent)
+    finally:
+        # After the swap the work is done: Ctrl-C no longer cancels it, so it waits
+        # until the old tree is gone (an interrupt here used to leave it behind).
+        with _no_interrupt() if swapped else contextlib.nullcontext():
+            remove_tree(staging)  # after an exchange: the old tree
+
+
+@contextlib.contextmanager
+def _no_interrupt() -> Iterator[None]:
+    """SIGINT is ignored for the duration (main thread only; elsewhere a no-op)."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def recover(dest: Path) -> None:
+    """Finish what an interrupted ``swap_in`` left beside ``dest``."""
+    old = beside(dest, _OLD)
+    if os.path.lexists(old) and not os.path.lexists(dest):
+        os.rename(old, dest)  # interrupted between the fallback's two renames
+    elif os.path.lexists(old):
+        remove_tree(old)
+    for leftover in glob.glob(glob.escape(str(beside(dest, _NEW))) + "*"):
+        remove_tree(Path(leftover))
+
+
+def remove_tree(path: Path) -> None:
+    """Remove ``path`` (a tree, a file or a link) if it exists, read-only parts included."""
+    if not os.path.lexists(path):
+        return
+    if path.is_symlink() or not path.is_dir():
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+        return
+
+    def make_writable_and_retry(fn: Callable[..., Any], p: str, _exc: object) -> None:
+        with contextlib.suppress(OSError):
+            if fn in (os.open, os.scandir, os.listdir):  # an unreadable directory
+                os.chmod(p, stat.S_IRWXU)  # the next pass lists and removes it
+                return
+            parent = os.path.dirname(p)
+            os.chmod(parent, os.stat(parent).st_mode | stat.S_IRWXU)
+            fn(p)
+
+    for _ in range(3):
+        shutil.rmtree(path, onerror=make_writable_and_retry)
+        if not os.path.lexists(path):
+            return
+
+
+def sync_files(root: Path, files: list[Path]) -> None:
+    """Make ``files`` (under ``root``) durable: one ``syncfs`` of ``root``'s file system
+    where Linux has it (one call, however many files), else an ``fsync`` of each."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(root, os.O_RDONLY)
+        try:
+            if ctypes.CDLL(None, use_errno=True).syncfs(fd) == 0:
+                return
+        finally:
+            os.close(fd)
+    for path in files:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def fsync_dir(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)

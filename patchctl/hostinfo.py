@@ -13,6 +13,7 @@ import shutil
 import socket
 import subprocess
 from pathlib import Path
+from typing import Any
 
 # The spelling differs between GCC's __builtin_cpu_supports (what the worker
 # and native/cmake/Lanes.cmake use) and /proc/cpuinfo.
@@ -82,7 +83,7 @@ def _gpus() -> list[dict[str, str]]:
     return gpus
 
 
-def _network() -> dict:
+def _network() -> dict[str, Any]:
     """Host name and each interface's state, MTU and link speed (Linux /sys)."""
     interfaces = []
     for _, name in sorted(socket.if_nameindex(), key=lambda x: x[1]):
@@ -97,7 +98,7 @@ def _network() -> dict:
     return {"hostname": socket.gethostname(), "interfaces": interfaces}
 
 
-def describe() -> dict:
+def describe() -> dict[str, Any]:
     """The whole host, as a run record stores it."""
     info = _cpuinfo()
     gpus = _gpus()

@@ -47,6 +47,8 @@ def collect(sources: list[str], tmp: Path, *, from_repo: Path | None = None) -> 
         path = Path(spec).expanduser()
         if path.is_dir():
             out += _from_directory(path, work)
+        elif path.is_file() and _is_series(path):
+            out += _from_series(path, work)
         elif path.is_file():
             out += _from_file(path, work, strip=1, label=spec)
         else:
@@ -90,6 +92,26 @@ def _from_directory(directory: Path, work: Path) -> list[Candidate]:
         for i, f in enumerate(files):
             out += _from_file(f, work / str(i), strip=1, label=str(f))
         return out
+    return _from_series(series, work)
+
+
+def _is_series(path: Path) -> bool:
+    """A quilt ``series`` file given by itself (as ``stg import --series`` takes it): not a
+    diff or a mail, and every line names a file beside it."""
+    data = path.read_bytes()
+    if b"\n--- " in b"\n" + data or b"\ndiff --git " in b"\n" + data or \
+            data.lstrip(b"\n").startswith(b"From "):
+        return False
+    try:
+        entries = parse_series(data.decode("utf-8"), source=path)
+    except (UnicodeDecodeError, StackError):
+        return False
+    return bool(entries) and (path.name == "series" or
+                              all((path.parent / e.name).is_file() for e in entries))
+
+
+def _from_series(series: Path, work: Path) -> list[Candidate]:
+    out: list[Candidate] = []
     entries = parse_series(series.read_text(encoding="utf-8"), source=series)
     for i, entry in enumerate(entries):
         path = series.parent / entry.name
@@ -100,23 +122,33 @@ def _from_directory(directory: Path, work: Path) -> list[Candidate]:
 
 
 def _from_file(path: Path, work: Path, *, strip: int, label: str) -> list[Candidate]:
-    work.mkdir(parents=True, exist_ok=True)
+    """``work``: a name for what this file needs written (``work.*`` files, a ``work`` dir
+    only for an mbox of several mails)."""
+    work.parent.mkdir(parents=True, exist_ok=True)
     data = path.read_bytes()
     head = data.lstrip(b"\n").split(b"\n", 8)
-    if head and head[0].startswith(b"From "):
+    if head and head[0].startswith(b"From ") and not _one_mail(data):
         mails = gitrepo.mailsplit(path, work / "split")
         several = len(mails) > 1
         return [_from_mail(m, work / f"m{i}", strip=strip,
                            label=f"{label}#{i + 1}" if several else label)
                 for i, m in enumerate(mails)]
     if sum(bool(_MAIL_KEY.match(ln)) for ln in head) >= 2:
-        return [_from_mail(path, work / "m0", strip=strip, label=label)]
+        return [_from_mail(path, work, strip=strip, label=label)]
     return [_from_dep3(path, data, strip=strip, label=label)]
 
 
+_MBOX_FROM = re.compile(rb"^From \S+ +\S+ \S+ +\d+ \d+:\d+(:\d+)? \d{4}", re.MULTILINE)
+
+
+def _one_mail(data: bytes) -> bool:
+    """A format-patch file holds one mail: `git mailinfo` reads it as it is (no split)."""
+    return len(_MBOX_FROM.findall(data)) == 1 and \
+        _MBOX_FROM.match(data.lstrip(b"\n")) is not None
+
+
 def _from_mail(mail: Path, work: Path, *, strip: int, label: str) -> Candidate:
-    work.mkdir(parents=True, exist_ok=True)
-    msg, diff = work / "msg", work / "patch"
+    msg, diff = work.with_name(f"{work.name}.msg"), work.with_name(f"{work.name}.patch")
     info = gitrepo.mailinfo(mail, msg, diff)
     if not diff.is_file() or not diff.read_bytes().strip():
         raise InputError(f"{label}: the mail holds no diff")

@@ -7,20 +7,19 @@ new tree, so a tree without a stamp was never finished.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import shutil
-import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil, gitrepo, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import ALGORITHM, fingerprint
 from patchctl.lint import glob_match
-from patchctl.stack import Stack
+from patchctl.patchfile import Patch
+from patchctl.stack import Pin, Stack
 
 STAMP = ".patchctl-stamp"
 
@@ -73,7 +72,11 @@ def read_stamp(directory: Path) -> Stamp | None:
 
 
 def manifest(directory: Path) -> str:
-    """sha256 over `<sha256>  <path>` lines of every file, sorted by path (docs/FORMATS.md)."""
+    """sha256 over `<sha256>  <path>` lines of every file, sorted by path (docs/FORMATS.md).
+
+    A FIFO, socket or device in ``directory`` raises ``fsutil.SpecialFileError``
+    (reading a FIFO would block forever).
+    """
     entries: list[tuple[bytes, str]] = []
     root = str(directory)
     for dirpath, dirnames, filenames in os.walk(root):
@@ -90,7 +93,9 @@ def manifest(directory: Path) -> str:
             if os.path.islink(full):
                 digest = hashlib.sha256(os.readlink(full).encode()).hexdigest()
             else:
-                with open(full, "rb") as f:
+                fd = fsutil.open_regular(Path(full), "patchctl never reads one: remove it, "
+                                         "or pass --force to replace the directory")
+                with os.fdopen(fd, "rb") as f:
                     digest = hashlib.file_digest(f, "sha256").hexdigest()
             entries.append((rel.encode("utf-8", "surrogateescape"), digest))
     entries.sort()
@@ -104,7 +109,7 @@ class ApplyResult:
     stamp: Stamp
     unchanged: bool
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.APPLY, "into": str(self.into),
                 "unchanged": self.unchanged, "stamp": asdict(self.stamp)}
 
@@ -119,7 +124,9 @@ def materialize(
     force: bool = False,
     progress: Callable[[str], None] | None = None,
 ) -> ApplyResult:
-    into = into.absolute()
+    # A symlink DIR is followed: its target is replaced and the link kept.
+    into = fsutil.replaceable(into, "--into", {"the project": stack.root.parent,
+                                               "the stack": stack.root, "the upstream": upstream})
     pin = stack.pin()
     patches = stack.patches()
     fp = fingerprint(pin.commit, patches)
@@ -130,12 +137,16 @@ def materialize(
             if hit:
                 raise InputError(f"--exclude {hit} would leave out {f.path}, which {p.name} "
                                  "changes; exclude only paths the stack does not touch")
-    lock_path = into.parent / f".{into.name}.patchctl-lock"
-    with fsutil.exclusive_lock(lock_path, f"apply --into {into}"):
-        _recover(into)
+    with fsutil.path_lock(into, f"apply --into {into}"):
+        fsutil.recover(into)
         existing = read_stamp(into) if into.is_dir() else None
         if existing is not None:
-            edited = manifest(into) != existing.manifest
+            try:
+                edited = manifest(into) != existing.manifest
+            except fsutil.SpecialFileError:
+                if not force:
+                    raise
+                edited = True
             if edited and not force:
                 raise InputError(f"{into} was edited after `patchctl apply` stamped it; "
                                  "re-run with --force to replace it (the edits are lost)")
@@ -148,17 +159,14 @@ def materialize(
 
         if not gitrepo.resolve_commit(upstream, pin.commit):
             raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
-        into.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{into.name}.patchctl-new-", dir=into.parent))
-        try:
+        with fsutil.swap_in(into) as staging:
             stamp = _build(stack, upstream, staging, patches, fp, commits, exclude, progress)
-            _swap(staging, into)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
         return ApplyResult(into, stamp, unchanged=False)
 
 
-def _build(stack, upstream, staging, patches, fp, commits, exclude, progress) -> Stamp:
+def _build(stack: Stack, upstream: Path, staging: Path, patches: list[Patch], fp: str,
+           commits: bool, exclude: list[str],
+           progress: Callable[[str], None] | None) -> Stamp:
     pin = stack.pin()
     with gitrepo.temp_index(upstream) as index:
         index.read_tree(pin.commit)
@@ -199,7 +207,7 @@ def _drop(index: gitrepo.TempIndex, exclude: list[str]) -> None:
         gitrepo.remove_from_index(index, doomed)  # works on a non-bare clone's git dir too
 
 
-def _make_history(work: Path, pin, patches) -> str:
+def _make_history(work: Path, pin: Pin, patches: list[Patch]) -> str:
     """A repo whose first commit is the pin's tree and then one commit per patch."""
     repo = gitrepo.init_history(work, f"{pin.name} {pin.commit}\n\nUpstream pin, as fetched.\n")
     for p in patches:
@@ -210,29 +218,3 @@ def _make_history(work: Path, pin, patches) -> str:
 
 def _is_repo(path: Path) -> bool:
     return (path / ".git").is_dir()
-
-
-def _swap(staging: Path, into: Path) -> None:
-    """Replace ``into`` by ``staging``; a crash in between is undone by ``_recover``."""
-    # One atomic exchange where the OS has it: two renames leave a moment with no
-    # DIR at all, which a concurrent build (or a kill) would see. The old tree
-    # ends up at ``staging``, which the caller removes.
-    if into.exists() and fsutil.exchange(staging, into):
-        return
-    old = into.parent / f".{into.name}.patchctl-old"
-    if into.exists():
-        shutil.rmtree(old, ignore_errors=True)
-        os.rename(into, old)
-    os.rename(staging, into)
-    shutil.rmtree(old, ignore_errors=True)
-
-
-def _recover(into: Path) -> None:
-    old = into.parent / f".{into.name}.patchctl-old"
-    if old.exists() and not into.exists():
-        os.rename(old, into)  # an interrupted swap: put the old tree back
-    elif old.exists():
-        shutil.rmtree(old, ignore_errors=True)
-    for leftover in into.parent.glob(f".{into.name}.patchctl-new-*"):
-        with contextlib.suppress(OSError):
-            shutil.rmtree(leftover)

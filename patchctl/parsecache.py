@@ -16,6 +16,7 @@ import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil, patchfile
 from patchctl.patchfile import FileDiff, Hunk, Patch
@@ -38,8 +39,8 @@ class ParseCache:
         name = hashlib.sha256(str(stack_root.absolute()).encode()).hexdigest()[:16]
         self.path = (cache_dir or default_cache_dir()) / "parsed" / f"{name}.json"
         self.key = _parser_key()
-        self.entries: dict[str, dict] = {}
-        self.used: dict[str, dict] = {}
+        self.entries: dict[str, dict[str, Any]] = {}
+        self.used: dict[str, dict[str, Any]] = {}
         self.changed = False
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -82,14 +83,14 @@ def _prune(folder: Path, keep: int = KEEP) -> None:
         old.unlink(missing_ok=True)
 
 
-def _to_dict(patch: Patch) -> dict:
+def _to_dict(patch: Patch) -> dict[str, Any]:
     d = asdict(patch)
     del d["path"]
     d["digest"] = patch.digest
     return d
 
 
-def _from_dict(d: dict, path: Path) -> Patch:
+def _from_dict(d: dict[str, Any], path: Path) -> Patch:
     files = tuple(
         FileDiff(**{**f, "hunks": tuple(Hunk(**{**h, "lines": tuple(h["lines"])})
                                          for h in f["hunks"]),

@@ -11,9 +11,11 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl import fsutil
 from patchctl.errors import StackError
 
 # Trailer / DEP-3 keys patchctl understands; matching is case-insensitive.
@@ -144,7 +146,9 @@ def read_patch(path: Path, *, name: str | None = None, strip: int = 1) -> Patch:
 
 def patch_bytes(path: Path) -> bytes:
     try:
-        return path.read_bytes()
+        return fsutil.read_regular(path, "a patch must be a regular file")
+    except fsutil.SpecialFileError as e:
+        raise StackError(str(e)) from e
     except OSError as e:
         raise StackError(f"{path}: cannot read patch: {e.strerror}") from e
 
@@ -243,7 +247,7 @@ def _add_meta(metadata: dict[str, list[str]], key: str, value: str) -> None:
         metadata.setdefault(canonical, []).append(value)
 
 
-def _parse_mail(header: list[str]):
+def _parse_mail(header: list[str]) -> tuple[str, str, str, str, dict[str, list[str]]]:
     start = 1 if header and header[0].startswith("From ") else 0
     try:
         blank = header.index("", start)
@@ -274,7 +278,7 @@ def _parse_mail(header: list[str]):
     return subject, author, date, "\n".join(body_lines), metadata
 
 
-def _parse_dep3(header: list[str]):
+def _parse_dep3(header: list[str]) -> tuple[str, str, str, str, dict[str, list[str]]]:
     metadata: dict[str, list[str]] = {}
     prose: list[str] = []
     pairs = _unfold(header)
@@ -302,32 +306,37 @@ def _strip(raw: str, strip: int) -> str | None:
     return "/".join(parts[strip:])
 
 
-def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
-    """File diffs and hunks, read with unidiff (which checks hunk lengths: truncation fails)."""
-    from unidiff import PatchSet
+def _parse_diff(lines: list[str], start: int, *, strip: int,
+                name: str) -> list[FileDiff]:
+    """File diffs and hunks. unidiff reads the file headers and checks every hunk's length
+    (truncation fails) without keeping a line object per diff line (``metadata_only``: a
+    50 MB patch cost ~800 MB as objects); the hunk bodies are slices of ``lines``."""
+    from unidiff import PatchSet  # type: ignore[attr-defined]
     from unidiff.errors import UnidiffParseError
 
-    files: list[FileDiff] = []
-    # unidiff checks the hunk arithmetic; patchctl keeps its own positions for reports.
+    body = _without_signature(lines[start:])
     try:
-        patchset = PatchSet("\n".join(_without_signature(lines[start:])) + "\n")
+        # Line by line from a generator: no second copy of the whole text is made.
+        patchset = PatchSet((ln + "\n" for ln in body), metadata_only=True)
     except UnidiffParseError as e:
         raise StackError(f"{name}: malformed or truncated diff: {e}") from e
+    end = start + len(body)
+    headers = iter([i for i in range(start, end) if _HUNK_HEADER.match(lines[i])])
 
-    file_lines = [i for i in range(start, len(lines)) if _FILE_HEADER.match(lines[i])]
-    for index, pf in enumerate(patchset):
-        line_no = (file_lines[index] + 1) if index < len(file_lines) else start + 1
-        hunks = tuple(
-            Hunk(
-                source_start=h.source_start,
-                source_length=h.source_length,
-                target_start=h.target_start,
-                target_length=h.target_length,
-                line=(h[0].diff_line_no - 1 + start) if len(h) else start + 1,
-                lines=tuple(_hunk_lines(h)),
-            )
-            for h in pf
-        )
+    files: list[FileDiff] = []
+    after = start  # index in ``lines`` just past the previous file's diff
+    for pf in patchset:
+        hunks = []
+        for h in pf:
+            at = next(headers, None)
+            if at is None:
+                raise StackError(f"{name}: malformed diff: a hunk header is out of place")
+            stop = _hunk_end(lines, at, h.source_length, h.target_length, end)
+            hunks.append(Hunk(source_start=h.source_start, source_length=h.source_length,
+                              target_start=h.target_start, target_length=h.target_length,
+                              line=at + 1, lines=tuple(_body_line(ln)
+                                                       for ln in lines[at + 1:stop])))
+        line_no, after = _file_start(lines, hunks, start, after)
         raw_source, raw_target = pf.source_file, pf.target_file
         modes = _mode_lines(pf.patch_info)
         files.append(
@@ -337,7 +346,7 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
                 raw_source=raw_source,
                 raw_target=raw_target,
                 line=line_no,
-                hunks=hunks,
+                hunks=tuple(hunks),
                 binary=bool(pf.is_binary_file),
                 new_mode=_new_mode(modes),
                 mode_lines=modes,
@@ -346,15 +355,49 @@ def _parse_diff(lines: list[str], start: int, *, strip: int, name: str):
     return files
 
 
-def _hunk_lines(hunk) -> list[str]:
-    out = []
-    for ln in hunk:
-        value = ln.value[:-1] if ln.value.endswith("\n") else ln.value
-        out.append(f"{ln.line_type}{value}")
-    return out
+def _hunk_end(lines: list[str], at: int, old: int, new: int, end: int) -> int:
+    """Index just past the body of the hunk whose header is ``lines[at]`` (unidiff has
+    checked that the body is whole), a trailing `\\ No newline` marker included."""
+    i = at + 1
+    while i < end and (old > 0 or new > 0):
+        sign = lines[i][:1]
+        if sign in ("", " ", "\r"):
+            old, new = old - 1, new - 1
+        elif sign == "-":
+            old -= 1
+        elif sign == "+":
+            new -= 1
+        i += 1
+    return i + 1 if i < end and lines[i][:1] == "\\" else i
 
 
-def _mode_lines(info) -> tuple[str, ...]:
+def _body_line(line: str) -> str:
+    """A hunk body line as unidiff wrote it: an empty context line gets its space back."""
+    return " " + line if not line or line[0] == "\r" else line
+
+
+def _file_start(lines: list[str], hunks: list[Hunk], start: int,
+                after: int) -> tuple[int, int]:
+    """(1-based line where this file's diff starts, index just past its last line).
+
+    Its header is the `diff --git`/`Index:` line before its `---` line, if one lies
+    after the previous file; a plain `---/+++` (quilt-style) diff starts at `---`.
+    """
+    if not hunks:  # no hunks (binary, mode or rename only): only git diffs have those
+        at = next((i for i in range(after, len(lines)) if _FILE_HEADER.match(lines[i])), after)
+        return at + 1, at + 1
+    dashes = hunks[0].line - 1 - 2  # `---`, `+++`, then the first `@@`
+    at = next((i for i in range(dashes - 1, after - 1, -1)
+               if lines[i].startswith(("diff --git ", "Index: "))), dashes)
+    return at + 1, hunks[-1].line + len(hunks[-1].lines)
+
+
+def _swap_sign(line: str) -> str:
+    sign = line[:1]
+    return {"+": "-", "-": "+"}.get(sign, sign) + line[1:]
+
+
+def _mode_lines(info: Iterable[object] | None) -> tuple[str, ...]:
     lines = (str(line).strip() for line in info or ())
     return tuple(t for t in lines if t.startswith(("new file mode ", "deleted file mode ",
                                                     "old mode ", "new mode ")))
@@ -377,3 +420,56 @@ def _without_signature(lines: list[str]) -> list[str]:
                 return lines[:i]
             break
     return lines
+
+
+def apply_hunks(data: bytes, hunks: Sequence[Hunk]) -> bytes | None:
+    """``data`` with ``hunks`` applied as ``git apply`` applies them at fuzz 0, or None when
+    one does not match.
+
+    Each hunk's pre-image (context and `-` lines) must match whole; it is looked for at
+    its header's target line in the file as changed so far, then one line after, one
+    before, two after, and so on (git's order). A hunk starting at line 0 or 1 must
+    match at the beginning, one without trailing context at the end.
+    """
+    text = data.decode("utf-8", "surrogateescape")
+    image = [ln + "\n" for ln in text.split("\n")]
+    image[-1] = image[-1][:-1]
+    if not image[-1]:
+        image.pop()
+    for h in hunks:
+        old, new, trailing = _sides(h.lines)
+        at = _find(image, old, h.target_start - 1 if h.target_start else 0,
+                   begin=h.source_start <= 1, end=not trailing)
+        if at is None:
+            return None
+        image[at:at + len(old)] = new
+    return "".join(image).encode("utf-8", "surrogateescape")
+
+
+def _sides(lines: Sequence[str]) -> tuple[list[str], list[str], int]:
+    """Pre-image, post-image (lines with their newlines) and trailing context lines."""
+    old: list[str] = []
+    new: list[str] = []
+    trailing = 0
+    for i, line in enumerate(lines):
+        sign = line[:1]
+        if sign == "\\":
+            continue
+        value = line[1:] if i + 1 < len(lines) and lines[i + 1][:1] == "\\" else line[1:] + "\n"
+        if sign in (" ", "-"):
+            old.append(value)
+        if sign in (" ", "+"):
+            new.append(value)
+        trailing = trailing + 1 if sign == " " else 0
+    return old, new, trailing
+
+
+def _find(image: list[str], old: list[str], line: int, *, begin: bool, end: bool) -> int | None:
+    size, n = len(image), len(old)
+    line = min(line, size)
+    for d in range(max(line, size - line) + 1):
+        for at in ((line + d, line - d) if d else (line,)):
+            if 0 <= at <= size - n and (not begin or at == 0) and \
+                    (not end or at + n == size) and image[at:at + n] == old:
+                return at
+    return None

@@ -22,11 +22,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import gitrepo, grades, patchtext, stackwrite
 from patchctl.errors import GitError, InputError
 from patchctl.fingerprint import make_lock, staleness
-from patchctl.grades import APPLIES, CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
+from patchctl.grades import APPLIES as APPLIES  # outreach reads it from here
+from patchctl.grades import CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
 from patchctl.patchfile import Patch
 from patchctl.schemas import REBASE as SCHEMA
 from patchctl.stack import Pin, Stack, render_lock, rewrite_series
@@ -77,8 +79,8 @@ class PatchResult:
     resolved: bool = False  # its conflict was resolved by hand (--continue)
 
     @classmethod
-    def from_dict(cls, d: dict) -> PatchResult:
-        def commit(c: dict | None) -> Commit | None:
+    def from_dict(cls, d: dict[str, Any]) -> PatchResult:
+        def commit(c: dict[str, Any] | None) -> Commit | None:
             return Commit(**c) if c else None
 
         landed = d.get("landed")
@@ -118,7 +120,7 @@ class RebaseResult:
             return all(p.grade in APPLIES for p in self.patches)
         return self.status in ("up-to-date", "rebased", "aborted")
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "ok": self.ok, **asdict(self)}
 
 

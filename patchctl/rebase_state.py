@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import stackwrite, statefile
 from patchctl.errors import InputError
@@ -50,7 +51,7 @@ class RebaseState:
     conflict: PatchResult | None = None  # the patch waiting in the work tree, if any
 
     @classmethod
-    def from_dict(cls, d: dict) -> RebaseState:
+    def from_dict(cls, d: dict[str, Any]) -> RebaseState:
         f = statefile.field
         return cls(
             stack=f(d, "stack", str), upstream=f(d, "upstream", str), old=f(d, "old", str),

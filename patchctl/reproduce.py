@@ -14,6 +14,7 @@ patch touched. A re-run that finds the source at the last prefix walks back.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import hashlib
 import os
 import re
@@ -24,6 +25,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil, gitrepo, schemas
 from patchctl.errors import EnvironmentFailure, InputError, StackError
@@ -122,7 +124,7 @@ class PatchResult:
             return PROVEN
         return NOT_RUN
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "concern": self.concern,
                 "reproducer": self.reproducer, "outcome": self.outcome,
                 "ok": self.outcome == PROVEN,
@@ -152,7 +154,7 @@ class ReproduceReport:
     def steps(self) -> list[Step]:
         return [s for p in self.patches for s in (p.before, p.after) if s.result != NOT_RUN]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         cold = sum(sum(s.seconds.values()) for s in self.steps() if s.cold)
         return {
             "schema": schemas.REPRODUCE, "name": self.name, "pin": self.pin,
@@ -179,7 +181,7 @@ def reproduce(stack: Stack, upstream: Path, *, project: Path, names: Sequence[st
     unexpected step and leaves the source and build trees as it left them.
     """
     t0 = time.perf_counter()
-    say = progress or (lambda _msg: None)
+    say: Progress = progress or (lambda _msg: None)
     pin = stack.pin()
     patches = stack.patches()
     chosen = select(patches, names)
@@ -226,7 +228,7 @@ def reproduce(stack: Stack, upstream: Path, *, project: Path, names: Sequence[st
             _run_step(step, reproducer=dirs[r.index - 1], build=build, src=src, cache=cache,
                       tools=tools, jobs=jobs, shared=not isolate,
                       log=cache / "logs" / f"{Path(r.name).stem}.{step.role}.log",
-                      say=lambda msg, label=label: say(f"{label}: {msg}"))
+                      say=functools.partial(_say_as, say, label))
             step.seconds = {"switch": round(moved, 3), **step.seconds}
             if keep and step.passed != (step.role == AFTER):
                 report.stopped_early = n < len(plan)
@@ -417,6 +419,10 @@ def _own_objects(ninja: str, build: Path) -> list[str]:
                           text=True, errors="replace", check=False)
     return [path for path, _, rule in (ln.partition(": ") for ln in proc.stdout.splitlines())
             if "_COMPILER__" in rule and not _UPSTREAM_OBJECT.search(path)]
+
+
+def _say_as(say: Progress, label: str, msg: str) -> None:
+    say(f"{label}: {msg}")
 
 
 def run_tool(argv: list[str], say: Progress | None = None, *,

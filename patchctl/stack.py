@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil
 from patchctl.errors import StackError
@@ -143,16 +144,21 @@ def parse_series(text: str, *, source: Path | str = SERIES) -> list[SeriesEntry]
             continue
         name, *options = line.split()
         strip = 1
-        for option in options:
+        for i, option in enumerate(options):
             m = _STRIP.match(option)
             if not m:
                 raise StackError(
                     f"{source}:{number}: unknown option {option!r} for {name} "
                     "(only -pN is allowed)"
                 )
+            if i:
+                raise StackError(f"{source}:{number}: {name} has {' '.join(options)}: "
+                                 "give one -pN")
             strip = int(m.group(1))
-        if name.startswith("/") or ".." in name.replace("\\", "/").split("/"):
-            raise StackError(f"{source}:{number}: patch name {name!r} leaves patches/")
+        try:
+            check_patch_name(name)
+        except StackError as e:
+            raise StackError(f"{source}:{number}: {e}") from e
         if name in seen:
             raise StackError(
                 f"{source}:{number}: {name} is listed twice (first on line {seen[name]})"
@@ -239,11 +245,27 @@ def _listing(names: Sequence[str], limit: int = 5) -> str:
     return ", ".join(names[:limit]) + more
 
 
-def render_series(entries: list[SeriesEntry], header: str = "") -> str:
-    lines = [header.rstrip("\n")] if header else []
-    for e in entries:
-        lines.append(e.name if e.strip == 1 else f"{e.name} -p{e.strip}")
-    return "\n".join(lines) + "\n"
+_NAME_PART = re.compile(r"^[^.\s\\#\x00-\x1f\x7f][^\s\\#\x00-\x1f\x7f]*$")
+
+
+def check_patch_name(name: str, *, subdirs: bool = True) -> str:
+    """Refuse a patch name that would leave ``patches/`` or break the series format.
+
+    The one check for every name patchctl reads (series lines, edit state) or is
+    given (``new NAME``): relative, ``/``-separated parts, none empty or hidden
+    (so no ``.``/``..``), without whitespace, ``#``, ``\\`` or control characters;
+    no subdirectory unless ``subdirs``.
+    """
+    parts = name.split("/")
+    if name.startswith("/") or ".." in name.replace("\\", "/").split("/"):
+        raise StackError(f"patch name {name!r} leaves patches/")
+    if not subdirs and len(parts) > 1:
+        raise StackError(f"patch name {name!r}: a name, not a path (no `/`)")
+    bad = next((p for p in parts if not _NAME_PART.match(p)), None)
+    if bad is not None:
+        raise StackError(f"patch name {name!r}: {bad!r} is not a plain file name (empty, "
+                         "hidden, or with whitespace, #, \\ or control characters)")
+    return name
 
 
 def rewrite_series(text: str, *, dropped: Collection[str] = (), restrip: Collection[str] = (),
@@ -355,16 +377,12 @@ def render_lock(lock: Lock) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_lock(stack: Stack, lock: Lock) -> None:
-    fsutil.atomic_write(stack.lock_path, render_lock(lock))
-
-
 def _quote(value: str) -> str:
     escaped = value.replace("\\", "\\\\").replace('"', '\\"')
     return f'"{escaped}"'
 
 
-def _toml(text: str, source: Path | str) -> dict:
+def _toml(text: str, source: Path | str) -> dict[str, Any]:
     import tomllib
 
     try:
@@ -375,7 +393,7 @@ def _toml(text: str, source: Path | str) -> dict:
 
 def _read_text(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        return fsutil.read_regular(path, "a stack holds only regular files").decode("utf-8")
     except FileNotFoundError as e:
         raise StackError(f"{path} does not exist") from e
     except (OSError, UnicodeDecodeError) as e:

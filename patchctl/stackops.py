@@ -22,7 +22,14 @@ from patchctl.errors import InputError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import ERROR, lint_patch
 from patchctl.patchfile import Patch
-from patchctl.stack import Pin, Stack, edit_series, render_lock, resolve_name
+from patchctl.stack import (
+    Pin,
+    Stack,
+    check_patch_name,
+    edit_series,
+    render_lock,
+    resolve_name,
+)
 
 _SCHEMAS = {"delete": schemas.DELETE, "rename": schemas.RENAME, "move": schemas.MOVE,
             "fold": schemas.FOLD, "split": schemas.SPLIT, "header": schemas.HEADER}
@@ -195,15 +202,9 @@ def rename(project: Path, stack: Stack, name: str, new: str) -> StackOpResult:
 
 
 def check_new_name(stack: Stack, new: str) -> str:
-    """A file name for a new patch: one plain name under patches/, ending in .patch."""
-    name = new if new.endswith(".patch") else f"{new}.patch"
-    bad = (not name.removesuffix(".patch") or "/" in name or "\\" in name
-           or name.startswith((".", "-")) or any(c.isspace() or c == "#" for c in name)
-           or not name.isprintable())
-    if bad:
-        raise InputError(f"{new!r} cannot be a patch file name: use letters, digits, '-', "
-                         "'_' and '.', not starting with '.' or '-', no spaces, '#' or '/'")
-    return name
+    """A file name for a new patch (``.patch`` added when missing), checked as every patch
+    name is (``stack.check_patch_name``): one plain name under patches/."""
+    return check_patch_name(new if new.endswith(".patch") else f"{new}.patch", subdirs=False)
 
 
 def move(project: Path, stack: Stack, upstream: Path, name: str, *, before: str | None = None,

@@ -14,13 +14,12 @@ import contextlib
 import hashlib
 import os
 import shutil
-import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 from patchctl import fsutil
-from patchctl.errors import InputError
-from patchctl.stack import Stack
+from patchctl.errors import EnvironmentFailure, InputError
+from patchctl.stack import LOCK_FILE, Lock, Stack, render_lock
 
 STATE_DIR = ".patchctl"
 
@@ -46,8 +45,25 @@ def stack_lock(project: Path, what: str) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def stack_read_lock(project: Path,
+                    wait: Callable[[str], None] | None = None) -> Iterator[None]:
+    """Read one consistent stack: no writer swaps ``stack/`` meanwhile (waits for one that is)."""
+    with fsutil.shared_lock(state_dir(project, create=False) / "lock", wait):
+        yield
+
+
+def write_lock(project: Path, stack: Stack, lock: Lock) -> None:
+    """Rewrite ``stack.lock`` as every stack change is made: under the lock, swapped in."""
+    with stack_lock(project, f"lock in {stack.root}"):
+        replace_stack(stack, {LOCK_FILE: render_lock(lock).encode()})
+
+
 def snapshot(root: Path) -> dict[str, str]:
-    """sha256 of every file under ``root`` by relative path, to notice changes made meanwhile."""
+    """sha256 of every file under ``root`` by relative path, to notice changes made meanwhile.
+
+    A FIFO, socket or device in the stack is refused (reading a FIFO would block forever).
+    """
     out: dict[str, str] = {}
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames.sort()
@@ -57,7 +73,8 @@ def snapshot(root: Path) -> dict[str, str]:
             if full.is_symlink():
                 out[rel] = "link:" + os.readlink(full)
             else:
-                out[rel] = hashlib.sha256(full.read_bytes()).hexdigest()
+                data = fsutil.read_regular(full, "a stack holds only regular files: remove it")
+                out[rel] = hashlib.sha256(data).hexdigest()
     return out
 
 
@@ -67,53 +84,66 @@ def replace_stack(stack: Stack, changes: Mapping[str, bytes | None], *,
 
     With ``expect`` (a ``snapshot`` taken when the work began), refuse if the
     stack changed since: the user's edits made meanwhile are never overwritten.
+    Everything is checked before anything is written: a symlink on the way to
+    a changed file is refused (patchctl never writes through one), and so is a
+    stack patchctl may not write.
     """
     root = stack.root.absolute()
-    recover(root)
-    staging = Path(tempfile.mkdtemp(prefix=f".{root.name}.patchctl-new-", dir=root.parent))
-    try:
+    if root.is_symlink():
+        raise InputError(f"{root} is a symbolic link; patchctl never writes through one: "
+                         "replace it with the directory it points to")
+    _check_writable(root, changes)
+    with fsutil.swap_in(root) as staging:
+        if expect is not None:
+            now = snapshot(root)
+            if now != dict(expect):
+                changed = sorted(set(now.items()) ^ set(expect.items()))
+                raise InputError(f"{root} changed while patchctl was working "
+                                 f"({changed[0][0]}); nothing was written: review your edits "
+                                 "and run the command again")
         shutil.copytree(root, staging, symlinks=True, dirs_exist_ok=True)
-        shutil.copystat(root, staging)  # mkdtemp made it private; keep the stack's mode
+        shutil.copystat(root, staging)  # keep the stack's own mode
+        for rel in changes:  # the copy keeps links as links: check before writing anything
+            for part in _down_to(staging, staging / rel):
+                if part.is_symlink():
+                    raise InputError(f"{root / part.relative_to(staging)} is a symbolic link; "
+                                     "patchctl never writes through one: replace it with the "
+                                     "file it points to")
+        written = []
         for rel, data in changes.items():
             target = staging / rel
+            target.unlink(missing_ok=True)
             if data is None:
-                target.unlink(missing_ok=True)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
-            with open(target, "wb") as f:
+            with open(target, "xb") as f:
                 f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-        if expect is not None and snapshot(root) != dict(expect):
-            changed = sorted(set(snapshot(root).items()) ^ set(expect.items()))
-            raise InputError(f"{root} changed while patchctl was working ({changed[0][0]}); "
-                             "nothing was written: review your edits and run the command again")
-        if not fsutil.exchange(staging, root):
-            old = root.parent / f".{root.name}.patchctl-old"
-            shutil.rmtree(old, ignore_errors=True)
-            os.rename(root, old)
-            os.rename(staging, root)
-            staging = old
-        _fsync_dir(root.parent)
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)  # after the swap: the old stack
+            written.append(target)
+        fsutil.sync_files(staging, written)  # on disk before the swap makes them the stack
+
+
+def _check_writable(root: Path, changes: Mapping[str, bytes | None]) -> None:
+    """Refuse, naming the path, a stack (or the parts of it that change) patchctl may not write."""
+    if not os.access(root.parent, os.W_OK):
+        raise EnvironmentFailure(f"{root.parent}: not writable (Permission denied); patchctl "
+                                 f"replaces {root.name}/ from beside it and must write there")
+    for rel in changes:
+        for part in (root, *_down_to(root, root / rel)):
+            if os.path.lexists(part) and not part.is_symlink() and \
+                    not os.access(part, os.W_OK):
+                raise EnvironmentFailure(f"{part}: read-only (Permission denied); make it "
+                                         "writable to change the stack")
+
+
+def _down_to(root: Path, path: Path) -> list[Path]:
+    """The paths from below ``root`` down to ``path``, ``path`` included."""
+    out, here = [], root
+    for part in path.relative_to(root).parts:
+        here = here / part
+        out.append(here)
+    return out
 
 
 def recover(root: Path) -> None:
     """Finish what an interrupted transaction left beside ``root``."""
-    old = root.parent / f".{root.name}.patchctl-old"
-    if old.exists() and not root.exists():
-        os.rename(old, root)  # interrupted between the fallback's two renames
-    elif old.exists():
-        shutil.rmtree(old, ignore_errors=True)
-    for leftover in root.parent.glob(f".{root.name}.patchctl-new-*"):
-        shutil.rmtree(leftover, ignore_errors=True)
-
-
-def _fsync_dir(path: Path) -> None:
-    with contextlib.suppress(OSError):
-        fd = os.open(path, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    fsutil.recover(root)

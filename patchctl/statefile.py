@@ -28,7 +28,8 @@ def field(d: object, key: str, kind: type | tuple[type, ...]) -> Any:
     return d[key]
 
 
-def load(path: Path, schema: str, parse: Callable[[dict], T], *, what: str, again: str,
+def load(path: Path, schema: str, parse: Callable[[dict[str, Any]], T], *, what: str,
+         again: str,
          older: tuple[str, ...] = ()) -> T | None:
     """The state at ``path`` parsed by ``parse``; None when there is no file.
 
@@ -52,6 +53,6 @@ def load(path: Path, schema: str, parse: Callable[[dict], T], *, what: str, agai
         raise InputError(f"{path}: damaged {what} ({e}); {again}") from e
 
 
-def save(path: Path, schema: str, data: dict) -> None:
+def save(path: Path, schema: str, data: dict[str, Any]) -> None:
     fsutil.atomic_write(path, json.dumps({"schema": schema, **data}, indent=2,
                                          sort_keys=True) + "\n")

@@ -13,9 +13,10 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
@@ -85,7 +86,7 @@ class VerifyReport:
             f.severity == ERROR or self.strict for f in self.findings
         )
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data = {"schema": schemas.VERIFY, "ok": self.ok, "git_version": gitrepo.version(), **data}
         for p, d in zip(self.patches, data["patches"], strict=True):
@@ -170,7 +171,8 @@ def verify(
     )
 
 
-def _load(stack: Stack, entries: Sequence[SeriesEntry]):
+def _load(stack: Stack, entries: Sequence[SeriesEntry],
+          ) -> tuple[list[PatchReport], dict[int, Patch]]:
     from patchctl.parsecache import ParseCache
 
     cache = ParseCache(stack.root)
@@ -198,7 +200,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry]):
     return reports, patches
 
 
-def _ancestors(patches) -> list[str]:
+def _ancestors(patches: Iterable[Patch]) -> list[str]:
     seen: dict[str, None] = {}
     for patch in patches:
         for f in patch.files:
@@ -214,7 +216,8 @@ def _ancestors(patches) -> list[str]:
 class _Run:
     """The apply/reverse passes over one temporary index (gitrepo's apply_series)."""
 
-    def __init__(self, repo, reports, patches, progress) -> None:
+    def __init__(self, repo: Path, reports: list[PatchReport], patches: dict[int, Patch],
+                 progress: Callable[[str], None] | None) -> None:
         self.repo = repo
         self.reports: list[PatchReport] = reports
         self.patches: dict[int, Patch] = patches
@@ -335,7 +338,8 @@ def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
     return Failure(reason=error.message, file=file, line=line)
 
 
-def _check_lock(stack: Stack, pin: Pin, patches: list[Patch]):
+def _check_lock(stack: Stack, pin: Pin,
+                patches: list[Patch]) -> tuple[str, Finding | None]:
     from patchctl.fingerprint import make_lock, staleness
     from patchctl.stack import render_lock
 

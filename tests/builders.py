@@ -8,9 +8,10 @@ fixed identities and dates, so commit ids are the same on every run.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -277,3 +278,22 @@ def many_patches(n: int = 50) -> list[tuple[str, str]]:
     out.append((f"{n:04d}-docs-page-0000-again.patch", doc_patch_text(
         n, 0, "Text 0, patched.", "Text 0, patched twice.", subject="docs : page 0 again")))
     return out
+
+
+@contextlib.contextmanager
+def special_file(path: Path, kind: str) -> Iterator[Path]:
+    """A FIFO (``kind`` "fifo") or a bound Unix socket ("socket") at ``path``, for the
+    duration."""
+    import socket
+
+    sock = None
+    if kind == "fifo":
+        os.mkfifo(path)
+    else:
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(str(path))
+    try:
+        yield path
+    finally:
+        if sock is not None:
+            sock.close()

@@ -1,6 +1,7 @@
 """Run the patchctl CLI and SIGKILL it just before its Nth filesystem mutation.
 
     python tests/killer.py N patchctl-args...
+    KILLER_SIGNAL=SIGINT python tests/killer.py N patchctl-args...   # Ctrl-C instead
 
 The mutations counted are the ones that move or remove what a reader could
 see: ``os.rename``, ``os.replace``, ``shutil.rmtree`` and ``fsutil.exchange``.
@@ -22,6 +23,7 @@ from typing import Any
 
 def main() -> None:
     target = int(sys.argv[1])
+    sig = getattr(signal, os.environ.get("KILLER_SIGNAL", "SIGKILL"))
     count = 0
 
     def hook(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -29,7 +31,7 @@ def main() -> None:
             nonlocal count
             count += 1
             if count == target:
-                os.kill(os.getpid(), signal.SIGKILL)
+                os.kill(os.getpid(), sig)
             return fn(*args, **kwargs)
 
         return wrapped

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.materialize import manifest, read_stamp
-from tests.builders import Upstream, make_project
+from tests.builders import Upstream, make_project, special_file
 
 KILLER = Path(__file__).with_name("killer.py")
 
@@ -110,19 +110,28 @@ def test_kill_at_every_step_leaves_old_or_new(cli, two_stacks, tmp_path: Path) -
         assert _complete(into) in fps
     assert killed >= 3
     leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith(".tree.")]
-    assert leftovers == [".tree.patchctl-lock"]
+    assert leftovers == []  # nothing beside DIR: the lock file lives in the cache
 
 
 def test_kill_after_random_delays(two_stacks, tmp_path: Path) -> None:
-    """SIGKILL `patchctl apply` as a subprocess after various delays: DIR is old or new."""
+    """SIGKILL `patchctl apply` as a subprocess after various delays: DIR is old or new.
+
+    Regression: this test ended in `assert seen`, true after any run, so it could
+    not fail. Now every run must leave DIR whole and equal to the old or the new
+    result (never a third state), and the next run must recover what it left.
+    """
     a, b = two_stacks
     into = tmp_path / "tree"
-    subprocess.run([sys.executable, "-m", "patchctl", "-C", str(a), "apply", "--into",
-                    str(into)], check=True, capture_output=True)
-    seen: set[str] = set()
+    fps = {}
+    for name, project in (("a", a), ("b", b)):
+        subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), "apply", "--into",
+                        str(into), "--force"], check=True, capture_output=True)
+        fps[name] = _complete(into)
+    assert fps["a"] != fps["b"]
     for i, delay in enumerate((0.05, 0.12, 0.16, 0.19, 0.22, 0.25, 0.3, 0.4)):
-        source = b if i % 2 == 0 else a
+        source, new = (a, fps["a"]) if i % 2 == 0 else (b, fps["b"])
         before = _complete(into)
+        assert before != new
         proc = subprocess.Popen([sys.executable, "-m", "patchctl", "-C", str(source), "apply",
                                  "--into", str(into), "--force"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -130,6 +139,72 @@ def test_kill_after_random_delays(two_stacks, tmp_path: Path) -> None:
         if proc.poll() is None:
             os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
-        after = _complete(into)
-        seen.add("old" if after == before else "new")
-    assert seen  # which of the two depends on the machine's speed; both are fine
+        assert _complete(into) in {before, new}, delay
+        # Whatever the kill left beside DIR, the next run finishes the job.
+        subprocess.run([sys.executable, "-m", "patchctl", "-C", str(source), "apply", "--into",
+                        str(into), "--force"], check=True, capture_output=True)
+        assert _complete(into) == new
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".tree.")] == []
+
+
+# -- DIRs that must not be replaced, links, modes, special files -----------------------------
+
+
+def test_into_the_project_or_the_upstream_is_refused(cli, project: Path, upstream: Upstream,
+                                                     tmp_path: Path) -> None:
+    """Regression: `apply --into . --force` replaced the whole project, stack/ and .git too."""
+    from patchctl.stackwrite import snapshot
+
+    before = snapshot(project)
+    for into, what in ((project, "the project"), (tmp_path, "the project"),
+                       (project / "stack", "the stack"), (upstream.path, "the upstream")):
+        r = _apply(cli, project, into, "--force", "--upstream", str(upstream.path))
+        assert r.code == 2, (into, r.err)
+        assert f"would replace {what}" in r.err and len(r.err.strip().splitlines()) == 1
+    assert snapshot(project) == before
+    assert (upstream.path / ".git/HEAD").exists()
+
+
+def test_a_symlink_dir_is_followed(cli, project: Path, tmp_path: Path) -> None:
+    """Regression: a symlink DIR was replaced by a real directory, and a dangling
+    `.DIR.patchctl-new-*` was left while it printed "written". Now the link is followed
+    (its target replaced, the link kept) and the output says so."""
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    r = cli("-C", str(project), "apply", "--into", str(link))
+    assert r.code == 0, r.err
+    assert f"{link} -> {real}: written" in r.out
+    assert link.is_symlink() and os.readlink(link) == str(real)
+    _complete(real)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_result_mode_follows_the_umask(cli, project: Path, tmp_path: Path) -> None:
+    """Regression: the result was always mode 0700."""
+    old = os.umask(0o022)
+    try:
+        assert _apply(cli, project, tmp_path / "tree").code == 0
+    finally:
+        os.umask(old)
+    assert (tmp_path / "tree").stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_special_file_in_a_stamped_dir(cli, project: Path, tmp_path: Path, kind: str) -> None:
+    """Regression: a FIFO in a stamped DIR made `apply` block forever (the manifest read
+    it); a socket gave a traceback. Now refused with one line; --force replaces DIR."""
+    into = tmp_path / "tree"
+    assert _apply(cli, project, into).code == 0
+    with special_file(into / "src" / "special", kind) as special:
+        r = subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), "apply",
+                            "--into", str(into)], capture_output=True, text=True, timeout=120,
+                           check=False)
+        assert r.returncode == 2, r.stderr
+        assert f"{special} is a " in r.stderr and "Traceback" not in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+        forced = _apply(cli, project, into, "--force")
+        assert forced.code == 0, forced.err
+        assert not os.path.lexists(special)
+        _complete(into)

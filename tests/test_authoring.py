@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from patchctl import stackwrite
-from tests.builders import Upstream, format_patch, git, make_project, replace_in
+from tests.builders import (
+    Upstream,
+    default_trailers,
+    format_patch,
+    git,
+    make_project,
+    replace_in,
+)
 
 CUBE = "\nint tiny_cube(int v)\n{\n    return v * v * v;\n}\n"
 
@@ -118,6 +125,25 @@ def test_import_a_debian_quilt_series(cli, empty: Path, tmp_path: Path, patches)
     assert (empty / "stack/series").read_text().splitlines()[-1] == "0002-bump.patch"
     assert "+++ b/src/tiny.c" in (empty / "stack/patches/0002-bump.patch").read_text()
     assert cli("-C", str(empty), "verify").code == 0
+
+
+@pytest.mark.parametrize("name", ["series", "order.txt"])
+def test_import_a_quilt_series_file(cli, empty: Path, tmp_path: Path, patches,
+                                    name: str) -> None:
+    """Regression: `patchctl import path/to/series` (the series FILE, as quilt and
+    `stg import --series` users pass it) failed with "not a diff"."""
+    quilt = tmp_path / "q"
+    quilt.mkdir()
+    for patch_name, text in patches[:2]:
+        (quilt / patch_name).write_text(text)
+    (quilt / name).write_text("# two of them\n" + "".join(n + "\n" for n, _ in patches[:2]))
+    data = imported(cli, empty, str(quilt / name))
+    assert [p["file"] for p in data["patches"]] == [n for n, _ in patches[:2]]
+    missing = tmp_path / "m"
+    missing.mkdir()
+    (missing / "series").write_text("gone.patch\n")
+    r = cli("-C", str(empty), "import", str(missing / "series"))
+    assert r.code == 2 and "gone.patch does not exist" in r.err, r.err
 
 
 def test_import_commits_from_a_repository(cli, empty: Path, tmp_path: Path,
@@ -328,6 +354,163 @@ def test_export_refuses_strip_levels_git_am_cannot_take(cli, tmp_path: Path, ups
     assert not (tmp_path / "out").exists()
     assert cli("-C", str(project), "export", "--format", "quilt", str(tmp_path / "q")).code == 0
     assert (tmp_path / "q/series").read_text() == f"{patches[0][0]} -p0\n"
+
+
+def test_export_kill_at_every_step_leaves_old_or_new(cli, project: Path, tmp_path: Path,
+                                                     upstream: Upstream, patches) -> None:
+    """SIGKILL before each rename/rmtree/exchange of `export --force`: DIR is whole.
+
+    Regression: export had no recovery and, without the atomic exchange, deleted the
+    old export before renaming the new one in: a kill between left no DIR at all.
+    """
+    import signal
+    import sys
+
+    killer = Path(__file__).with_name("killer.py")
+    small = make_project(tmp_path / "small", upstream, patches[:1])
+    out = tmp_path / "out"
+    listing = {}
+    for proj in (small, project):
+        assert cli("-C", str(proj), "export", "--format", "quilt", str(out), "--force").code == 0
+        listing[proj] = sorted(p.name for p in out.iterdir())
+    source, other = small, project
+    killed = 0
+    for n in range(1, 30):
+        before = sorted(p.name for p in out.iterdir())
+        run = subprocess.run([sys.executable, str(killer), str(n), "-C", str(source), "export",
+                              "--format", "quilt", str(out), "--force"], capture_output=True,
+                             text=True, check=False)
+        if run.returncode == 0:
+            break  # past the last mutation: every point was tried
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        killed += 1
+        assert out.is_dir(), n
+        assert sorted(p.name for p in out.iterdir()) in (before, listing[source]), n
+        assert cli("-C", str(source), "export", "--format", "quilt", str(out),
+                   "--force").code == 0  # recovers what the kill left
+        assert sorted(p.name for p in out.iterdir()) == listing[source]
+        source, other = other, source
+    assert killed >= 2
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".out.")] == []
+
+
+def test_import_never_overwrites_an_unlisted_patch_file(cli, empty: Path, sources: Path) -> None:
+    """Regression: `import` silently overwrote a file in stack/patches/ that the series does
+    not list (a patch being written by hand); `new` refused the same. Now refused, naming
+    the file, unless --force."""
+    first = sorted(sources.iterdir())[0]
+    mine = empty / "stack/patches/0001-util-add-tiny_square.patch"
+    mine.write_text("my own work in progress\n")
+    before = snap(empty)
+    r = cli("-C", str(empty), "import", str(first))
+    assert r.code == 2, r.err
+    assert f"{mine} exists but the series does not list it" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert snap(empty) == before and mine.read_text() == "my own work in progress\n"
+    forced = cli("-C", str(empty), "import", "--force", str(first))
+    assert forced.code == 0, forced.err
+    assert "tiny_square" in mine.read_text()
+
+
+@pytest.mark.parametrize("name", ["0009-../../escape.patch", "../escape", "a/b", ".hidden",
+                                  "0009-a/../../b.patch", "x\\y"])
+def test_new_refuses_names_that_leave_patches(cli, canonical: Path, name: str) -> None:
+    """Regression: `new 0001-../../x.patch` was accepted; `refresh` then wrote the patch
+    outside stack/ and a series entry every later command rejected."""
+    before = snap(canonical)
+    r = cli("-C", str(canonical), "new", name, "--concern", "c", "--scope", "src/util.c")
+    assert r.code == 2, r.out + r.err
+    assert "patch name" in r.err and len(r.err.strip().splitlines()) == 1
+    assert snap(canonical) == before
+    assert not (canonical / ".patchctl/edit/state.json").exists()
+
+
+def _many(upstream: Upstream, scratch: Path, out: Path) -> list[str]:
+    """A quilt dir: ten format-patch files (each bumps one op of tiny.c; one moved by an
+    offset), a plain DEP-3 diff and a -p0 one; returns the series lines."""
+    base = upstream.commits["base"]
+    out.mkdir()
+    lines = []
+    for i in range(3, 13):
+        def bump(work: Path, i: int = i) -> None:
+            replace_in(work / "src/tiny.c", f"    int y = x * {i + 2};\n",
+                       f"    int y = x * {i + 2} + 1;\n")
+        text = format_patch(upstream, base, bump, subject=f"tiny : bump op {i:02d}",
+                            trailers=default_trailers(f"op{i}", "src/tiny.c"), scratch=scratch)
+        if i == 7:  # the hunk header says two lines further down: applies with an offset
+            head, _, rest = text.partition("\n@@ -")
+            old, _, tail = rest.partition(" @@")
+            a, b = (old.split(" +")[0], old.split(" +")[1])
+            shift = lambda r: ",".join([str(int(r.split(",")[0]) + 2), *r.split(",")[1:]])  # noqa: E731
+            text = f"{head}\n@@ -{shift(a)} +{shift(b)} @@{tail}"
+        (out / f"op{i}.patch").write_text(text)
+        lines.append(f"op{i}.patch")
+    diff = format_patch(upstream, base, lambda w: replace_in(
+        w / "src/util.c", "int tiny_abs(int v)", "int tiny_abs(int v) /* abs */"),
+        subject="x", scratch=scratch)
+    diff = diff[diff.index("diff --git"):]
+    (out / "dep3.diff").write_text("Description: mark tiny_abs\nAuthor: Deb <d@e.invalid>\n"
+                                   "Last-Update: 2025-01-02\n---\n" + diff)
+    p0 = format_patch(upstream, base, lambda w: replace_in(
+        w / "README.md", "A small C library.", "A small C library (patched)."),
+        subject="docs : patched", scratch=scratch)
+    (out / "p0.patch").write_text(p0.replace("a/README.md", "README.md").replace(
+        "b/README.md", "README.md"))
+    lines += ["dep3.diff", "p0.patch -p0"]
+    (out / "series").write_text("".join(f"{ln}\n" for ln in lines))
+    return lines
+
+
+def test_batched_import_equals_one_by_one(cli, tmp_path: Path, upstream: Upstream, patches,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Importing many patches takes the batched path (one `git apply` per strip level,
+    one `git am`, one `git diff-tree --stdin`); it must write byte for byte what
+    applying them one by one writes, with the same grades (an offset included)."""
+    from patchctl import authoring
+
+    quilt = tmp_path / "quilt"
+    _many(upstream, tmp_path / "scratch", quilt)
+    batched_runs = []
+    real = authoring._apply_batched
+
+    def spy(*args, **kwargs):
+        out = real(*args, **kwargs)
+        batched_runs.append(out is not None)
+        return out
+
+    monkeypatch.setattr(authoring, "_apply_batched", spy)
+    results = {}
+    for batch in (authoring._BATCH, 10**6):
+        monkeypatch.setattr(authoring, "_BATCH", batch)
+        project = tmp_path / f"p{batch}"
+        project.mkdir()
+        assert cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
+                   upstream.commits["base"]).code == 0
+        first = tmp_path / f"first{batch}.patch"  # the stack is not empty: op 02 bumped
+        first.write_text(patches[1][1])
+        imported(cli, project, str(first))
+        results[batch] = (imported(cli, project, str(quilt / "series")), snap(project))
+        assert cli("-C", str(project), "verify").code == 0
+    assert batched_runs == [True]  # the first import was batched, the second was not
+    (batched, stack_b), (single, stack_s) = results.values()
+    assert stack_b == stack_s
+    assert {**batched, "stack": ""} == {**single, "stack": ""}
+    grades = [p["grade"] for p in batched["patches"]]
+    assert grades == ["exact"] * 4 + ["offset"] + ["exact"] * 7
+
+
+def test_batched_import_falls_back_to_name_the_patch_that_fails(cli, empty: Path,
+                                                                  tmp_path: Path,
+                                                                  upstream: Upstream) -> None:
+    quilt = tmp_path / "quilt"
+    _many(upstream, tmp_path / "scratch", quilt)
+    bad = quilt / "op9.patch"
+    bad.write_text(bad.read_text().replace("int tiny_op_09(int x)", "int tiny_op_99(int x)"))
+    before = snap(empty)
+    r = cli("-C", str(empty), "import", str(quilt))
+    assert r.code == 2, r.err
+    assert f"{bad}: does not apply on top of the stack" in r.err
+    assert snap(empty) == before
 
 
 # -- refs and ranges from the command line (issue 9) ---------------------------------------------

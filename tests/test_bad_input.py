@@ -245,7 +245,25 @@ def test_unknown_command_is_usage_error(cli) -> None:
     assert "No such command" in r.err
 
 
-def test_upstream_history_untouched_by_bad_runs(cli, project, upstream) -> None:
-    refs = git(upstream.path, "for-each-ref")
-    cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--strict")
-    assert git(upstream.path, "for-each-ref") == refs
+def test_upstream_history_untouched_by_bad_runs(cli, project, upstream, tmp_path) -> None:
+    """Bad runs never write into the upstream: refs, HEAD, objects and work tree stay.
+
+    Regression: this test ran `verify --strict` on a good stack, so it tested no bad run.
+    """
+    def state() -> tuple[str, ...]:
+        return (git(upstream.path, "for-each-ref"), git(upstream.path, "rev-parse", "HEAD"),
+                git(upstream.path, "count-objects", "-v"),
+                git(upstream.path, "status", "--porcelain", "--ignored"))
+
+    before = state()
+    bad = project / "stack/patches/0002-tiny-bump-op-02.patch"
+    bad.write_text(bad.read_text().replace("/* step 2: keep", "/* step 2: lost"))  # no fit
+    up = ("--upstream", str(upstream.path))
+    runs = [cli("-C", str(project), "verify", *up, "--strict"),
+            cli("-C", str(project), "apply", "--into", str(tmp_path / "tree"), *up),
+            cli("-C", str(project), "edit", "0003", *up),
+            cli("-C", str(project), "rebase-pin", "--check", "no-such-ref", *up),
+            cli("-C", str(project), "import", str(bad), *up)]
+    assert [r.code for r in runs] == [1, 2, 3, 2, 2], [(r.code, r.err) for r in runs]
+    assert all("Traceback" not in r.err for r in runs)
+    assert state() == before

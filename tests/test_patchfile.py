@@ -110,3 +110,80 @@ def test_strip_levels() -> None:
     text = DIFF.replace("a/src/a.c", "a/x/src/a.c").replace("b/src/a.c", "b/x/src/a.c")
     p = parse_patch(text.encode(), path=Path("x"), name="x", strip=2)
     assert p.files[0].path == "src/a.c"
+
+
+QUILT = """Description: two files, quilt style
+Author: A <a@example.invalid>
+
+--- a/src/one.c
++++ b/src/one.c
+@@ -1,2 +1,2 @@
+ a
+-b
++c
+--- a/src/two.c
++++ b/src/two.c
+@@ -5,2 +5,2 @@
+ d
+-e
++f
+Index: b/src/three.c
+===================================================================
+--- a/src/three.c
++++ b/src/three.c
+@@ -5,1 +5,1 @@
+-e
++f
+"""
+
+
+def test_quilt_style_files_point_at_their_own_header() -> None:
+    """Regression: in a plain `---/+++` multi-file diff every file after the first was
+    reported at the first file's line, so lint findings pointed at the wrong place."""
+    from patchctl.lint import lint_patch
+
+    p = parse_patch(QUILT.encode(), path=Path("x"), name="x")
+    lines = QUILT.splitlines()
+    assert [lines[f.line - 1] for f in p.files] == [
+        "--- a/src/one.c", "--- a/src/two.c", "Index: b/src/three.c"]
+    scoped = parse_patch(QUILT.replace("Author:", "Scope: src/one.c\nAuthor:").encode(),
+                         path=Path("x"), name="x")
+    slines = QUILT.replace("Author:", "Scope: src/one.c\nAuthor:").splitlines()
+    where = {f.message.split(" ")[0]: slines[f.line - 1] for f in lint_patch(scoped)
+             if f.code == "scope"}
+    assert where == {"src/two.c": "--- a/src/two.c", "src/three.c": "Index: b/src/three.c"}
+
+
+def _hunks(diff: str):
+    return parse_patch(diff.encode(), path=Path("x"), name="x").files[0].hunks
+
+
+def test_apply_hunks_places_hunks_as_git_apply_does(tmp_path: Path) -> None:
+    """The import's batched path re-makes each file with apply_hunks; every case here
+    is checked against `git apply` on the same input."""
+    import subprocess
+
+    from patchctl.patchfile import apply_hunks
+
+    cases = [
+        ("a\nb\nc\nd\ne\n", "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n d\n"),
+        ("x\ny\na\nb\nc\nd\ne\n", "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n d\n"),
+        ("b\nc\nd\nq\nb\nc\nd\n", "--- a/f\n+++ b/f\n@@ -5,3 +5,3 @@\n b\n-c\n+C\n d\n"),
+        ("a\nb", "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n\\ No newline at end of file\n"
+                 "+b\n"),
+        ("a\nb\n", "--- a/f\n+++ b/f\n@@ -1,2 +1,3 @@\n a\n b\n+c\n"),
+        ("", "--- /dev/null\n+++ b/f\n@@ -0,0 +1,2 @@\n+one\n+two\n\\ No newline at end of "
+             "file\n"),
+    ]
+    for n, (before, diff) in enumerate(cases):
+        repo = tmp_path / f"r{n}"
+        repo.mkdir()
+        if diff.startswith("--- a/"):
+            (repo / "f").write_text(before)
+        subprocess.run(["git", "apply", "-"], cwd=repo, input=diff, text=True, check=True,
+                       capture_output=True)
+        ours = apply_hunks(before.encode(), _hunks(diff))
+        assert ours == (repo / "f").read_bytes(), n
+    # A hunk without trailing context must match at the end; git refuses it elsewhere.
+    assert apply_hunks(b"a\nb\nc\n", _hunks("--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\n-b\n+B\n")) \
+        is None

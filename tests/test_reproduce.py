@@ -282,3 +282,16 @@ def test_isolate_gives_each_reproducer_its_own_build_tree(cli, tmp_path, upstrea
     assert [s["upstream_compiled"] for _, _, s in steps] == [2, 1, 2, 1]
     builds = sorted(p.name for p in (project / ".patchctl/reproduce/build").iterdir())
     assert len(builds) == 2 and all(b.startswith(("square-", "clamp-")) for b in builds)
+
+
+def test_relative_pin_url_is_relative_to_the_project(cli, tmp_path, upstream, patches):
+    """Regression: `patchctl -C examples/tiny reproduce` failed ("upstream
+    tiny-upstream.bundle does not exist"): reproduce resolved the pin file's relative URL
+    against the working directory, where verify and apply use the project."""
+    project = make_project(tmp_path / "project", upstream, patches)
+    pin = project / "stack/upstream.toml"
+    pin.write_text(pin.read_text().replace(f'url = "{upstream.path}"', 'url = "../upstream"'))
+    assert os.getcwd() != str(project)
+    assert cli("-C", str(project), "verify").code == 0
+    r = cli("-C", str(project), "reproduce", "0002-tiny-bump-op-02.patch")
+    assert r.code == 2 and "no `Reproducer:` trailer" in r.err, r.err

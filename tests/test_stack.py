@@ -144,3 +144,25 @@ def test_select_names_takes_several_and_concerns() -> None:
         select_names(NAMES, ["square"])  # without concerns: ambiguous
     with pytest.raises(PatchNameError, match="no patch named 'cube'"):
         select_names(NAMES, ["cube"], concerns=concerns)
+def test_series_refuses_two_strip_options() -> None:
+    """Regression: `-p1 -p0` in a series line silently took the last."""
+    with pytest.raises(StackError, match="has -p1 -p0: give one -pN"):
+        parse_series("a.patch -p1 -p0\n")
+
+
+@pytest.mark.parametrize("name", ["0001-../../x.patch", "/abs.patch", "a//b.patch", ".hidden",
+                                  "sub/.hidden", "a\\b.patch", "a\x01.patch"])
+def test_patch_names_that_leave_patches_or_break_the_series(name: str) -> None:
+    from patchctl.stack import check_patch_name
+
+    with pytest.raises(StackError, match="patch name"):
+        check_patch_name(name)
+
+
+def test_patch_names_quilt_uses_are_kept() -> None:
+    from patchctl.stack import check_patch_name
+
+    for name in ("0001-fix.patch", "debian/fix~1+b.diff", "CVE-2024_1.patch"):
+        assert check_patch_name(name) == name
+    with pytest.raises(StackError, match="a name, not a path"):
+        check_patch_name("debian/fix.diff", subdirs=False)

@@ -87,8 +87,9 @@ def test_rename_on_the_example(cli, tiny: Path) -> None:
     assert new_lock != lock and new_lock.split("[[patch]]")[0] == lock.split("[[patch]]")[0]
     verifies(cli, tiny)
     assert "already exists" in refused(cli, tiny, "rename", "bump", T1)
-    assert "cannot be a patch file name" in refused(cli, tiny, "rename", "bump", "../x")
-    assert "cannot be a patch file name" in refused(cli, tiny, "rename", "bump", "a b")
+    assert "leaves patches/" in refused(cli, tiny, "rename", "bump", "../x")
+    assert "not a plain file name" in refused(cli, tiny, "rename", "bump", "a b")
+    assert "a name, not a path" in refused(cli, tiny, "rename", "bump", "sub/x")
 
 
 def test_rename_in_a_50_patch_stack_keeps_the_place(cli, big: Path) -> None:

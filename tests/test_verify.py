@@ -307,3 +307,50 @@ def test_round_trip_handles_missing_newline_at_eof(cli, tmp_path, upstream, case
     assert r.code == 0, r.out
     assert data["mode"] == "batched"
     assert data["reversed_tree"] == data["pin_tree"]
+
+
+def test_verify_reads_one_consistent_stack_while_refresh_swaps_it(cli, project: Path,
+                                                                   upstream: Upstream) -> None:
+    """Regression: verify read series, patches and lock by path while another command
+    swapped stack/, and reported a spurious "lock stale" (8 of 51 runs during a refresh
+    loop). It now reads under the stack's shared lock: a real refresh loop runs in the
+    background and every verify must see a whole stack (exit 0, lock current)."""
+    import sys
+    import threading
+
+    def patchctl(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), *args],
+                              capture_output=True, text=True, check=False, timeout=120)
+
+    assert patchctl("edit", "1").returncode == 0
+    work = project / ".patchctl/edit/work/src/util.c"
+    original = work.read_text()
+    stop = threading.Event()
+    refreshed: list[int] = []
+
+    def loop() -> None:
+        i = 0
+        while not stop.is_set():
+            i += 1
+            work.write_text(original + f"/* refresh {i} */\n")
+            r = patchctl("refresh")
+            if r.returncode == 0:
+                refreshed.append(i)
+            else:  # only "busy" (a verify holds the stack) may stop a refresh
+                assert r.returncode == 3 and "is busy" in r.stderr, r.stderr
+
+    thread = threading.Thread(target=loop)
+    thread.start()
+    try:
+        reports = []
+        while len(reports) < 12 or len(refreshed) < 5:
+            r = patchctl("verify", "--upstream", str(upstream.path), "--json")
+            reports.append((r.returncode, r.stdout and json.loads(r.stdout)["lock"], r.stderr))
+            if len(reports) > 60:
+                break
+    finally:
+        stop.set()
+        thread.join()
+    assert len(refreshed) >= 5, "the refresh loop did not run concurrently"
+    bad = [rep for rep in reports if rep[:2] != (0, "current")]
+    assert bad == [], bad

@@ -16,6 +16,7 @@ import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl.errors import InputError
 
@@ -36,9 +37,9 @@ class Row:
     state: str
     offsets: int = 0
     conflicts: list[str] = field(default_factory=list)
-    first_bad: dict | None = None  # {"id", "subject"}
+    first_bad: dict[str, Any] | None = None  # {"id", "subject"}
     bisect_note: str | None = None
-    landed: dict | None = None  # {"commit": {"id", "subject"} | None, "how"}
+    landed: dict[str, Any] | None = None  # {"commit": {"id", "subject"} | None, "how"}
     superseded: object = None  # as the report has it (another command fills it in)
 
 
@@ -49,7 +50,7 @@ class Canary:
     new_ref: str
     commits: int | None
     rows: list[Row]
-    previous: dict | None = None  # {"old", "new"} of the report compared with
+    previous: dict[str, Any] | None = None  # {"old", "new"} of the report compared with
     name: str | None = None
     url: str | None = None
 
@@ -64,7 +65,7 @@ class Canary:
     def ok(self) -> bool:
         return not self.named(NEW)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "ok": self.ok, "broken": self.broken,
                 "newly_broken": self.named(NEW), "fixed": self.named(FIXED),
                 **asdict(self)}
@@ -75,7 +76,7 @@ class Canary:
                 f"fixed={len(self.named(FIXED))}\nlanded={len(self.named(LANDED))}\n")
 
 
-def load_report(path: Path, *, what: str = "report") -> dict:
+def load_report(path: Path, *, what: str = "report") -> dict[str, Any]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -84,7 +85,8 @@ def load_report(path: Path, *, what: str = "report") -> dict:
         raise InputError(f"{what} {path} is not JSON ({e}); give the output of "
                          "`patchctl rebase-pin NEW --check --bisect --json`") from None
     check_report(data, source=path)
-    return data
+    report: dict[str, Any] = data
+    return report
 
 
 def check_report(data: object, *, source: Path | str) -> None:
@@ -98,7 +100,7 @@ def check_report(data: object, *, source: Path | str) -> None:
                          "give the output of `patchctl rebase-pin NEW --check --bisect --json`")
 
 
-def load_status(path: Path) -> dict:
+def load_status(path: Path) -> dict[str, Any]:
     """An ``upstream-status --ref TIP --json`` report (its verdicts: landed, superseded)."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -112,10 +114,11 @@ def load_status(path: Path) -> dict:
     if not ok:
         raise InputError(f"{path} is not an upstream-status report; give the output of "
                          "`patchctl upstream-status --ref TIP --json`")
-    return data
+    status: dict[str, Any] = data
+    return status
 
 
-def superseded_in(status: dict, new: str) -> dict[str, dict]:
+def superseded_in(status: dict[str, Any], new: str) -> dict[str, dict[str, Any]]:
     """Patch file -> {commit, contains} for the patches upstream-status calls superseded."""
     if status.get("ref_commit") not in (None, new):
         raise InputError(f"the upstream-status report is for {status['ref_commit'][:12]}, the "
@@ -128,11 +131,12 @@ def superseded_in(status: dict, new: str) -> dict[str, dict]:
     return out
 
 
-def compare(report: dict, previous: dict | None, *, status: dict | None = None,
-            name: str | None = None, url: str | None = None) -> Canary:
+def compare(report: dict[str, Any], previous: dict[str, Any] | None, *,
+            status: dict[str, Any] | None = None, name: str | None = None,
+            url: str | None = None) -> Canary:
     before = {p["name"]: p["grade"] for p in previous["patches"]} if previous else {}
     superseded = superseded_in(status, report["new"]) if status else {}
-    rows = []
+    rows: list[Row] = []
     for p in report["patches"]:
         grade, was = p["grade"], before.get(p["name"])
         if grade == BROKEN:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import fsutil
 from patchctl.errors import InputError
@@ -91,7 +92,7 @@ class LaneResult:
     def ok(self) -> bool:
         return all(s.status in (PASSED, SKIPPED) for s in self.steps)
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, "ok": self.ok, "lane": self.lane, "project": self.project,
                 "work": self.work, "seconds": round(self.seconds, 3),
                 "steps": [{**asdict(s), "command": s.display()} for s in self.steps]}

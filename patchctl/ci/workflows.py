@@ -21,6 +21,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import __version__, fsutil
 from patchctl.ci.lanes import LANES, lane_named
@@ -152,7 +153,7 @@ class WriteResult:
     def ok(self) -> bool:
         return "stale" not in self.files.values()
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "patchctl.ci-github/1", "ok": self.ok, "out": self.out,
                 "files": self.files, "command": self.command}
 

@@ -17,7 +17,9 @@ from patchctl.commands._common import (
 
 @click.command()
 @click.option("--into", "into", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Directory to hold pin + stack (created; replaced atomically).")
+              help="Directory to hold pin + stack (created; replaced atomically). A symlink "
+              "is followed: its target is replaced and the link kept. Never the project, "
+              "the stack or the upstream.")
 @upstream_option
 @click.option("--commits", is_flag=True, help="Make DIR a git repo: the pin, then one commit "
               "per patch.")
@@ -45,6 +47,7 @@ def apply(ctx: click.Context, into: Path, upstream: str | None, commits: bool,
         emit_json(result.to_dict())
     else:
         verb = "up to date" if result.unchanged else "written"
-        click.echo(f"{into}: {verb} ({result.stamp.name} @ {result.stamp.pin[:12]} + "
+        shown = f"{into} -> {result.into}" if into.is_symlink() else str(into)
+        click.echo(f"{shown}: {verb} ({result.stamp.name} @ {result.stamp.pin[:12]} + "
                    f"{len(result.stamp.patches)} patches, fingerprint "
                    f"{result.stamp.fingerprint[:16]}, tree {result.stamp.tree[:12]})")

@@ -27,11 +27,14 @@ if TYPE_CHECKING:  # imported lazily at run time
 @click.option("--from-repo", type=click.Path(exists=True, file_okay=False, path_type=Path),
               metavar="PATH", help="Take SOURCEs as commit ranges (A..B) or commits of the git "
               "repository at PATH.")
+@click.option("--force", is_flag=True, help="Overwrite a file in stack/patches/ that the "
+              "series does not list (by default the import is refused, naming it).")
 @upstream_option
 @json_option
 @click.pass_context
 def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None,
-               from_repo: Path | None, upstream: str | None, as_json: bool) -> None:
+               from_repo: Path | None, force: bool, upstream: str | None,
+               as_json: bool) -> None:
     """Append patches to the series: format-patch files, an mbox, a quilt series
     directory (debian/patches/series too), or commits (--from-repo PATH RANGE).
 
@@ -44,7 +47,7 @@ def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
     result = import_patches(project_dir(ctx), stack, repo, list(sources), concern=concern,
-                            from_repo=from_repo)
+                            from_repo=from_repo, force=force)
     if as_json:
         emit_json(result.to_dict())
         return
@@ -149,7 +152,10 @@ def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
 @click.pass_context
 def export(ctx: click.Context, fmt: str, dest: Path, force: bool, as_json: bool) -> None:
     """Write the stack into DIR as an mbox (DIR/stack.mbox), format-patch files, or a quilt
-    series (DIR/series + patches; use QUILT_PATCHES=DIR)."""
+    series (DIR/series + patches; use QUILT_PATCHES=DIR).
+
+    DIR is assembled beside itself and swapped in whole; a symlink DIR is followed (its
+    target is replaced, the link kept), and DIR may not be or hold the project."""
     from patchctl.exporting import export_stack
 
     result = export_stack(stack_of(ctx), fmt, dest, force=force)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import click
 
-from patchctl.commands._common import emit_json, stack_of
+from patchctl.commands._common import emit_json, project_dir, stack_of
 
 
 @click.command()
@@ -12,7 +12,7 @@ from patchctl.commands._common import emit_json, stack_of
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""
     from patchctl.fingerprint import make_lock, short, staleness
-    from patchctl.stack import write_lock
+    from patchctl.stackwrite import write_lock
 
     stack = stack_of(ctx)
     new = make_lock(stack.pin(), stack.patches())
@@ -23,7 +23,7 @@ def lock(ctx: click.Context, check: bool) -> int:
     if check:
         click.echo(f"{stack.lock_path}: stale: {why} (would be {short(new.fingerprint)})")
         return 1
-    write_lock(stack, new)
+    write_lock(project_dir(ctx), stack, new)
     click.echo(f"{stack.lock_path}: written ({short(new.fingerprint)})")
     return 0
 

@@ -117,15 +117,15 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     meta = {"command": " ".join(command), "name": b.name, "base": b.base, "onto": b.onto,
             "fingerprint": b.fingerprint, "patches": [p.file for p in b.patches],
             "policy_files": {f.path: f.lines for f in b.policy_files}}
-    result = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
+    written = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
                           beside=beside)
     if as_json:
-        emit_json(result.to_dict())
+        emit_json(written.to_dict())
     else:
-        for name in result.files:
-            click.echo(f"wrote {os.path.normpath(Path(result.out) / name)}")
-        for name in result.removed:
-            click.echo(f"removed {Path(result.out) / name}", err=True)
+        for name in written.files:
+            click.echo(f"wrote {os.path.normpath(Path(written.out) / name)}")
+        for name in written.removed:
+            click.echo(f"removed {Path(written.out) / name}", err=True)
     return 0
 
 

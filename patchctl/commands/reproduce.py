@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -16,6 +17,9 @@ from patchctl.commands._common import (
     stack_of,
     upstream_option,
 )
+
+if TYPE_CHECKING:  # imported lazily at run time
+    from patchctl.reproduce import ReproduceReport
 
 
 @click.command()
@@ -69,7 +73,7 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
     return exit_for(report.ok)
 
 
-def _render(report) -> None:
+def _render(report: ReproduceReport) -> None:
     from patchctl.reproduce import PROVEN
 
     click.echo(f"{report.name} @ {report.pin[:12]}, fingerprint {report.fingerprint[:16]}: "

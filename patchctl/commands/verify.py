@@ -10,6 +10,7 @@ from patchctl.commands._common import (
     exit_for,
     json_option,
     progress,
+    project_dir,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -33,11 +34,13 @@ def verify(ctx: click.Context, upstream: str | None, as_json: bool, junit: Path 
     checked out. Exit 0 when clean, 1 when the stack has findings.
     """
     from patchctl import render
+    from patchctl.stackwrite import stack_read_lock
     from patchctl.verify import verify as run_verify
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
-    report = run_verify(stack, repo, strict=strict, progress=progress)
+    with stack_read_lock(project_dir(ctx), wait=progress):  # one consistent stack
+        report = run_verify(stack, repo, strict=strict, progress=progress)
     end_progress()
     if junit:
         from patchctl.fsutil import atomic_write

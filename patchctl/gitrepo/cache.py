@@ -25,10 +25,9 @@ from patchctl.gitrepo.core import (
 
 
 def default_cache_dir() -> Path:
-    if env := os.environ.get("PATCHCTL_CACHE_DIR"):
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "patchctl"
+    from patchctl.fsutil import cache_dir
+
+    return cache_dir()
 
 
 def upstream_cache_dir(url: str, *, cache_dir: Path | None = None) -> Path:
@@ -103,7 +102,8 @@ def _fetch(repo: Path, commit: str, progress: Callable[[str], None] | None) -> N
     import git  # GitPython: for its fetch progress parsing
 
     class _Progress(git.RemoteProgress):
-        def update(self, op_code, cur_count, max_count=None, message=""):
+        def update(self, op_code: int, cur_count: str | float,
+                   max_count: str | float | None = None, message: str = "") -> None:
             if progress and max_count:
                 progress(f"fetching: {self._cur_line}")
 

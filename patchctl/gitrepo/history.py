@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import os
 import re
 import shutil
 import tempfile
@@ -18,6 +20,7 @@ from patchctl.gitrepo.core import (
     refuse_option,
     resolve_commit,
     run_git,
+    run_git_bytes,
     tree_of,
     user_config_env,
 )
@@ -82,6 +85,31 @@ def format_diff(repo: Path, old_tree: str, new_tree: str, *,
                    env=env).stdout
 
 
+def format_diffs(repo: Path, trees: Sequence[str], *,
+                 env: dict[str, str] | None = None) -> list[str]:
+    """``format_diff`` of each step of ``trees`` (t0 -> t1, t1 -> t2, ...), in one git call."""
+    pairs = [f"{a} {b}" for a, b in itertools.pairwise(trees)]
+    if not pairs:
+        return []
+    out = run_git([*_DIFF, "--stdin"], repo=repo, input="".join(p + "\n" for p in pairs),
+                  env=env).stdout
+    # Each step's output follows an echo of its input line; a diff line never is one
+    # (every diff and stat line has a prefix or a keyword first).
+    lines = out.split("\n")
+    starts = []
+    at = 0
+    for pair in pairs:
+        at = lines.index(pair, at)
+        starts.append(at)
+        at += 1
+    bounds = [*starts, len(lines)]
+    diffs = []
+    for i in range(len(pairs)):
+        chunk = lines[bounds[i] + 1:bounds[i + 1]]
+        diffs.append("\n".join(chunk) + ("\n" if chunk and i < len(pairs) - 1 else ""))
+    return diffs
+
+
 def unmerged_paths(index: TempIndex) -> list[str]:
     """Paths a failed ``apply --3way`` left at conflict stages in a temporary index."""
     out = run_git(["ls-files", "-u", "-z"], repo=index.repo, env=index.env).stdout
@@ -120,6 +148,49 @@ def fetch_ref(repo: Path, ref: str) -> str | None:
                  ref], repo=repo, check=False, env=user_config_env(),
                 timeout=network_timeout())
     return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
+
+
+def commit_steps(repo: Path, tree: str, steps: Sequence[dict[str, tuple[str, bytes]]], *,
+                 work: Path, env: dict[str, str] | None = None) -> list[str]:
+    """Trees after each step (path -> (mode, contents) written) on top of ``tree``, from one
+    ``git fast-import`` into a scratch repository at ``work`` that borrows the objects of
+    ``repo`` (and of ``env``'s object directories); nothing is written into ``repo``."""
+    env = dict(env or git_env())
+    own = env.pop("GIT_OBJECT_DIRECTORY", None)
+    borrowed = [str(_objects(repo)), *env.pop("GIT_ALTERNATE_OBJECT_DIRECTORIES", "").split(
+        os.pathsep), *([own] if own else [])]
+    env.pop("GIT_INDEX_FILE", None)
+    run_git(["init", "-q", "--bare", "--", str(work)], env=env)
+    (work / "objects" / "info" / "alternates").write_text(
+        "".join(f"{d}\n" for d in borrowed if d))
+    base = run_git(["commit-tree", tree, "-m", "base"], repo=work, env=git_env(**_IDENTITY)).stdout
+    stream = [b"feature done\n"]
+    for i, files in enumerate(steps):
+        stream.append(f"commit refs/heads/steps\nmark :{i + 1}\ncommitter patchctl "
+                      f"<patchctl@localhost> 0 +0000\ndata 0\n".encode())
+        if i == 0:
+            stream.append(f"from {base.strip()}\n".encode())
+        for path, (mode, data) in files.items():
+            stream.append(f"M {mode} inline {_fast_import_path(path)}\ndata {len(data)}\n"
+                          .encode("utf-8", "surrogateescape") + data + b"\n")
+        stream.append(b"\n")
+    stream.append(b"done\n")
+    run_git_bytes(["fast-import", "--quiet"], repo=work, env=env, input=b"".join(stream))
+    trees = run_git(["log", "--reverse", "--format=%T", "refs/heads/steps"], repo=work,
+                    env=env).stdout.split()
+    return trees[1:]  # the first is ``tree`` itself
+
+
+def _objects(repo: Path) -> Path:
+    objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=repo).stdout.strip())
+    return (objects if objects.is_absolute() else repo / objects).resolve()
+
+
+def _fast_import_path(path: str) -> str:
+    """A path as fast-import reads it: C-quoted when it has a quote, newline or leading quote."""
+    if not any(c in path for c in '"\n\\') and not path.startswith('"'):
+        return path
+    return '"' + path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,

@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl.gitrepo.core import Result, git_env, last_line, run_git
 
@@ -135,7 +136,7 @@ class TempIndex:
             GIT_ALTERNATE_OBJECT_DIRECTORIES=os.pathsep.join(alternates),
         )
 
-    def _run(self, args: list[str], **kwargs) -> Result:
+    def _run(self, args: list[str], **kwargs: Any) -> Result:
         self.calls += 1
         return run_git(args, repo=self.repo, env=self.env, **kwargs)
 

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.gitrepo.core import run_git
+from patchctl.gitrepo.core import run_git, run_git_bytes
 
 # No user config (log.showSignature, mailmap settings, grep defaults) may change these
 # answers: run_git reads none (core.py).
@@ -19,11 +19,38 @@ from patchctl.gitrepo.core import run_git
 
 def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str | None]:
     """The text of each path at ``commit``; None when it is absent there (or not a file)."""
-    result: dict[str, str | None] = {}
-    for path in paths:
-        r = run_git(["cat-file", "blob", f"{commit}:{path}"], repo=repo, check=False)
-        result[path] = r.stdout if r.returncode == 0 else None
-    return result
+    blobs = read_blobs(repo, commit, paths)
+    return {p: blobs[p][1].decode("utf-8", "surrogateescape") if p in blobs else None
+            for p in paths}
+
+
+def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
+               env: dict[str, str] | None = None) -> dict[str, tuple[str, bytes]]:
+    """path -> (mode, contents) of the files and symlinks among ``paths`` in ``treeish``,
+    in two git calls however many paths (absent paths and directories are left out)."""
+    if not paths:
+        return {}
+    listed = run_git(["ls-tree", "-r", "-z", "--full-tree", treeish, "--", *paths], repo=repo,
+                     env=env).stdout
+    wanted = set(paths)
+    entries = []
+    for item in listed.split("\0"):
+        if item:
+            meta, path = item.split("\t", 1)
+            mode, kind, blob = meta.split()
+            if kind == "blob" and path in wanted:
+                entries.append((path, mode, blob))
+    if not entries:
+        return {}
+    out = run_git_bytes(["cat-file", "--batch"], repo=repo, env=env,
+                        input="".join(f"{b}\n" for _, _, b in entries).encode())
+    pos, files = 0, {}
+    for path, mode, _ in entries:
+        nl = out.index(b"\n", pos)
+        size = int(out[pos:nl].split()[2])
+        files[path] = (mode, out[nl + 1:nl + 1 + size])
+        pos = nl + 1 + size + 1
+    return files
 
 
 def path_authors(repo: Path, commit: str, paths: Sequence[str], *,

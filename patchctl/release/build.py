@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import __version__, fsutil, gitrepo
 from patchctl.errors import EXIT_FINDINGS, EnvironmentFailure, InputError, PatchctlError, StackError
@@ -52,9 +53,9 @@ class ReleaseResult:
     size: int
     sha256: str
     seconds: float
-    self_test: dict
+    self_test: dict[str, Any]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": "patchctl.release-build/1", "archive": str(self.archive),
                 "package": self.package, "lane": self.lane, "fingerprint": self.fingerprint,
                 "commit": self.commit, "source_date_epoch": self.source_date_epoch,
@@ -181,7 +182,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
                          seconds=time.perf_counter() - t0, self_test=report)
 
 
-def self_test(archive: Path, dest: Path) -> dict:
+def self_test(archive: Path, dest: Path) -> dict[str, Any]:
     """Unpack ``archive`` and run its ``worker --self-test --recipe recipe.json --json``."""
     root = layout.extract(archive, dest)
     worker = root / layout.WORKER
@@ -191,7 +192,8 @@ def self_test(archive: Path, dest: Path) -> dict:
         why = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise SelfTestFailed(f"the packaged worker failed its self-test (exit {proc.returncode}): "
                              f"{why[0]}; no archive written")
-    return json.loads(proc.stdout)
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report
 
 
 def _clean_commit(project: Path) -> tuple[str, int]:
@@ -237,18 +239,18 @@ def _upstream_license(tree: Path, stack: Stack) -> tuple[str, str]:
                      "upstream's license text from the pinned tree")
 
 
-def _package_name(identity: dict, lane: str) -> str:
+def _package_name(identity: dict[str, Any], lane: str) -> str:
     system = platform.system().lower() or "unknown"
     arch = identity["lane"]["arch"] or "unknown"
     version, fp = identity["engine_version"], identity["stack"]["short"]
     return f"worker-{version}-{fp}-{lane}-{system}-{arch}"
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     fsutil.atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def _buildinfo(man: dict, stack: Stack, lane: str, target: str) -> str:
+def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str) -> str:
     lane_info = man["lane"]
     patches = "".join(f"  {p.name}  sha256 {layout.file_sha256(p.path)}\n"
                       for p in stack.patches())

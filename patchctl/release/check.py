@@ -13,6 +13,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl import hostinfo
 from patchctl.errors import InputError
@@ -24,14 +25,14 @@ class VerifyReport:
     package: Path
     findings: list[str] = field(default_factory=list)
     files: int = 0
-    identity: dict | None = None
+    identity: dict[str, Any] | None = None
     lane: str | None = None
 
     @property
     def ok(self) -> bool:
         return not self.findings
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         stack = (self.identity or {}).get("stack", {})
         return {"schema": "patchctl.release-verify/1", "package": str(self.package),
                 "ok": self.ok, "findings": self.findings, "files": self.files,
@@ -99,7 +100,7 @@ def _check_sums(root: Path, report: VerifyReport) -> dict[str, str]:
     return listed
 
 
-def _load_json(path: Path, found: list[str]) -> dict | None:
+def _load_json(path: Path, found: list[str]) -> dict[str, Any] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -114,7 +115,7 @@ def _load_json(path: Path, found: list[str]) -> dict | None:
     return data
 
 
-def _worker_identity(worker: Path, found: list[str]) -> dict | None:
+def _worker_identity(worker: Path, found: list[str]) -> dict[str, Any] | None:
     if not worker.is_file():
         found.append(f"{layout.WORKER} is missing")
         return None
@@ -141,7 +142,7 @@ def _show(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _compare_manifest(man: dict, identity: dict, found: list[str]) -> None:
+def _compare_manifest(man: dict[str, Any], identity: dict[str, Any], found: list[str]) -> None:
     where = layout.MANIFEST
     stack, mine = man.get("stack") or {}, identity["stack"]
     for key in ("fingerprint", "pin", "algorithm", "name", "patches"):
@@ -154,7 +155,8 @@ def _compare_manifest(man: dict, identity: dict, found: list[str]) -> None:
     _differ(found, where, "upstream tree", (man.get("upstream") or {}).get("tree"), upstream_tree)
 
 
-def _compare_recipe(recipe: dict | None, identity: dict, found: list[str]) -> None:
+def _compare_recipe(recipe: dict[str, Any] | None, identity: dict[str, Any],
+                    found: list[str]) -> None:
     if recipe is None:
         return
     where = layout.RECIPE
@@ -166,7 +168,7 @@ def _compare_recipe(recipe: dict | None, identity: dict, found: list[str]) -> No
     _differ(found, where, "lane", recipe.get("lane"), identity["lane"]["name"])
 
 
-def _compare_sbom(sbom: dict | None, listed: dict[str, str], identity: dict,
+def _compare_sbom(sbom: dict[str, Any] | None, listed: dict[str, str], identity: dict[str, Any],
                   found: list[str]) -> None:
     """The SBOM against the identity, and its file checksums against SHA256SUMS (a file
     that fails SHA256SUMS is already a finding of its own)."""
@@ -198,7 +200,7 @@ def _compare_sbom(sbom: dict | None, listed: dict[str, str], identity: dict,
                          f"says {listed[rel][:16]}...")
 
 
-def _check_lane(identity: dict, found: list[str]) -> None:
+def _check_lane(identity: dict[str, Any], found: list[str]) -> None:
     lane = identity.get("lane") or {}
     if not lane.get("release"):
         found.append(f"{layout.WORKER} is not a release build (lane {lane.get('name')!r})")

@@ -15,6 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from patchctl import __version__
 
@@ -53,7 +54,7 @@ class SbomInputs:
     source_date_epoch: int
 
 
-def document(inp: SbomInputs) -> dict:
+def document(inp: SbomInputs) -> dict[str, Any]:
     spdx_license = license_id(inp.license_text)
     extracted = []
     if spdx_license is None:
@@ -66,7 +67,7 @@ def document(inp: SbomInputs) -> dict:
 
     def package(spdx_id: str, name: str, version: str, *, comment: str,
                 license_declared: str = "NOASSERTION", download: str = "NOASSERTION",
-                checksums: list[dict] | None = None) -> dict:
+                checksums: list[dict[str, Any]] | None = None) -> dict[str, Any]:
         p = {"SPDXID": spdx_id, "name": name, "versionInfo": version,
              "downloadLocation": download, "filesAnalyzed": False,
              "licenseConcluded": "NOASSERTION", "licenseDeclared": license_declared,

@@ -1,0 +1,98 @@
+"""fsutil: the one stage-beside-then-swap-in helper, reading only regular files, removal."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from patchctl import fsutil
+from patchctl.errors import InputError
+from tests.builders import special_file
+
+
+def _tree(root: Path, **files: str) -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (root / name).write_text(text)
+    return root
+
+
+def test_swap_in_replaces_and_leaves_nothing_beside(tmp_path: Path) -> None:
+    dest = _tree(tmp_path / "d", old="1")
+    with fsutil.swap_in(dest) as staging:
+        (staging / "new").write_text("2")
+    assert sorted(p.name for p in dest.iterdir()) == ["new"]
+    assert [p.name for p in tmp_path.iterdir()] == ["d"]
+
+
+def test_swap_in_body_failure_leaves_dest_untouched(tmp_path: Path) -> None:
+    dest = _tree(tmp_path / "d", old="1")
+    with pytest.raises(RuntimeError), fsutil.swap_in(dest) as staging:
+        (staging / "new").write_text("2")
+        raise RuntimeError("stop")
+    assert (dest / "old").read_text() == "1" and not (dest / "new").exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["d"]
+
+
+def test_swap_in_mode_follows_the_umask(tmp_path: Path) -> None:
+    """Regression: `apply --into` results were always 0700 (mkdtemp's mode)."""
+    old = os.umask(0o027)
+    try:
+        with fsutil.swap_in(tmp_path / "d") as staging:
+            (staging / "f").write_text("x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o750
+
+
+def test_recover_puts_back_a_tree_renamed_away(tmp_path: Path) -> None:
+    """A crash between the fallback's two renames leaves only `.d.patchctl-old`."""
+    _tree(tmp_path / ".d.patchctl-old", keep="1")
+    _tree(tmp_path / ".d.patchctl-new-abc", half="x")
+    fsutil.recover(tmp_path / "d")
+    assert (tmp_path / "d/keep").read_text() == "1"
+    assert [p.name for p in tmp_path.iterdir()] == ["d"]
+
+
+def test_remove_tree_removes_read_only_copies(tmp_path: Path) -> None:
+    """Regression: staging copies of a read-only stack/ were left undeletable."""
+    tree = _tree(tmp_path / "t" / "sub", f="x").parent
+    (tree / "sub").chmod(0o555)
+    tree.chmod(0o555)
+    fsutil.remove_tree(tree)
+    assert not tree.exists()
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket"])
+def test_read_regular_refuses_special_files_at_once(tmp_path: Path, kind: str) -> None:
+    """Regression: a FIFO in stack/ or a stamped DIR blocked forever; a socket gave a traceback."""
+    with special_file(tmp_path / "special", kind) as path, \
+            pytest.raises(fsutil.SpecialFileError, match=r"is a (named pipe|socket)"):
+        fsutil.read_regular(path)
+
+
+def test_replaceable_follows_links_and_refuses_protected(tmp_path: Path) -> None:
+    project = _tree(tmp_path / "project" / "stack", series="").parent
+    real = _tree(tmp_path / "real")
+    (tmp_path / "link").symlink_to(real)
+    assert fsutil.replaceable(tmp_path / "link", "--into", {}) == real.resolve()
+    for bad in (project, tmp_path):
+        with pytest.raises(InputError, match="would replace the project"):
+            fsutil.replaceable(bad, "--into", {"the project": project})
+
+
+def test_path_lock_lives_in_the_cache_or_beside_when_it_cannot(tmp_path: Path,
+                                                                monkeypatch) -> None:
+    dest = tmp_path / "d"
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(tmp_path / "cache"))
+    with fsutil.path_lock(dest, "test"):
+        assert len(list((tmp_path / "cache" / "locks").iterdir())) == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["cache"]
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    with fsutil.path_lock(dest, "test"):
+        assert (tmp_path / ".d.patchctl-lock").exists()
