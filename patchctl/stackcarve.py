@@ -96,7 +96,7 @@ def split(project: Path, stack: Stack, upstream: Path, name: str, *, globs: Sequ
             first = trees.diff(before, after, rest)
             second = trees.diff(before, after, carved)
         subject = subject or f"{patch.subject} ({', '.join(globs)})"
-        file = check_new_name(stack, new_name) if new_name else \
+        file = check_new_name(new_name) if new_name else \
             patchtext.numbered_name(patchtext.next_number(t.names), subject)
         if file in t.names or (stack.patches_dir / file).exists():
             raise InputError(f"{stack.patches_dir / file} already exists; pass --name")

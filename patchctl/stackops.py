@@ -187,7 +187,7 @@ def rename(project: Path, stack: Stack, name: str, new: str) -> StackOpResult:
     with transaction(project, stack, "rename") as t:
         i = t.index_of(name)
         old = t.patches[i]
-        target = check_new_name(stack, new)
+        target = check_new_name(new)
         if target == old.name:
             raise InputError(f"{old.name} already has that name")
         if target in t.names or (stack.patches_dir / target).exists():
@@ -201,7 +201,7 @@ def rename(project: Path, stack: Stack, name: str, new: str) -> StackOpResult:
                         renamed={old.name: target})
 
 
-def check_new_name(stack: Stack, new: str) -> str:
+def check_new_name(new: str) -> str:
     """A file name for a new patch (``.patch`` added when missing), checked as every patch
     name is (``stack.check_patch_name``): one plain name under patches/."""
     return check_patch_name(new if new.endswith(".patch") else f"{new}.patch", subdirs=False)
