@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import gitrepo, grades, patchtext, stackwrite
+from patchctl import gitrepo, grades, patchtext, rebase_review, stackwrite
 from patchctl.errors import GitError, InputError
 from patchctl.fingerprint import make_lock, staleness
 from patchctl.grades import APPLIES as APPLIES  # outreach reads it from here
@@ -107,12 +107,15 @@ class RebaseResult:
     status: str  # checked | up-to-date | rebased | stopped | needs-drop | aborted
     patches: list[PatchResult]
     commits: int | None = None  # first-parent commits old..new; None when not a descendant
+    base: str | None = None  # where --bisect searched from when NEW does not descend from OLD
     bisect_checks: int = 0
     fingerprint: str | None = None
     work: str | None = None  # the conflict work tree, when stopped
     conflict: str | None = None  # the patch waiting there
     message: str = ""
     seconds: float = 0.0
+    causes: list[rebase_review.Cause] = field(default_factory=list)  # why patches conflict
+    range_diff: str | None = None  # the stack before and after, when rebased
 
     @property
     def ok(self) -> bool:
@@ -275,7 +278,7 @@ class Searcher:
         checks = 2
         if self._probe(self.line[lo], source, reverse=reverse) != start:
             what = "does not apply" if start else "already reverse-applies"
-            return None, 1, f"{what} at the old pin either"
+            return None, 1, f"{what} at {self.old[:12]}, where the search starts, either"
         if self._probe(self.line[hi], source, reverse=reverse) == start:
             return None, checks, "its state at the new pin depends on the rebased patches " \
                 "before it, not on one upstream commit"
@@ -376,23 +379,18 @@ def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step]
 
     ``texts`` overrides a step's text (patches resolved by hand during --continue).
     """
-    texts = texts or {}
     changes: dict[str, bytes | None] = {}
-    kept: list[Patch] = []
-    dropped: set[str] = set()
+    dropped = {s.source.name for s in steps if s.result.change == DROPPED}
     restrip: set[str] = set()
+    for name in dropped:
+        changes[f"patches/{name}"] = None
+    kept = [patch for patch, _ in new_stack(steps, texts)]
     for step in steps:
         s = step.source
-        text = texts.get(s.name, step.text)
-        if step.result.change == DROPPED:
-            dropped.add(s.name)
-            changes[f"patches/{s.name}"] = None
-            continue
-        if text is None:
-            kept.append(s.patch)
+        text = (texts or {}).get(s.name, step.text)
+        if text is None or s.name in dropped:
             continue
         changes[f"patches/{s.name}"] = text.encode("utf-8", "surrogateescape")
-        kept.append(patchtext.reparse(text, name=s.name, path=s.path))
         if s.strip != 1:
             restrip.add(s.name)
     series = stack.series_path.read_text(encoding="utf-8")
@@ -402,3 +400,29 @@ def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step]
     changes["stack.lock"] = render_lock(lock).encode()
     stackwrite.replace_stack(stack, changes, expect=snap)
     return lock.fingerprint
+
+
+def new_stack(steps: Sequence[Step], texts: dict[str, str] | None = None
+              ) -> list[tuple[Patch, str]]:
+    """The rebased stack in series order: each kept patch, parsed, with its text."""
+    out: list[tuple[Patch, str]] = []
+    for step in steps:
+        s = step.source
+        text = (texts or {}).get(s.name, step.text)
+        if step.result.change == DROPPED:
+            continue
+        if text is None:
+            out.append((s.patch, s.patch.text))
+        else:
+            out.append((patchtext.reparse(text, name=s.name, path=s.path), text))
+    return out
+
+
+def review_range_diff(upstream: Path, old: str, new: str, steps: Sequence[Step],
+                      texts: dict[str, str] | None = None) -> str | None:
+    """The range-diff of the stack before and after; None when git cannot make one."""
+    before = [(s.source.patch, s.source.patch.text) for s in steps]
+    try:
+        return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)))
+    except GitError:
+        return None

@@ -23,7 +23,7 @@ import shutil
 import time
 from pathlib import Path
 
-from patchctl import gitrepo, patchtext, rebase_state, stackwrite
+from patchctl import gitrepo, patchtext, rebase_review, rebase_state, stackwrite
 from patchctl.errors import InputError
 from patchctl.fingerprint import fingerprint, make_lock, staleness
 from patchctl.grades import CONFLICT, EXACT, UPSTREAM
@@ -37,8 +37,10 @@ from patchctl.rebase import (
     classify,
     finalize,
     name_and_bisect,
+    new_stack,
     refuse_hand_edits,
     resolve_new,
+    review_range_diff,
     seed,
     sources_of,
     upstream_paths,
@@ -66,14 +68,20 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             steps = classify(index, sources, new, progress=progress,
                              landable=upstream_paths(upstream, pin.commit, new))
             searcher = None
-            if pin.commit != new and gitrepo.is_ancestor(upstream, pin.commit, new):
-                searcher = Searcher(index, upstream, pin.commit, new, sources, progress)
+            base = rebase_review.search_base(upstream, pin.commit, new)
+            if pin.commit != new and base is not None:
+                searcher = Searcher(index, upstream, base, new, sources, progress)
             checks = name_and_bisect(steps, searcher, bisect=bisect)
+        descends = base == pin.commit
         result = RebaseResult(stack=str(stack.root), old=pin.commit, new=new, new_ref=new_ref,
                               mode="check" if check else "rebase", status="checked",
                               patches=[s.result for s in steps],
-                              commits=searcher.commits if searcher else None,
-                              bisect_checks=checks)
+                              commits=searcher.commits if searcher and descends else None,
+                              base=None if descends else base, bisect_checks=checks)
+        for step in steps:
+            if step.result.grade == CONFLICT:
+                result.causes += rebase_review.explain(upstream, pin.commit, new,
+                                                       step.source.patch, step.result.conflicts)
         grades = {s.result.grade for s in steps}
         if check:
             result.status = "checked"
@@ -84,6 +92,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             result.message = "patches already upstream: re-run with --drop-upstream to drop them"
         elif CONFLICT not in grades:
             pin_new = Pin(name=pin.name, url=pin.url, commit=new, tag=tag)
+            result.range_diff = review_range_diff(upstream, pin.commit, new, steps)
             result.fingerprint = finalize(stack, snap, pin_new, steps)
             result.status = "rebased"
         else:
@@ -210,7 +219,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         sources = sources_of(stack)
         texts, done = _done_steps(project, state, sources)
         if state.conflict is not None:
-            step = _resolve(work, git_dir, state, sources)
+            step = _resolve(work, git_dir, state, sources, done, texts)
             if step.text is not None:
                 texts[step.source.name] = step.text
                 (rebase_dir(project) / "staged" / step.source.name).write_bytes(
@@ -241,12 +250,23 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                               "--drop-upstream` to drop them")
         elif CONFLICT in grades:
             k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
+            result.causes = rebase_review.explain(Path(state.upstream), state.old, state.new,
+                                                  steps[k].source.patch,
+                                                  steps[k].result.conflicts)
             _park(project, state, work, steps[:k], steps[k])
             result.status, result.work, result.conflict = "stopped", str(work), steps[k].source.name
             result.message = _stop_message(work, steps[k])
         else:
             pin = Pin(name=stack.pin().name, url=stack.pin().url, commit=state.new,
                       tag=state.tag)
+            problems = rebase_review.recheck(Path(state.upstream), state.new,
+                                             new_stack(done + steps, texts))
+            if problems:  # a guard: each resolution was checked when it was committed
+                raise InputError(f"the rebased stack does not hold at {state.new[:12]}: "
+                                 f"{'; '.join(problems)}; nothing was written; run "
+                                 "`patchctl rebase-pin --abort` and report this")
+            result.range_diff = review_range_diff(Path(state.upstream), state.old, state.new,
+                                                  done + steps, texts)
             result.fingerprint = finalize(stack, state.snapshot, pin, done + steps, texts)
             shutil.rmtree(rebase_dir(project), ignore_errors=True)
         result.seconds = round(time.perf_counter() - started, 3)
@@ -269,8 +289,10 @@ def _done_steps(project: Path, state: RebaseState,
     return texts, steps
 
 
-def _resolve(work: Path, git_dir: Path, state: RebaseState, sources: list[Source]) -> Step:
-    """The hand-resolved conflict as a patch, committed in the work tree."""
+def _resolve(work: Path, git_dir: Path, state: RebaseState, sources: list[Source],
+             done: list[Step], texts: dict[str, str]) -> Step:
+    """The hand-resolved conflict as a patch, committed in the work tree once it holds at
+    the new pin (with the patches before it: applies, reverses, stays in its Scope)."""
     status = gitrepo.worktree_status(work)
     if status.unmerged:
         raise InputError(f"conflicts remain in {work}: {', '.join(status.unmerged)}; resolve "
@@ -293,6 +315,11 @@ def _resolve(work: Path, git_dir: Path, state: RebaseState, sources: list[Source
     result.change = patchtext.compare(source.patch, new)
     if result.change == patchtext.CONTENT:
         result.interdiff = patchtext.interdiff(source.patch, new, name=source.name)
+    problems = rebase_review.recheck(Path(state.upstream), state.new,
+                                     new_stack([*done, Step(source, result, text)], texts))
+    if problems:
+        raise InputError(f"the resolution does not hold at {state.new[:12]}: "
+                         f"{'; '.join(problems)}; fix it in {work} and run --continue again")
     p = source.patch
     message = (p.subject or source.name) + (f"\n\n{p.body}" if p.body else "") + "\n"
     gitrepo.commit_index(work, message, author=p.author)

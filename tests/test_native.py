@@ -639,10 +639,11 @@ def test_consumer_path_links_a_stamped_upstream(cli, project: Path, upstream: Up
                     "that has the pin to build the real consumer path (minutes)")
 def test_llama_cpp_consumer_path(cli, tmp_path: Path) -> None:
     tree = tmp_path / "llama.cpp"
-    # The library needs neither the vocab test models nor the web UI bundle, and
-    # sparse or partial clones often lack exactly those blobs.
+    # The library needs neither the vocab test models, the web UI bundle nor the ops
+    # tables under docs/, and sparse or partial clones often lack exactly those blobs.
     applied = cli("-C", str(REPO), "apply", "--into", str(tree), "--upstream", LLAMA_CPP,
-                  "--exclude", "models/*.gguf", "--exclude", "tools/server/public/*")
+                  "--exclude", "models/*.gguf", "--exclude", "tools/server/public/*",
+                  "--exclude", "docs/ops/*")
     assert applied.code == 0, applied.err
     stamp = tomllib.loads((tree / ".patchctl-stamp").read_text())
     build = tmp_path / "build"

@@ -109,7 +109,8 @@ def render(result: RebaseResult) -> str:
     if result.status == "aborted":
         return result.message + "\n"
     span = f"{result.commits} first-parent commits" if result.commits is not None else \
-        "not a descendant of the pin"
+        "not a descendant of the pin" + (f"; --bisect searches from their merge-base "
+                                         f"{result.base[:12]}" if result.base else "")
     out = [f"rebase-pin {result.old[:12]} -> {result.new[:12]} ({result.new_ref}; {span})"]
     for p in result.patches:
         verdict = _verdict(result, p)
@@ -135,6 +136,7 @@ def render(result: RebaseResult) -> str:
                            f"({b.checks} checks for {b.commits} commits; bound {b.bound})")
             else:
                 out.append(f"       bisect: {b.note} ({b.checks} checks)")
+        out += _causes(result, p.name)
         if p.interdiff:
             out.append("       interdiff:")
             out += [f"         {ln}" for ln in p.interdiff.rstrip("\n").splitlines()]
@@ -146,8 +148,37 @@ def render(result: RebaseResult) -> str:
         "rebased": f"rebased: stack/ now pins {result.new[:12]}"
                    + (f" (fingerprint {short(result.fingerprint)})" if result.fingerprint else ""),
     }.get(result.status, "")
-    if result.message and result.status not in ("up-to-date",):
+    if result.status == "stopped" and result.work:
+        out += [
+            "next:",
+            f"  cd {result.work}   # `git status` lists the conflicts; resolve each file, "
+            "`git add` it",
+            "  patchctl rebase-pin --continue   # re-checks the resolved stack at the new pin, "
+            "then writes it",
+            "  patchctl rebase-pin --abort      # or give up: stack/ stays as it was",
+        ]
+    elif result.message and result.status not in ("up-to-date",):
         out.append(result.message)
+    if result.range_diff:
+        out.append("range-diff of the stack (old pin .. new pin):")
+        out += [f"  {ln}".rstrip() for ln in result.range_diff.rstrip("\n").splitlines()]
     if tail:
         out.append(tail)
     return "\n".join(out) + "\n"
+
+
+def _causes(result: RebaseResult, name: str) -> list[str]:
+    """Per conflicting file, the upstream commits that changed the lines the patch touches."""
+    from patchctl.rebase_review import MAX_CAUSES
+
+    out: list[str] = []
+    for c in (c for c in result.causes if c.patch == name):
+        if not c.commits:
+            out.append(f"       {c.file}: {c.note}")
+            continue
+        out.append(f"       {c.file}: its lines were changed upstream by "
+                   f"{len(c.commits)} commit{'s' if len(c.commits) != 1 else ''}:")
+        out += [f"         {k.id[:12]} {k.subject}" for k in c.commits[:MAX_CAUSES]]
+        if len(c.commits) > MAX_CAUSES:
+            out.append(f"         ... and {len(c.commits) - MAX_CAUSES} more (--json lists all)")
+    return out

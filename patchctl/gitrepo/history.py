@@ -434,3 +434,43 @@ def changed_paths(repo: Path, old: str, new: str) -> list[str]:
     out = run_git(["diff-tree", "-r", "-z", "--no-renames", "--name-only", "--end-of-options",
                    old, new], repo=repo).stdout
     return [p for p in out.split("\0") if p]
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One commit's change to one file: its hunks as (old start, old length, new start,
+    new length), zero context, in file order."""
+
+    commit: str
+    subject: str
+    hunks: tuple[tuple[int, int, int, int], ...]
+
+
+def file_changes(repo: Path, old: str, new: str, path: str) -> list[FileChange]:
+    """The first-parent commits after ``old`` up to ``new`` that changed ``path``, oldest
+    first, each with its zero-context hunks (one ``git log`` call)."""
+    out = run_git(["log", "--first-parent", "--reverse", "-p", "-U0", "--no-renames",
+                   "--no-color", "--no-ext-diff", "--format=%x00%H %s", "--end-of-options",
+                   f"{old}..{new}", "--", path], repo=repo).stdout
+    changes = []
+    for chunk in out.split("\0")[1:]:
+        head, _, diff = chunk.partition("\n")
+        commit, _, subj = head.partition(" ")
+        hunks = []
+        for line in diff.splitlines():
+            if line.startswith("@@ "):
+                old_part, new_part = line.split(" ")[1:3]
+                hunks.append((*_span(old_part[1:]), *_span(new_part[1:])))
+        changes.append(FileChange(commit, subj, tuple(hunks)))
+    return changes
+
+
+def _span(text: str) -> tuple[int, int]:
+    start, _, length = text.partition(",")
+    return int(start), int(length) if length else 1
+
+
+def merge_base(repo: Path, a: str, b: str) -> str | None:
+    """The best common ancestor of ``a`` and ``b``; None when they share no history."""
+    r = run_git(["merge-base", "--end-of-options", a, b], repo=repo, check=False)
+    return r.stdout.strip() if r.returncode == 0 and r.stdout.strip() else None

@@ -166,6 +166,23 @@ class TempIndex:
         r = self._run(args, check=False)
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
+    def commit(self, tree: str, parent: str, message: str) -> str:
+        """A commit of ``tree`` on ``parent``, into this index's private object dir."""
+        from patchctl.gitrepo.history import _IDENTITY
+
+        env = {**self.env, **_IDENTITY}
+        self.calls += 1
+        return run_git(["commit-tree", tree, "-p", parent, "-m", message], repo=self.repo,
+                       env=env).stdout.strip()
+
+    def range_diff(self, old: tuple[str, str], new: tuple[str, str]) -> str:
+        """``git range-diff`` of two series given as (base, tip) commit pairs. A high
+        creation factor pairs commits however much they differ: meant for one commit on
+        each side that the caller knows are the same patch."""
+        self.calls += 1
+        return run_git(["range-diff", "--no-color", "--creation-factor=1000",
+                        f"{old[0]}..{old[1]}",
+                        f"{new[0]}..{new[1]}"], repo=self.repo, env=self.env).stdout
     def apply_series(self, items: Sequence[SeriesItem], *, reverse: bool = False,
                      on_failure: str = "stop", batch: bool = True, per_patch: bool = True,
                      base: str | None = None) -> SeriesResult:

@@ -2,10 +2,11 @@
 // [layer_start, layer_end) loads only their tensors (token embeddings only when
 // layer_start == 0, output norm/head only when layer_end == n_layer).
 //
-// Uses only the public API (llama.h, gguf.h). It writes its own tiny model, so it
+// Uses only the public API (llama.h, gguf.h, ggml-cpu.h). It writes its own tiny model, so it
 // needs no network. Against the pristine pin it does not compile.
 
 #include "ggml.h"
+#include "ggml-cpu.h"
 #include "gguf.h"
 #include "llama.h"
 
@@ -82,7 +83,8 @@ static void write_model(const std::string & fname) {
     gguf_free(gctx);
 }
 
-// what the loader reports through the log: created tensors, model buffer sizes, errors
+// what the loader reports through the log: created tensors (each one placed by the catch-all
+// buffer type override below), model buffer sizes, errors
 struct load_log {
     std::set<std::string> tensors;
     double buffer_mib = 0.0;
@@ -92,10 +94,9 @@ struct load_log {
 static void log_cb(ggml_log_level level, const char * text, void * user_data) {
     auto * log = (load_log *) user_data;
     const std::string s = text;
-    const std::string tag = "loading tensor ";
-    size_t pos = s.find(tag);
-    if (pos != std::string::npos) {
-        log->tensors.insert(s.substr(pos + tag.size(), s.find_first_of("\n ", pos + tag.size()) - pos - tag.size()));
+    size_t pos = s.find(" buffer type overridden to ");
+    if (s.rfind("tensor ", 0) == 0 && pos != std::string::npos) {
+        log->tensors.insert(s.substr(7, s.find(' ', 7) - 7));
     }
     pos = s.find("model buffer size =");
     if (pos != std::string::npos) {
@@ -109,7 +110,10 @@ static void log_cb(ggml_log_level level, const char * text, void * user_data) {
 static llama_model * load(const std::string & fname, int32_t layer_start, int32_t layer_end, load_log & log) {
     llama_log_set(log_cb, &log);
     llama_model_params mparams = llama_model_default_params();
-    mparams.use_mmap    = false; // the buffer then holds exactly the loaded tensors
+    mparams.load_mode   = LLAMA_LOAD_MODE_NONE; // no mmap: the buffer then holds exactly the loaded tensors
+    // every created tensor goes to the CPU through this override, which logs its name
+    static const llama_model_tensor_buft_override cpu_for_all[] = { { ".*", ggml_backend_cpu_buffer_type() }, { nullptr, nullptr } };
+    mparams.tensor_buft_overrides = cpu_for_all;
     mparams.layer_start = layer_start;
     mparams.layer_end   = layer_end;
     llama_model * model = llama_model_load_from_file(fname.c_str(), mparams);
