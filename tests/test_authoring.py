@@ -15,8 +15,10 @@ from tests.builders import (
     Upstream,
     default_trailers,
     format_patch,
+    drop_blob,
     git,
     make_project,
+    make_upstream,
     replace_in,
 )
 
@@ -650,3 +652,29 @@ def test_edit_reset_clears_an_old_format_edit_state(cli, canonical: Path) -> Non
     r = cli("-C", str(canonical), "edit", "2", "--reset")
     assert r.code == 0, r.err
     assert "discarded an edit state this patchctl cannot use" in r.err
+
+
+def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, patches) -> None:
+    """Bug: `new --scope GLOB` left the Scope's files out of the edit work tree made
+    sparse because the upstream lacks a blob; the user had to `git sparse-checkout add`."""
+    up = make_upstream(tmp_path / "up", n_docs=2)
+    drop_blob(up, "docs/page0000.md")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin",
+               up.commits["base"]).code == 0
+    for name, text in patches:
+        (tmp_path / name).write_text(text)
+    imported(cli, project, *sorted(str(tmp_path / name) for name, _ in patches))
+    r = cli("-C", str(project), "new", "docs", "--concern", "docs", "--scope", "docs/*",
+            "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    assert (work / "docs/page0001.md").is_file()  # in Scope, and the upstream has it
+    assert not (work / "docs/page0000.md").exists()  # in Scope, but its blob is missing
+    assert not (work / "README.md").exists()  # outside Scope: still left out
+    (work / "docs/page0001.md").write_text("# Page 1\n\nBetter text.\n")
+    done = cli("-C", str(project), "refresh")
+    assert done.code == 0, done.err
+    text = (project / "stack/patches/0004-docs.patch").read_text()
+    assert "+Better text." in text and "page0000" not in text and "README" not in text

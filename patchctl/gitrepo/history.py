@@ -319,7 +319,9 @@ def snapshot_tree(work: Path) -> str:
                     input="".join(f"{p}\0" for p in skipped))
         sparse = (work / ".git" / "info" / "sparse-checkout").is_file()  # --sparse: git 2.34
         run_git(["add", "-A", *(["--sparse"] if sparse else []), "."], repo=work, env=env)
-        return run_git(["write-tree"], repo=work, env=env).stdout.strip()
+        # a blob the upstream lacks is left out by design; its tree entry stays as HEAD's
+        return run_git(["write-tree", *(["--missing-ok"] if skipped else [])], repo=work,
+                       env=env).stdout.strip()
 
 
 def _index_tags(work: Path) -> list[tuple[str, str]]:
