@@ -14,8 +14,8 @@ from patchctl import stackwrite
 from tests.builders import (
     Upstream,
     default_trailers,
-    format_patch,
     drop_blob,
+    format_patch,
     git,
     make_project,
     make_upstream,
