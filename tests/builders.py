@@ -297,3 +297,12 @@ def special_file(path: Path, kind: str) -> Iterator[Path]:
     finally:
         if sock is not None:
             sock.close()
+
+
+def drop_blob(upstream: Upstream, path: str) -> None:
+    """Make ``upstream`` lack one blob, like a mirror that leaves out its largest files."""
+    blob = git(upstream.path, "rev-parse", f"HEAD:{path}").strip()
+    loose = upstream.path / ".git/objects" / blob[:2] / blob[2:]
+    assert loose.is_file(), "the test upstream keeps its objects loose"
+    loose.unlink()
+    assert subprocess.run(["git", "-C", str(upstream.path), "cat-file", "-e", blob]).returncode != 0

@@ -46,7 +46,8 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
     NAME is a patch file name, its number, a unique part of a name, or a
     concern (default: every patch with a `Reproducer:` trailer). Needs cmake
     >= 3.21, ninja and a compiler (`pip install cmake ninja`). Writes
-    evidence/reproduce-<name>.json and .log.
+    evidence/reproduce-<name>.json and .log; a run of named patches writes
+    reproduce-<name>--<patch>.json per patch instead, leaving the other records alone.
     Exit 0 when every reproducer fails before and passes after, 1 otherwise.
     """
     from patchctl.reproduce import reproduce as run_reproduce
@@ -65,7 +66,7 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
         argv = ["patchctl", "-C", str(project), "reproduce", *names]
         argv += [f"--exclude={g}" for g in exclude] + (["--isolate"] if isolate else [])
         argv += ([f"--jobs={jobs}"] if jobs else []) + (["--keep"] if keep else [])
-        write_evidence(report, project / "evidence", argv)
+        write_evidence(report, project / "evidence", argv, per_patch=bool(names))
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -104,5 +105,5 @@ def _render(report: ReproduceReport) -> None:
                f"{d['incremental_steps']:.2f} s)"
                + ("; stopped at the first unexpected step (--keep)" if report.stopped_early
                   else ""))
-    if report.evidence:
-        click.echo(f"evidence: {report.evidence}")
+    for record in report.records:
+        click.echo(f"evidence: {record}")
