@@ -25,6 +25,7 @@ from patchctl import (
     gitrepo,
     grades,
     importing,
+    lint,
     patchtext,
     schemas,
     stackwrite,
@@ -43,6 +44,7 @@ from patchctl.stack import (
     check_commit_id,
     check_patch_name,
     render_lock,
+    resolve_name,
 )
 
 SERIES_HEADER = (
@@ -306,6 +308,7 @@ class EditResult:
     target: str
     new: bool
     applied: list[str]  # patches committed in the work tree, in order (target last if not new)
+    discarded: str = ""  # what --reset threw away, in words
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.EDIT, **asdict(self)}
@@ -329,18 +332,25 @@ def edit_dir(project: Path, *, create: bool = False) -> Path:
 
 
 def _find(stack: Stack, name: str) -> int:
-    """Index in the series of NAME: a file name, with or without .patch, or its number."""
-    entries = stack.series()
-    for i, e in enumerate(entries):
-        stem = e.name.removesuffix(".patch")
-        if name in (e.name, stem, stem.split("-", 1)[-1]) or \
-                (name.isdigit() and stem.startswith(f"{int(name):04d}-")):
-            return i
-    loose = [i for i, e in enumerate(entries) if name in e.name]
-    if len(loose) == 1:
-        return loose[0]
-    raise InputError(f"{name!r} is not in {stack.series_path}; "
-                     "`patchctl series` lists the patches")
+    """Index in the series of the patch NAME names (``stack.resolve_name``: the one way)."""
+    return resolve_name([e.name for e in stack.series()], name, where=str(stack.series_path))
+
+
+def open_edit(project: Path) -> EditState | None:
+    """The open edit's state (target, base, tree), or None when no edit is open."""
+    state = _load_edit(project)
+    return state if state is not None and (edit_dir(project) / "work" / ".git").is_dir() else None
+
+
+def close_clean_edit(project: Path, what: str) -> None:
+    """Before a verb reorders or rewrites the stack: an edit that holds nothing
+    unrefreshed is closed (its work tree would go stale); one that does refuses."""
+    state = open_edit(project)
+    if state is not None and (state.new or
+                              gitrepo.snapshot_tree(edit_dir(project) / "work") != state.tree):
+        raise InputError(f"the edit of {state.target} has changes not yet refreshed; run "
+                         f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
+    shutil.rmtree(edit_dir(project), ignore_errors=True)
 
 
 def _load_edit(project: Path) -> EditState | None:
@@ -358,10 +368,11 @@ def _load_edit(project: Path) -> EditState | None:
 
 
 def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
-                target: str, header: str | None) -> EditResult:
-    state = None if reset else _load_edit(project)  # --reset is the way out of a bad state
+                target: str, header: str | None, scope: Sequence[str] = ()) -> EditResult:
     work = edit_dir(project, create=True) / "work"
-    if state is not None and not reset and (work / ".git").is_dir() and \
+    discarded = _discarding(project, work) if reset else ""
+    state = None if reset else _load_edit(project)  # --reset clears any state, even a bad one
+    if state is not None and (work / ".git").is_dir() and \
             gitrepo.snapshot_tree(work) != state.tree:
         raise InputError(f"the edit of {state.target} in {work} has changes not yet "
                          "refreshed; run `patchctl refresh`, or pass --reset to discard them")
@@ -373,7 +384,9 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
     patches = stack.patches()
     touched = [path for p in patches for f in p.files for path in f.paths]
-    gitrepo.scratch_checkout(upstream, work, pin.commit, needed=touched)
+    gitrepo.scratch_checkout(  # a sparse work tree still holds the new patch's Scope
+        upstream, work, pin.commit, needed=touched,
+        wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None)
     applied: list[str] = []
     base = pin.commit
     for i, p in enumerate(patches[:upto]):
@@ -387,7 +400,19 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
     state = EditState(stack=str(stack.root), pin=pin.commit, target=target, base=base,
                       new=header is not None, header=header, tree=gitrepo.snapshot_tree(work))
     statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
-    return EditResult(str(work), target, header is not None, applied)
+    return EditResult(str(work), target, header is not None, applied, discarded)
+
+
+def _discarding(project: Path, work: Path) -> str:
+    """What ``--reset`` is about to throw away, in words ("" when nothing)."""
+    try:
+        state = _load_edit(project)
+    except InputError as e:
+        return f"an edit state this patchctl cannot use ({e})"
+    if state is None:
+        return "a work tree without edit state" if work.exists() else ""
+    changed = (work / ".git").is_dir() and gitrepo.snapshot_tree(work) != state.tree
+    return f"the edit of {state.target}" + (" and its unrefreshed changes" if changed else "")
 
 
 def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,
@@ -400,28 +425,63 @@ def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,
 
 def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern: str,
               scope: list[str], subject: str | None = None, reset: bool = False,
-              assisted_by: Sequence[str] = ()) -> EditResult:
+              assisted_by: Sequence[str] = (), body: str = "",
+              trailers: Sequence[tuple[str, str]] = ()) -> EditResult:
     """Open the edit work tree on top of the whole stack for a patch not yet written;
-    ``refresh`` writes it and appends it to the series."""
+    ``refresh`` writes it and appends it to the series. NAME may carry the next
+    number (``0004-foo``); ``trailers`` join (or, for Upstream-Status, replace) the
+    defaults and are checked as verify checks them."""
     with stackwrite.stack_lock(project, f"new in {stack.root}"):
         names = [e.name for e in stack.series()]
         try:
             check_patch_name(name, subdirs=False)
         except StackError as e:
             raise InputError(f"NAME: {e}") from e
-        file = name if name.endswith(".patch") and name[:5].rstrip("-").isdigit() else \
-            patchtext.numbered_name(patchtext.next_number(names), name.removesuffix(".patch"))
+        file, stem = _new_file_name(names, name)
         if file in names or os.path.lexists(stack.patches_dir / file):
             raise InputError(f"{file} already exists in {stack.patches_dir}")
         if not scope:
             raise InputError("--scope: give at least one path glob the patch may touch")
+        extra = _check_trailers(trailers)
+        status = [v for k, v in extra if k == "Upstream-Status"] or ["Pending"]
         header = patchtext.mail_header(
             author=gitrepo.author_ident(), date=patchtext.now_rfc2822(),
-            subject=subject or name.removesuffix(".patch"), body="",
-            trailers=[("Concern", concern), ("Upstream-Status", "Pending"),
-                      ("Scope", " ".join(scope)), *(("Assisted-by", t) for t in assisted_by)])
+            subject=subject or stem, body=body.strip("\n"),
+            trailers=[("Concern", concern), ("Upstream-Status", status[-1]),
+                      ("Scope", " ".join(scope)),
+                      *((k, v) for k, v in extra if k != "Upstream-Status"),
+                      *(("Assisted-by", t) for t in assisted_by)])
         return _start_edit(project, stack, upstream, len(names), reset=reset, target=file,
-                           header=header)
+                           header=header, scope=scope)
+
+
+def _new_file_name(names: list[str], name: str) -> tuple[str, str]:
+    """(file name, name without number or .patch) of a new patch called NAME: numbered
+    with the next number, or carrying it already (a different number is refused)."""
+    stem = name.removesuffix(".patch")
+    number = patchtext.next_number(names)
+    head, sep, rest = stem.partition("-")
+    if sep and rest and head.isdigit() and len(head) == 4:
+        if int(head) != number:
+            raise InputError(f"NAME {name} carries number {head}, but the next patch is "
+                             f"{number:04d}; give {number:04d}-{rest}, or just {rest}")
+        stem = rest
+    return patchtext.numbered_name(number, stem), stem
+
+
+_OWN_OPTION = {"Concern": "--concern", "Scope": "--scope", "Assisted-by": "--assisted-by"}
+
+
+def _check_trailers(trailers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    out = []
+    for key, value in trailers:
+        if key in _OWN_OPTION:
+            raise InputError(f"--trailer {key}=...: set it with {_OWN_OPTION[key]}")
+        problem = lint.trailer_problem(key, value)
+        if problem:
+            raise InputError(f"--trailer {key}={value}: {problem}")
+        out.append((key, value.strip()))
+    return out
 
 
 def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> RefreshResult:

@@ -124,6 +124,23 @@ def parent_dirs(path: str) -> list[str]:
     return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
+_TRAILER_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+
+
+def trailer_problem(key: str, value: str) -> str | None:
+    """What verify would call an error in the trailer ``key: value``, or None."""
+    if not _TRAILER_KEY.match(key):
+        return f"{key!r} is not a trailer key (letters, digits and '-')"
+    if not value.strip() or "\n" in value:
+        return f"`{key}:` needs a value on one line"
+    if key == "Upstream-Status" and not UPSTREAM_STATUS_STRICT.match(f"{key}: {value}"):
+        return ("use exactly `Upstream-Status: Pending|Submitted [where]|Backport [ref]|Denied|"
+                "Inappropriate [why]|Inactive-Upstream [...]`")
+    if key == "Reproducer" and not _under_reproducers(value.strip()):
+        return f"`Reproducer: {value}` must be a path under reproducers/"
+    return None
+
+
 def _under_reproducers(path: str) -> bool:
     parts = PurePosixPath(path).parts
     return len(parts) >= 2 and parts[0] == "reproducers" and ".." not in parts

@@ -111,6 +111,54 @@ def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
     return "\n".join(lines[:cut]).strip("\n"), trailers
 
 
+def trailers(patch: Patch) -> list[tuple[str, str]]:
+    """Every trailer of a patch in order (all keys, not only those patchctl reads)."""
+    lines = header_text(patch).split("\n")
+    if patch.mail_form:
+        lines = lines[lines.index("") + 1:] if "" in lines else []
+        return split_trailers("\n".join(lines))[1]
+    return [(m.group(1), m.group(2).strip()) for ln in lines if (m := _TRAILER.match(ln))]
+
+
+def set_trailer(header: str, key: str, value: str | None, *, mail_form: bool = True) -> str:
+    """``header`` (``header_text`` output) with every ``key:`` line replaced by one
+    ``key: value`` where the first stood, or appended to the trailers; removed with None.
+
+    In mail form only the trailer block (the message's last paragraph) is
+    touched; in DEP-3 form, the header's ``Key: value`` lines.
+    """
+    lines = header.rstrip("\n").split("\n") if header.strip() else []
+    start = 0
+    if mail_form:
+        start = lines.index("") + 1 if "" in lines else len(lines)
+        cut = len(lines)
+        while cut > start and lines[cut - 1].strip():
+            cut -= 1
+        block = lines[cut:]
+        if block and all(_TRAILER.match(ln) or ln[:1] in " \t" for ln in block):
+            start = cut
+        else:
+            start = len(lines)
+    out = lines[:start]
+    placed = False
+    skipping = False
+    for ln in lines[start:]:
+        m = _TRAILER.match(ln)
+        if skipping and ln[:1] in " \t":
+            continue  # a continuation of a replaced line
+        skipping = bool(m and m.group(1).lower() == key.lower())
+        if not skipping:
+            out.append(ln)
+        elif not placed and value is not None and m:
+            out.append(f"{m.group(1)}: {value}")  # the spelling already there
+            placed = True
+    if not placed and value is not None:
+        if mail_form and start == len(lines):
+            out.append("")  # a new trailer block after the body
+        out.append(f"{key}: {value}")
+    return "\n".join(out) + "\n"
+
+
 def reparse(text: str, *, name: str, path: Path, strip: int = 1) -> Patch:
     return parse_patch(text.encode("utf-8", "surrogateescape"), path=path, name=name, strip=strip)
 

@@ -23,7 +23,7 @@ import shutil
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
-from patchctl.stack import Stack
+from patchctl.stack import Stack, select_names
 
 MIN_CMAKE = (3, 21)
 BEFORE, AFTER = "before", "after"
@@ -145,7 +145,8 @@ class ReproduceReport:
     patches: list[PatchResult] = field(default_factory=list)
     seconds: float = 0.0
     stopped_early: bool = False
-    evidence: str | None = None
+    evidence: str | None = None  # the (first) record written
+    records: list[str] = field(default_factory=list)  # every record written
 
     @property
     def ok(self) -> bool:
@@ -166,7 +167,7 @@ class ReproduceReport:
             "seconds": {"total": round(self.seconds, 3), "cold_steps": round(cold, 3),
                         "incremental_steps": round(sum(sum(s.seconds.values())
                                                        for s in self.steps()) - cold, 3)},
-            "evidence": self.evidence,
+            "evidence": self.evidence, "records": self.records,
         }
 
 
@@ -244,26 +245,19 @@ def reproduce(stack: Stack, upstream: Path, *, project: Path, names: Sequence[st
 def select(patches: Sequence[Patch], names: Sequence[str]) -> list[int]:
     """0-based indexes of the patches to reproduce, in series order.
 
-    No names: every patch with a ``Reproducer:``. A name is a patch file name
-    (with or without ``.patch``), its 1-based number, or a concern.
+    No names: every patch with a ``Reproducer:``. A name is what
+    ``stack.resolve_name`` accepts (file name, number, unique part of a name)
+    or, failing that, a concern: every patch of it that has a reproducer.
     """
     if not names:
         return [i for i, p in enumerate(patches) if p.reproducer]
-    chosen: set[int] = set()
-    for name in names:
-        hits = [i for i, p in enumerate(patches)
-                if name in (p.name, p.name.removesuffix(".patch"), str(i + 1))]
-        if not hits:
-            hits = [i for i, p in enumerate(patches) if p.concern == name and p.reproducer]
-        if not hits:
-            raise InputError(f"no patch named {name!r} in the series (give a file name, a "
-                             "number or a concern; see `patchctl series`)")
-        for i in hits:
-            if not patches[i].reproducer:
-                raise InputError(f"{patches[i].name} has no `Reproducer:` trailer; add one "
-                                 "naming its project under reproducers/")
-        chosen.update(hits)
-    return sorted(chosen)
+    chosen = select_names([p.name for p in patches], names,
+                          concerns=[p.concern if p.reproducer else None for p in patches])
+    for i in chosen:
+        if not patches[i].reproducer:
+            raise InputError(f"{patches[i].name} has no `Reproducer:` trailer; add one "
+                             "naming its project under reproducers/")
+    return chosen
 
 
 def reproducer_dir(project: Path, patch: Patch) -> Path:
@@ -495,18 +489,39 @@ def _slug(path: str) -> str:
 # -- evidence ---------------------------------------------------------------------------
 
 
-def write_evidence(report: ReproduceReport, evidence_dir: Path, argv: list[str]) -> Path:
-    """evidence/reproduce-<name>.json (+ .log with every step's transcript), from this run."""
+def write_evidence(report: ReproduceReport, evidence_dir: Path, argv: list[str], *,
+                   per_patch: bool = False) -> list[Path]:
+    """evidence/reproduce-<name>.json (+ .log with every step's transcript), from this run.
+
+    ``per_patch`` (a run of named patches): one record per patch instead,
+    reproduce-<name>--<patch>.json, so the whole stack's record and other
+    patches' records keep their own results."""
+    stem = "reproduce-" + _safe(report.name)
+    if per_patch:
+        paths = [_write_record(replace(report, patches=[p]), evidence_dir, argv,
+                               f"{stem}--{_safe(p.name.removesuffix('.patch'))}")
+                 for p in report.patches]
+    else:
+        paths = [_write_record(report, evidence_dir, argv, stem)]
+    report.records = [str(p) for p in paths]
+    report.evidence = report.records[0] if paths else None
+    return paths
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name)
+
+
+def _write_record(report: ReproduceReport, evidence_dir: Path, argv: list[str],
+                  name: str) -> Path:
     from patchctl.evidence import record_steps
 
     parts = [f"==== {r.name} {s.role} (pin + {s.prefix}): {s.result}\n"
              + Path(s.log).read_text(encoding="utf-8", errors="replace")
              for r in report.patches for s in (r.before, r.after)
              if s.log and Path(s.log).is_file()]
-    path = record_steps(
-        "reproduce-" + re.sub(r"[^A-Za-z0-9._-]+", "-", report.name), evidence_dir=evidence_dir,
+    return record_steps(
+        name, evidence_dir=evidence_dir,
         argv=argv, started=report.started, seconds=report.seconds, ok=report.ok,
         stack={"name": report.name, "pin": report.pin, "fingerprint": report.fingerprint},
         log="\n".join(parts).encode("utf-8"), extra={"reproduce": report.to_dict()})
-    report.evidence = str(path)
-    return path

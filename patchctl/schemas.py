@@ -18,6 +18,13 @@ APPLY = "patchctl.apply/1"
 SERIES = "patchctl.series/1"
 REPRODUCE = "patchctl.reproduce/1"
 EVIDENCE = "patchctl.evidence/2"
+DELETE = "patchctl.delete/1"
+RENAME = "patchctl.rename/1"
+MOVE = "patchctl.move/1"
+FOLD = "patchctl.fold/1"
+SPLIT = "patchctl.split/1"
+HEADER = "patchctl.header/1"
+DIFF = "patchctl.diff/1"
 
 # private state files under <project>/.patchctl/
 REBASE_STATE = "patchctl.rebase-state/2"

@@ -6,7 +6,7 @@ No git here. Formats are documented in docs/FORMATS.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ LOCK_FORMAT = 1
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _STRIP = re.compile(r"^-p(\d+)$")
+_NUMBER = re.compile(r"^(\d+)-")
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,12 @@ class Stack:
             return None
         return parse_lock(_read_text(self.lock_path), source=self.lock_path)
 
+    def resolve(self, query: str) -> SeriesEntry:
+        """The series entry QUERY names (see ``resolve_name``)."""
+        entries = self.series()
+        return entries[resolve_name([e.name for e in entries], query,
+                                    where=str(self.series_path))]
+
     def patches(self) -> list[Patch]:
         entries = self.series()
         patches = []
@@ -161,6 +168,83 @@ def parse_series(text: str, *, source: Path | str = SERIES) -> list[SeriesEntry]
     return entries
 
 
+class PatchNameError(StackError):
+    """A name on the command line names no patch, or several; ``candidates`` lists them."""
+
+    def __init__(self, message: str, candidates: Sequence[str]) -> None:
+        super().__init__(message)
+        self.candidates = list(candidates)
+
+
+def resolve_name(names: Sequence[str], query: str, *, where: str = SERIES) -> int:
+    """0-based position in ``names`` (series order) of the one patch ``query`` names.
+
+    The one way every command names an existing patch (docs/FORMATS.md), tried
+    in this order; the first rule that matches anything decides:
+
+    1. the file name, with or without ``.patch``;
+    2. a number (``2``, ``0002``): the patch at that position in the series, or
+       the patch whose file name carries that number (``0002-...``);
+    3. the name without its number and ``.patch`` (``tiny-bump-op-02``);
+    4. a part of the file name that only one patch has (``bump``).
+
+    Naming several patches, or none, raises ``PatchNameError`` (exit 2) listing
+    the candidates.
+    """
+    query = query.strip()
+    stems = [n.removesuffix(".patch") for n in names]
+    rules: list[Callable[[int], bool]] = [
+        lambda i: query in (names[i], stems[i]),
+        lambda i: query.isdigit() and (int(query) == i + 1 or _number(names[i]) == int(query)),
+        lambda i: _NUMBER.sub("", stems[i]) == query,
+        lambda i: bool(query) and query in names[i],
+    ]
+    for rule in rules:
+        hits = [i for i in range(len(names)) if rule(i)]
+        if len(hits) == 1:
+            return hits[0]
+        if hits:
+            listed = [names[i] for i in hits]
+            raise PatchNameError(
+                f"{query!r} names {len(hits)} patches in {where} ({_listing(listed)}); "
+                "give the file name", listed)
+    import difflib
+
+    close = difflib.get_close_matches(query, [*names, *stems], n=5, cutoff=0.5)
+    close = list(dict.fromkeys(n if n in names else f"{n}.patch" for n in close))
+    hint = f" (did you mean {_listing(close)}?)" if close else ""
+    raise PatchNameError(f"no patch named {query!r} in {where}{hint}; give a file name, a "
+                         "number or a unique part of a name (`patchctl series` lists them)",
+                         close)
+
+
+def select_names(names: Sequence[str], queries: Sequence[str], *,
+                 concerns: Sequence[str | None] | None = None, where: str = SERIES) -> list[int]:
+    """Positions (series order, each once) of the patches ``queries`` name, for commands
+    that take several: each query as ``resolve_name`` reads it or, given ``concerns``
+    (each patch's, or None), a concern standing for every patch of it."""
+    chosen: set[int] = set()
+    for query in queries:
+        try:
+            chosen.add(resolve_name(names, query, where=where))
+        except PatchNameError:
+            hits = [i for i, c in enumerate(concerns or ()) if c is not None and c == query]
+            if not hits:
+                raise
+            chosen.update(hits)
+    return sorted(chosen)
+
+
+def _number(name: str) -> int | None:
+    m = _NUMBER.match(name)
+    return int(m.group(1)) if m else None
+
+
+def _listing(names: Sequence[str], limit: int = 5) -> str:
+    more = f", and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
 _NAME_PART = re.compile(r"^[^.\s\\#\x00-\x1f\x7f][^\s\\#\x00-\x1f\x7f]*$")
 
 
@@ -190,21 +274,56 @@ def check_patch_name(name: str, *, subdirs: bool = True) -> str:
 def rewrite_series(text: str, *, dropped: Collection[str] = (), restrip: Collection[str] = (),
                    append: Sequence[str] = ()) -> str:
     """The series with entries dropped, strip levels reset to -p1, names appended;
-    comments, blank lines and order kept. The one way any command edits a series."""
+    comments, blank lines and order kept (``edit_series`` does the editing)."""
+    kept = [e.name for e in parse_series(text) if e.name not in dropped]
+    return edit_series(text, [*kept, *append], regenerated=restrip)
+
+
+def edit_series(text: str, order: Sequence[str], *, renamed: Mapping[str, str] | None = None,
+                regenerated: Collection[str] = ()) -> str:
+    """The series text with its entries replaced by ``order`` (the new names, in order):
+    the one way any command edits a series.
+
+    Comment and blank lines stay where they are; each entry line keeps its
+    options and inline comment, moving with its patch (``renamed`` maps an old
+    name to the new one). Entries slot into the old entry lines in order;
+    surplus entries go after the last one. ``regenerated`` names patches
+    rewritten in patchctl's form: their strip level goes back to -p1.
+    """
+    renamed = dict(renamed or {})
+    old_of = {new: old for old, new in renamed.items()}
+    lines = text.splitlines()
+    slots: list[int] = []
+    own: dict[str, str] = {}
+    for i, raw in enumerate(lines):
+        words = raw.split("#", 1)[0].split()
+        if words and not raw.lstrip().startswith("#"):
+            slots.append(i)
+            own[words[0]] = raw
+    rendered: list[str] = []
+    for name in order:
+        raw = own.get(old_of.get(name, name), name)
+        old = raw.split()[0]
+        at = raw.index(old)
+        if name in regenerated:
+            _, hash_, comment = raw.partition("#")
+            raw = name + (f"  {hash_}{comment}" if hash_ else "")
+        else:
+            raw = raw[:at] + name + raw[at + len(old):]
+        rendered.append(raw)
+    for slot, raw in zip(slots, rendered, strict=False):
+        lines[slot] = raw
+    drop = set(slots[len(rendered):])
+    extra = rendered[len(slots):]
     out: list[str] = []
-    for raw in text.splitlines():
-        body, hash_, comment = raw.partition("#")
-        words = body.split()
-        if not words or raw.lstrip().startswith("#"):
+    last = slots[-1] if slots else len(lines) - 1
+    for i, raw in enumerate(lines):
+        if i not in drop:
             out.append(raw)
-            continue
-        if words[0] in dropped:
-            continue
-        if words[0] in restrip:
-            raw = words[0] + (f"  {hash_}{comment}" if hash_ else "")
-        out.append(raw)
-    out += list(append)
-    return "\n".join(out) + "\n"
+        if i == last:
+            out += extra
+            extra = []
+    return "\n".join(out + extra) + "\n"
 
 
 def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:

@@ -315,24 +315,27 @@ class _Run:
                                                    int(m.group("line"))))
 
     def _explain(self, report: PatchReport, error: gitrepo.ApplyError | None) -> Failure:
-        """git's error, pointed at the patch's own file diff and hunk where it can be."""
-        patch = self.patches[report.index]
-        error = error or gitrepo.ApplyError("git apply failed")
-        if error.file is not None and error.line is not None:
-            path, at = error.file, error.line
-            for fdiff in patch.files:
-                if path not in fdiff.paths:
-                    continue
-                for n, hunk in enumerate(fdiff.hunks, start=1):
-                    if at in (hunk.source_start, hunk.target_start):
-                        return Failure(reason=f"hunk #{n} of {path} does not apply at fuzz 0: "
-                                       "its context or removed lines differ upstream",
-                                       file=path, hunk=n, line=hunk.line, upstream_line=at)
-                return Failure(reason=f"{path}: a hunk does not apply at line {at}", file=path,
-                               line=fdiff.line, upstream_line=at)
-        file = next((f.path for f in patch.files if f.path in error.message), None)
-        line = next((f.line for f in patch.files if f.path == file), None)
-        return Failure(reason=error.message, file=file, line=line)
+        return explain_failure(self.patches[report.index], error)
+
+
+def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
+    """git's error, pointed at the patch's own file diff and hunk where it can be."""
+    error = error or gitrepo.ApplyError("git apply failed")
+    if error.file is not None and error.line is not None:
+        path, at = error.file, error.line
+        for fdiff in patch.files:
+            if path not in fdiff.paths:
+                continue
+            for n, hunk in enumerate(fdiff.hunks, start=1):
+                if at in (hunk.source_start, hunk.target_start):
+                    return Failure(reason=f"hunk #{n} of {path} does not apply at fuzz 0: "
+                                   "its context or removed lines differ upstream",
+                                   file=path, hunk=n, line=hunk.line, upstream_line=at)
+            return Failure(reason=f"{path}: a hunk does not apply at line {at}", file=path,
+                           line=fdiff.line, upstream_line=at)
+    file = next((f.path for f in patch.files if f.path in error.message), None)
+    line = next((f.line for f in patch.files if f.path == file), None)
+    return Failure(reason=error.message, file=file, line=line)
 
 
 def _check_lock(stack: Stack, pin: Pin,

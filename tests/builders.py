@@ -245,6 +245,41 @@ def standard_patches(upstream: Upstream, scratch: Path) -> list[tuple[str, str]]
     ]
 
 
+# -- a synthetic stack of many narrow patches -----------------------------------------------
+
+
+def doc_patch_text(number: int, page: int, old: str, new: str, *, subject: str) -> str:
+    """A format-patch style patch changing line 3 of docs/pageNNNN.md from ``old`` to ``new``."""
+    path = f"docs/page{page:04d}.md"
+    return (
+        "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+        "From: Downstream Dev <dev@downstream.invalid>\n"
+        "Date: Thu, 1 Jan 2026 00:00:00 +0000\n"
+        f"Subject: [PATCH] {subject}\n\n"
+        f"Patch {number} of the synthetic stack.\n\n"
+        f"Concern: doc-{page:04d}\nUpstream-Status: Pending\nScope: {path}\n"
+        "---\n"
+        f" {path} | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n\n"
+        f"diff --git a/{path} b/{path}\n"
+        f"--- a/{path}\n+++ b/{path}\n"
+        "@@ -1,3 +1,3 @@\n"
+        f" # Page {page}\n \n-{old}\n+{new}\n"
+    )
+
+
+def many_patches(n: int = 50) -> list[tuple[str, str]]:
+    """``n`` patches against ``make_upstream(n_docs=n)``: patch k (1-based) edits page k-1,
+    except the last, which edits page 0 again on top of patch 1 (so it must come after it)."""
+    out: list[tuple[str, str]] = []
+    for k in range(1, n):
+        page = k - 1
+        out.append((f"{k:04d}-docs-page-{page:04d}.patch", doc_patch_text(
+            k, page, f"Text {page}.", f"Text {page}, patched.", subject=f"docs : page {page}")))
+    out.append((f"{n:04d}-docs-page-0000-again.patch", doc_patch_text(
+        n, 0, "Text 0, patched.", "Text 0, patched twice.", subject="docs : page 0 again")))
+    return out
+
+
 @contextlib.contextmanager
 def special_file(path: Path, kind: str) -> Iterator[Path]:
     """A FIFO (``kind`` "fifo") or a bound Unix socket ("socket") at ``path``, for the
@@ -262,3 +297,12 @@ def special_file(path: Path, kind: str) -> Iterator[Path]:
     finally:
         if sock is not None:
             sock.close()
+
+
+def drop_blob(upstream: Upstream, path: str) -> None:
+    """Make ``upstream`` lack one blob, like a mirror that leaves out its largest files."""
+    blob = git(upstream.path, "rev-parse", f"HEAD:{path}").strip()
+    loose = upstream.path / ".git/objects" / blob[:2] / blob[2:]
+    assert loose.is_file(), "the test upstream keeps its objects loose"
+    loose.unlink()
+    assert subprocess.run(["git", "-C", str(upstream.path), "cat-file", "-e", blob]).returncode != 0

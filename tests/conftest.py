@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.builders import Upstream, make_project, make_upstream, standard_patches
+from tests.builders import Upstream, make_project, make_upstream, many_patches, standard_patches
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tiny"
 
 # Property tests (tests/test_corpus_properties.py): a small, repeatable budget by default;
 # HYPOTHESIS_PROFILE=long runs thousands of random examples per property.
@@ -105,3 +107,30 @@ def patches(_upstream_template) -> list[tuple[str, str]]:
 @pytest.fixture
 def project(tmp_path: Path, upstream: Upstream, patches) -> Path:
     return make_project(tmp_path / "project", upstream, patches)
+
+
+@pytest.fixture
+def tiny(tmp_path: Path) -> Path:
+    """A copy of examples/tiny (its upstream is the bundle beside the stack)."""
+    dest = tmp_path / "tiny"
+    import shutil
+
+    shutil.copytree(EXAMPLE, dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def docs_upstream(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
+    old = os.environ.copy()
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    try:
+        return make_upstream(tmp_path_factory.mktemp("docs") / "upstream", n_docs=50)
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+@pytest.fixture
+def big(tmp_path: Path, docs_upstream: Upstream) -> Path:
+    """50 narrow patches, one doc page each; the 50th edits page 0 again after the 1st."""
+    return make_project(tmp_path / "big", docs_upstream, many_patches(50))

@@ -14,9 +14,11 @@ from patchctl import stackwrite
 from tests.builders import (
     Upstream,
     default_trailers,
+    drop_blob,
     format_patch,
     git,
     make_project,
+    make_upstream,
     replace_in,
 )
 
@@ -286,7 +288,7 @@ def test_refresh_and_edit_bad_input(cli, canonical: Path) -> None:
     r = cli("-C", str(canonical), "refresh")
     assert r.code == 2 and "no edit in progress" in r.err
     r = cli("-C", str(canonical), "edit", "no-such-patch")
-    assert r.code == 2 and "is not in" in r.err
+    assert r.code == 2 and "no patch named 'no-such-patch'" in r.err
     assert cli("-C", str(canonical), "edit", "1").code == 0
     r = cli("-C", str(canonical), "refresh", "2")
     assert r.code == 2 and "the open edit is of 0001" in r.err
@@ -587,3 +589,92 @@ def test_new_records_machine_assistance_as_assisted_by(cli, canonical: Path) -> 
     assert json.loads(brief.out)["patches"][0]["assistance"] == [
         {"tool": "ExampleTool", "files": ["src/util.c"],
          "trailer": "Assisted-by: ExampleTool [src/*]"}]
+
+
+def test_refresh_keeps_files_outside_the_sparse_edit_work_tree(cli, canonical: Path) -> None:
+    """Bug: in a sparse edit work tree, refresh silently dropped a file the user created
+    or changed outside the sparse paths."""
+    r = cli("-C", str(canonical), "edit", "1", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    git(work, "sparse-checkout", "set", "--no-cone", "/src/util.c")
+    assert not (work / "README.md").exists() and not (work / "CMakeLists.txt").exists()
+    (work / "docs").mkdir()
+    (work / "docs/notes.md").write_text("notes\n")
+    (work / "CMakeLists.txt").write_text("# replaced\n")
+    done = cli("-C", str(canonical), "refresh")
+    assert done.code == 0, done.err
+    text = (canonical / "stack/patches/0001-util-add-tiny_square.patch").read_text()
+    assert "+++ b/docs/notes.md" in text and "+# replaced" in text
+    assert "README.md" not in text  # left out by design, not deleted
+
+
+def test_new_accepts_a_name_with_the_next_number(cli, canonical: Path) -> None:
+    """Bug: `new 0004-foo` made 0004-0004-foo.patch; a wrong number is refused."""
+    wrong = cli("-C", str(canonical), "new", "0007-foo", "--concern", "c", "--scope", "x")
+    assert wrong.code == 2 and "the next patch is 0004" in wrong.err
+    r = cli("-C", str(canonical), "new", "0004-foo", "--concern", "c", "--scope", "x",
+            "--json")
+    assert r.code == 0, r.err
+    assert json.loads(r.out)["target"] == "0004-foo.patch"
+
+
+def test_new_sets_body_and_trailers(cli, canonical: Path) -> None:
+    """Bug: `new` could not set the body or trailers (Reproducer, Upstream-Status)."""
+    bad = cli("-C", str(canonical), "new", "cube", "--concern", "c", "--scope", "x",
+              "--trailer", "Upstream-Status=Maybe")
+    assert bad.code == 2 and "Upstream-Status" in bad.err
+    bad = cli("-C", str(canonical), "new", "cube", "--concern", "c", "--scope", "x",
+              "--trailer", "Reproducer=elsewhere/x")
+    assert bad.code == 2 and "under reproducers/" in bad.err
+    r = cli("-C", str(canonical), "new", "add-cube", "--concern", "cube", "--scope",
+            "src/util.c", "-m", "Why the cube.", "--trailer", "Reproducer=reproducers/cube",
+            "--trailer", "Upstream-Status=Submitted [https://example.org/1]", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "src/util.c").write_text((work / "src/util.c").read_text() + CUBE)
+    assert cli("-C", str(canonical), "refresh").code == 0
+    text = (canonical / "stack/patches/0004-add-cube.patch").read_text()
+    assert "Subject: [PATCH] add-cube\n\nWhy the cube.\n\nConcern: cube\n" \
+           "Upstream-Status: Submitted [https://example.org/1]\nScope: src/util.c\n" \
+           "Reproducer: reproducers/cube\n---\n" in text
+
+
+def test_edit_reset_clears_an_old_format_edit_state(cli, canonical: Path) -> None:
+    """Bug: `edit --reset` refused an edit state from an older patchctl instead of
+    clearing it."""
+    assert cli("-C", str(canonical), "edit", "1").code == 0
+    state = canonical / ".patchctl/edit/state.json"
+    data = json.loads(state.read_text())
+    data["schema"] = "patchctl.edit/1"
+    state.write_text(json.dumps(data))
+    assert cli("-C", str(canonical), "edit", "2").code == 2
+    r = cli("-C", str(canonical), "edit", "2", "--reset")
+    assert r.code == 0, r.err
+    assert "discarded an edit state this patchctl cannot use" in r.err
+
+
+def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, patches) -> None:
+    """Bug: `new --scope GLOB` left the Scope's files out of the edit work tree made
+    sparse because the upstream lacks a blob; the user had to `git sparse-checkout add`."""
+    up = make_upstream(tmp_path / "up", n_docs=2)
+    drop_blob(up, "docs/page0000.md")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin",
+               up.commits["base"]).code == 0
+    for name, text in patches:
+        (tmp_path / name).write_text(text)
+    imported(cli, project, *sorted(str(tmp_path / name) for name, _ in patches))
+    r = cli("-C", str(project), "new", "docs", "--concern", "docs", "--scope", "docs/*",
+            "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    assert (work / "docs/page0001.md").is_file()  # in Scope, and the upstream has it
+    assert not (work / "docs/page0000.md").exists()  # in Scope, but its blob is missing
+    assert not (work / "README.md").exists()  # outside Scope: still left out
+    (work / "docs/page0001.md").write_text("# Page 1\n\nBetter text.\n")
+    done = cli("-C", str(project), "refresh")
+    assert done.code == 0, done.err
+    text = (project / "stack/patches/0004-docs.patch").read_text()
+    assert "+Better text." in text and "page0000" not in text and "README" not in text

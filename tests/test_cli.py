@@ -175,3 +175,58 @@ def test_apply_exclude_leaves_paths_out(cli, tmp_path, project, upstream) -> Non
     assert r.code == 2
     assert "--exclude src/t*.c would leave out src/tiny.c" in r.err
     assert not (tmp_path / "t2").exists()
+
+
+# -- shell completion (click's) ----------------------------------------------------------
+
+
+def _complete(project: Path, *words: str, shell: str = "bash") -> list[str]:
+    """What the shell hook gets back for ``patchctl -C PROJECT WORDS...`` (last word partial)."""
+    import os
+    import subprocess
+    import sys
+
+    line = ["patchctl", "-C", str(project), *words]
+    env = {**os.environ, "_PATCHCTL_COMPLETE": f"{shell}_complete",
+           "COMP_WORDS": " ".join(line), "COMP_CWORD": str(len(line) - 1)}
+    r = subprocess.run([sys.executable, "-m", "patchctl"], env=env, capture_output=True,
+                       text=True, check=False)
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    return [ln.split(",", 1)[1] for ln in r.stdout.splitlines() if ln]
+
+
+def test_completion_of_patch_names(project: Path) -> None:
+    names = ["0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch",
+             "0003-tiny-declare-square.patch"]
+    assert _complete(project, "edit", "") == names
+    assert _complete(project, "move", "0002", "--after", "0") == names
+    assert _complete(project, "fold", "3", "--into", "0001") == names[:1]
+    assert _complete(project, "header", "square") == [names[0], names[2]]  # a part of a name
+    assert _complete(project, "reproduce", "0001-util-add-tiny_square.patch", "0003") == \
+        names[2:]
+    assert _complete(project, "del") == ["delete"]
+    assert _complete(project.parent / "nowhere", "edit", "") == []  # no stack: nothing, quietly
+
+
+def test_completion_of_refs(project: Path, upstream: Upstream) -> None:
+    from tests.builders import git
+
+    git(upstream.path, "tag", "v1.0", upstream.commits["readme"])
+    assert _complete(project, "rebase-pin", "") == ["master", "v1.0"]
+    assert _complete(project, "rebase-pin", "v") == ["v1.0"]
+    assert _complete(project, "ci", "tip", "v") == ["v1.0"]
+    assert _complete(project, "upstream-status", "--ref", "ma") == ["master"]
+    assert _complete(project, "draft-outreach", "--onto", "v") == ["v1.0"]
+
+
+def test_completion_scripts_for_each_shell() -> None:
+    import os
+    import subprocess
+    import sys
+
+    for shell, marker in (("bash", "complete -o nosort -F _patchctl_completion patchctl"),
+                          ("zsh", "#compdef patchctl"), ("fish", "complete --no-files")):
+        r = subprocess.run([sys.executable, "-m", "patchctl"], capture_output=True, text=True,
+                           env={**os.environ, "_PATCHCTL_COMPLETE": f"{shell}_source"},
+                           check=False)
+        assert r.returncode == 0 and marker in r.stdout, (shell, r.stdout[:200])

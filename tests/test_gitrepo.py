@@ -2,30 +2,20 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from patchctl import gitrepo
 from patchctl.errors import GitError
-from tests.builders import Upstream, git
-
-
-def _drop_blob(upstream: Upstream, path: str) -> None:
-    """Make ``upstream`` lack one blob, like a mirror that leaves out its largest files."""
-    blob = git(upstream.path, "rev-parse", f"HEAD:{path}").strip()
-    loose = upstream.path / ".git/objects" / blob[:2] / blob[2:]
-    assert loose.is_file(), "the test upstream keeps its objects loose"
-    loose.unlink()
-    assert subprocess.run(["git", "-C", str(upstream.path), "cat-file", "-e", blob]).returncode != 0
+from tests.builders import Upstream, drop_blob, git
 
 
 def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
                                                              upstream: Upstream) -> None:
     """Regression: a conflict worktree on a mirror without its big blobs failed with exit 3."""
     head = upstream.head
-    _drop_blob(upstream, "README.md")
+    drop_blob(upstream, "README.md")
     with pytest.raises(GitError):
         gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "full", head)
     work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", head,
@@ -34,6 +24,19 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     assert not (work / "README.md").exists()
     assert git(work, "status", "--porcelain") == ""
     assert gitrepo.index_tree(work) == upstream.tree(head)  # the index is still whole
+
+
+def test_sparse_scratch_checkout_writes_the_wanted_paths(tmp_path: Path,
+                                                         upstream: Upstream) -> None:
+    """Bug: `new --scope GLOB` left the Scope's files out of a sparse edit work tree
+    (``wanted``); a wanted path whose blob is missing stays out."""
+    drop_blob(upstream, "README.md")
+    work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", upstream.head,
+                                    needed=["src/util.c"],
+                                    wanted=lambda p: p.endswith((".txt", ".md")))
+    assert (work / "CMakeLists.txt").is_file() and (work / "src/util.c").is_file()
+    assert not (work / "README.md").exists() and not (work / "src/tiny.c").exists()
+    assert git(work, "status", "--porcelain") == ""
 
 
 def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstream: Upstream,

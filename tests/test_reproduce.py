@@ -214,6 +214,28 @@ def test_names_select_patches(cli, tmp_path, upstream, texts):
     assert r.code == 2 and "no patch named 'nope'" in r.err
 
 
+def test_a_named_run_keeps_other_patches_records(cli, tmp_path, upstream, texts):
+    """Bug: `reproduce NAME` overwrote the one per-stack record, so a run for one patch
+    lost the result another run recorded for another patch."""
+    project = _project(tmp_path, upstream, texts, ["square", "cube"])
+    evidence = project / "evidence"
+    assert cli("-C", str(project), "reproduce", "square").code == 0
+    whole = cli("-C", str(project), "reproduce")
+    assert whole.code == 0
+    stack_record = (evidence / "reproduce-tiny.json").read_bytes()
+    code, report = _run_json(cli, project, "cube")
+    assert code == 0 and report["records"] == [str(evidence / "reproduce-tiny--0002-cube.json")]
+    assert (evidence / "reproduce-tiny.json").read_bytes() == stack_record
+    square = json.loads((evidence / "reproduce-tiny--0001-square.json").read_text())
+    assert [p["name"] for p in square["extra"]["reproduce"]["patches"]] == ["0001-square.patch"]
+    cube = json.loads((evidence / "reproduce-tiny--0002-cube.json").read_text())
+    assert cube["argv"][-1] == "cube" and cube["exit_code"] == 0
+    brief = cli("-C", str(project), "draft-outreach", "--json", "0001")
+    files = {e["file"] for e in json.loads(brief.out)["patches"][0]["evidence"]}
+    assert {"evidence/reproduce-tiny.json", "evidence/reproduce-tiny--0001-square.json"} <= files
+    assert "evidence/reproduce-tiny--0002-cube.json" not in files
+
+
 def test_patch_without_reproducer_trailer_is_bad_input(cli, tmp_path, upstream, patches):
     project = make_project(tmp_path / "project", upstream, patches)
     r = cli("-C", str(project), "reproduce", "0002-tiny-bump-op-02.patch")

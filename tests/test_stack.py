@@ -5,7 +5,19 @@ from __future__ import annotations
 import pytest
 
 from patchctl.errors import StackError
-from patchctl.stack import Lock, LockedPatch, Pin, parse_lock, parse_pin, parse_series, render_lock
+from patchctl.stack import (
+    Lock,
+    LockedPatch,
+    PatchNameError,
+    Pin,
+    edit_series,
+    parse_lock,
+    parse_pin,
+    parse_series,
+    render_lock,
+    resolve_name,
+    select_names,
+)
 
 
 def test_series_comments_blanks_and_strip() -> None:
@@ -67,6 +79,71 @@ def test_atomic_write_keeps_normal_permissions(tmp_path) -> None:
         os.umask(old)
 
 
+# -- naming a patch: one resolver (docs/FORMATS.md) ---------------------------------------
+
+NAMES = ["0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch",
+         "0003-tiny-declare-square.patch"]
+
+
+@pytest.mark.parametrize(("query", "index"), [
+    ("0002-tiny-bump-op-02.patch", 1),  # file name
+    ("0002-tiny-bump-op-02", 1),  # without .patch
+    ("2", 1), ("0002", 1), ("02", 1),  # number
+    ("tiny-bump-op-02", 1),  # without number and .patch
+    ("bump", 1),  # a unique part
+    ("util-add", 0),
+])
+def test_resolve_name_accepts_each_form(query: str, index: int) -> None:
+    assert resolve_name(NAMES, query) == index
+
+
+def test_resolve_name_ambiguous_and_unknown_list_candidates() -> None:
+    with pytest.raises(PatchNameError, match="names 2 patches") as e:
+        resolve_name(NAMES, "square")
+    assert e.value.candidates == [NAMES[0], NAMES[2]]
+    assert e.value.exit_code == 2 and "\n" not in str(e.value)
+    with pytest.raises(PatchNameError, match="no patch named 'tiny-bump-op-03'") as e:
+        resolve_name(NAMES, "tiny-bump-op-03")
+    assert NAMES[1] in e.value.candidates and NAMES[1] in str(e.value)
+    with pytest.raises(PatchNameError, match="no patch named '9'"):
+        resolve_name(NAMES, "9")
+
+
+def test_resolve_name_position_and_file_number_that_disagree_is_ambiguous() -> None:
+    """After a move, `2` is the second patch while another file starts with 0002-:
+    guessing either would act on the wrong patch."""
+    moved = [NAMES[1], NAMES[0], NAMES[2]]
+    assert resolve_name(moved, "3") == 2  # position and number agree
+    with pytest.raises(PatchNameError, match="names 2 patches") as e:
+        resolve_name(moved, "2")
+    assert sorted(e.value.candidates) == sorted(NAMES[:2])
+
+
+def test_edit_series_keeps_comments_options_and_inline_comments() -> None:
+    text = "# head\n0001-a.patch\n\n# middle\n0002-b.patch -p0  # why\n0003-c.patch\n"
+    assert edit_series(text, ["0002-b.patch", "0001-a.patch", "0003-c.patch"]) == \
+        "# head\n0002-b.patch -p0  # why\n\n# middle\n0001-a.patch\n0003-c.patch\n"
+    assert edit_series(text, ["0001-a.patch", "0003-c.patch"]) == \
+        "# head\n0001-a.patch\n\n# middle\n0003-c.patch\n"
+    assert edit_series(text, ["0001-a.patch", "0002-x.patch", "0003-c.patch"],
+                       renamed={"0002-b.patch": "0002-x.patch"}) == \
+        "# head\n0001-a.patch\n\n# middle\n0002-x.patch -p0  # why\n0003-c.patch\n"
+    assert edit_series(text, ["0001-a.patch", "0002-b.patch", "0004-d.patch", "0003-c.patch"],
+                       regenerated=["0002-b.patch"]) == \
+        "# head\n0001-a.patch\n\n# middle\n0002-b.patch  # why\n0004-d.patch\n0003-c.patch\n"
+    assert parse_series(edit_series("# only a comment\n", ["0001-a.patch"]))[0].name == \
+        "0001-a.patch"
+
+
+def test_select_names_takes_several_and_concerns() -> None:
+    concerns = ["square", "bump", "square"]
+    assert select_names(NAMES, ["3", "bump", "0001"]) == [0, 1, 2]
+    assert select_names(NAMES, ["square"], concerns=concerns) == [0, 2]  # a concern
+    assert select_names(NAMES, ["declare", "square"], concerns=concerns) == [0, 2]
+    with pytest.raises(PatchNameError, match="names 2 patches"):
+        select_names(NAMES, ["square"])  # without concerns: ambiguous
+    with pytest.raises(PatchNameError, match="no patch named 'cube'"):
+        select_names(NAMES, ["cube"], concerns=concerns)
 def test_series_refuses_two_strip_options() -> None:
     """Regression: `-p1 -p0` in a series line silently took the last."""
     with pytest.raises(StackError, match="has -p1 -p0: give one -pN"):

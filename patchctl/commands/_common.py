@@ -58,6 +58,40 @@ def resolve_upstream(spec: str | None, pin: Pin, stack: Stack | None = None) -> 
     return gitrepo.git_dir(path)
 
 
+def _completion_project(ctx: click.Context) -> Path:
+    return Path(ctx.find_root().params.get("project") or ".")
+
+
+def complete_patch(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion: the series' patch names starting with (else containing) the word."""
+    try:
+        names = [e.name for e in find_stack(_completion_project(ctx)).series()]
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+    starts = [n for n in names if n.startswith(incomplete)]
+    return starts or [n for n in names if incomplete in n]
+
+
+def complete_ref(ctx: click.Context, param: click.Parameter, incomplete: str) -> list[str]:
+    """Shell completion: branches and tags of the upstream, when it is here already
+    (a local clone, a bundle, or a URL already in the cache; never fetched)."""
+    from patchctl import gitrepo
+
+    try:
+        stack = find_stack(_completion_project(ctx))
+        pin = stack.pin()
+        spec = ctx.params.get("upstream") or os.environ.get("PATCHCTL_UPSTREAM")
+        if spec is None and _URL.match(pin.url):
+            repo = gitrepo.upstream_cache_dir(pin.url)
+            if not repo.is_dir():
+                return []
+        else:
+            repo = resolve_upstream(spec, pin, stack)
+        return [r for r in gitrepo.ref_names(repo) if r.startswith(incomplete)]
+    except Exception:  # completion must never print a traceback into the shell
+        return []
+
+
 def progress(message: str) -> None:
     """Progress goes to stderr, and only to a terminal, so pipes and --json stay clean."""
     if sys.stderr.isatty() and not os.environ.get("PATCHCTL_QUIET"):

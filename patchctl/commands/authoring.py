@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import click
 
 from patchctl.commands._common import (
+    complete_patch,
     emit_json,
     exit_for,
     json_option,
@@ -66,27 +67,41 @@ def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None
 @click.option("--assisted-by", "assisted_by", multiple=True, metavar="TOOL",
               help="Record machine assistance as an `Assisted-by: TOOL [globs]` trailer "
               "(never Co-authored-by); draft-outreach lists it for the submitter's disclosure.")
+@click.option("--message", "-m", "message", default="", metavar="TEXT",
+              help="The patch's body (the text between subject and trailers).")
+@click.option("--trailer", "trailers", multiple=True, metavar="KEY=VALUE",
+              help="Add a trailer (e.g. Reproducer=reproducers/x, Upstream-Status=Submitted "
+              "[url]), checked as verify checks it; repeat for more.")
 @click.option("--reset", is_flag=True, help="Discard an open edit that was not refreshed.")
 @upstream_option
 @json_option
 @click.pass_context
 def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
-        subject: str | None, assisted_by: tuple[str, ...], reset: bool, upstream: str | None,
-        as_json: bool) -> None:
+        subject: str | None, assisted_by: tuple[str, ...], message: str,
+        trailers: tuple[str, ...], reset: bool, upstream: str | None, as_json: bool) -> None:
     """Start a new patch after the last one: opens the edit work tree with the whole stack
-    applied; make the change there, then `patchctl refresh` writes the patch."""
+    applied (the Scope's files included); make the change there, then `patchctl refresh`
+    writes the patch. NAME may carry the next number (0004-foo)."""
     from patchctl.authoring import new_patch
 
+    pairs = []
+    for t in trailers:
+        key, sep, value = t.partition("=")
+        if not sep:
+            raise click.BadParameter(f"{t!r} is not KEY=VALUE", param_hint="--trailer")
+        pairs.append((key.strip(), value))
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
     result = new_patch(project_dir(ctx), stack, repo, name, concern=concern, scope=list(scope),
-                       subject=subject, reset=reset, assisted_by=assisted_by)
+                       subject=subject, reset=reset, assisted_by=assisted_by, body=message,
+                       trailers=pairs)
     _edit_report(result, as_json)
 
 
 @click.command()
-@click.argument("name")
-@click.option("--reset", is_flag=True, help="Discard an open edit that was not refreshed.")
+@click.argument("name", shell_complete=complete_patch)
+@click.option("--reset", is_flag=True, help="Discard the open edit (refreshed or not, "
+              "or left by an older patchctl), saying what it discards.")
 @upstream_option
 @json_option
 @click.pass_context
@@ -94,7 +109,8 @@ def edit(ctx: click.Context, name: str, reset: bool, upstream: str | None,
          as_json: bool) -> None:
     """Open a work tree at the pin with the patches up to NAME applied as commits.
 
-    Change the files there (commit or not), then `patchctl refresh`.
+    Change the files there (commit or not), then `patchctl refresh`. NAME is a
+    file name, a number or a unique part of a name (`patchctl series`).
     """
     from patchctl.authoring import edit_patch
 
@@ -108,13 +124,15 @@ def _edit_report(result: EditResult, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
         return
+    if result.discarded:
+        click.echo(f"discarded {result.discarded}", err=True)
     what = "new patch" if result.new else "patch"
     click.echo(f"{result.work}: the pin + {len(result.applied)} patches as commits")
     click.echo(f"edit the {what} {result.target} there, then run `patchctl refresh`")
 
 
 @click.command()
-@click.argument("name", required=False)
+@click.argument("name", required=False, shell_complete=complete_patch)
 @json_option
 @click.pass_context
 def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:

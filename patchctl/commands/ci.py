@@ -9,6 +9,7 @@ import click
 
 from patchctl.ci.workflows import DEFAULT_CRON, DEFAULT_LANES, DEFAULT_OUT
 from patchctl.commands._common import (
+    complete_ref,
     emit_json,
     end_progress,
     exit_for,
@@ -142,7 +143,7 @@ def run(ctx: click.Context, lane: str, upstream: str | None, work: Path | None,
 
 
 @ci.command()
-@click.argument("ref", default="HEAD")
+@click.argument("ref", default="HEAD", shell_complete=complete_ref)
 @upstream_option
 @click.pass_context
 def tip(ctx: click.Context, ref: str, upstream: str | None) -> None:

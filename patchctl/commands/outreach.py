@@ -2,10 +2,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from patchctl.commands._common import (
+    complete_patch,
+    complete_ref,
     emit_json,
     end_progress,
     exit_for,
@@ -17,18 +20,21 @@ from patchctl.commands._common import (
     upstream_option,
 )
 
+if TYPE_CHECKING:  # imported lazily at run time
+    from patchctl.stack import Stack
+
 NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it writes files "
                "for a person to read.")
 
 
 @click.command(epilog=NEVER_POSTS)
-@click.argument("patches", nargs=-1, metavar="[PATCH]...")
+@click.argument("patches", nargs=-1, metavar="[PATCH]...", shell_complete=complete_patch)
 @click.option("--series", is_flag=True,
               help="Brief every patch and the series as a whole (the default without PATCH).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Write one Markdown file per patch, series.md and MANIFEST.json to DIR "
               "(replacing the briefs there at once). Default: print to stdout.")
-@click.option("--onto", metavar="REF",
+@click.option("--onto", metavar="REF", shell_complete=complete_ref,
               help="Also port each patch to upstream REF (index-only, 3-way), grade it "
               "exact/offset/3way/conflict and, with --out, write the ported plain diff.")
 @click.option("--check", "check_only", is_flag=True,
@@ -45,7 +51,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
                    upstream: str | None, as_json: bool) -> int:
     """Write a submission brief for the person who proposes each patch upstream.
 
-    PATCH is a file name, its number prefix (0001) or a concern. The brief
+    PATCH is a file name, a number, a unique part of a name or a concern. The brief
     holds facts with their sources, never text to paste: the upstream's own
     rules read at the pin (each quoted with file and line), what the patch
     changes and adds to the public API, why (stack/outreach/CONCERN.toml), how
@@ -79,7 +85,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     from patchctl.outreach import render
 
     repo = resolve_upstream(upstream, stack.pin(), stack)
-    b = briefs.draft(project, stack, repo, patches, progress=progress)
+    b = briefs.draft(project, stack, repo, _file_names(stack, patches), progress=progress)
     diffs: dict[str, str] = {}
     if onto:
         from patchctl.outreach.port import port
@@ -124,7 +130,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
 
 
 @click.command(epilog="Read-only: it never writes to GitHub or anywhere upstream.")
-@click.option("--ref", metavar="REF",
+@click.option("--ref", metavar="REF", shell_complete=complete_ref,
               help="Also say which patches landed upstream between the pin and REF, and "
               "which upstream probably superseded (needs the upstream).")
 @click.option("--online", is_flag=True,
@@ -163,3 +169,16 @@ def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream:
 
         click.echo(status_text(result), nl=False)
     return exit_for(result.ok)
+
+
+def _file_names(stack: Stack, names: tuple[str, ...]) -> tuple[str, ...]:
+    """PATCH arguments read the one way every command reads them (file name, number,
+    unique part of a name), or as a concern: handed on as exact file names."""
+    from patchctl.stack import select_names
+
+    if not names:
+        return names
+    patches = stack.patches()
+    chosen = select_names([p.name for p in patches], names,
+                          concerns=[p.concern for p in patches], where=str(stack.series_path))
+    return tuple(patches[i].name for i in chosen)

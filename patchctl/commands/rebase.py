@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING
 import click
 
 from patchctl.commands._common import (
+    complete_ref,
     emit_json,
     end_progress,
     exit_for,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
 
 
 @click.command("rebase-pin")
-@click.argument("new_ref", required=False, metavar="[NEW_REF]")
+@click.argument("new_ref", required=False, metavar="[NEW_REF]", shell_complete=complete_ref)
 @upstream_option
 @click.option("--bisect", is_flag=True,
               help="For each patch that no longer applies, find the first upstream commit "

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 import click
 
 from patchctl.commands._common import (
+    complete_patch,
     emit_json,
     end_progress,
     exit_for,
@@ -22,7 +23,7 @@ if TYPE_CHECKING:  # imported lazily at run time
 
 
 @click.command()
-@click.argument("names", nargs=-1, metavar="[NAME]...")
+@click.argument("names", nargs=-1, metavar="[NAME]...", shell_complete=complete_patch)
 @upstream_option
 @click.option("--jobs", "-j", type=click.IntRange(min=1), help="Parallel compile jobs "
               "(default: ninja's).")
@@ -42,9 +43,11 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
               isolate: bool, as_json: bool) -> int:
     """Build each patch's reproducer: it must fail before the patch and pass after it.
 
-    NAME is a patch file name, its number or a concern (default: every patch
-    with a `Reproducer:` trailer). Needs cmake >= 3.21, ninja and a compiler
-    (`pip install cmake ninja`). Writes evidence/reproduce-<name>.json and .log.
+    NAME is a patch file name, its number, a unique part of a name, or a
+    concern (default: every patch with a `Reproducer:` trailer). Needs cmake
+    >= 3.21, ninja and a compiler (`pip install cmake ninja`). Writes
+    evidence/reproduce-<name>.json and .log; a run of named patches writes
+    reproduce-<name>--<patch>.json per patch instead, leaving the other records alone.
     Exit 0 when every reproducer fails before and passes after, 1 otherwise.
     """
     from patchctl.reproduce import reproduce as run_reproduce
@@ -63,7 +66,7 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
         argv = ["patchctl", "-C", str(project), "reproduce", *names]
         argv += [f"--exclude={g}" for g in exclude] + (["--isolate"] if isolate else [])
         argv += ([f"--jobs={jobs}"] if jobs else []) + (["--keep"] if keep else [])
-        write_evidence(report, project / "evidence", argv)
+        write_evidence(report, project / "evidence", argv, per_patch=bool(names))
     if as_json:
         emit_json(report.to_dict())
     else:
@@ -102,5 +105,5 @@ def _render(report: ReproduceReport) -> None:
                f"{d['incremental_steps']:.2f} s)"
                + ("; stopped at the first unexpected step (--keep)" if report.stopped_early
                   else ""))
-    if report.evidence:
-        click.echo(f"evidence: {report.evidence}")
+    for record in report.records:
+        click.echo(f"evidence: {record}")

@@ -16,6 +16,7 @@ from patchctl.gitrepo.cache import (
     cached_bundle,
     cached_upstream,
     default_cache_dir,
+    upstream_cache_dir,
 )
 from patchctl.gitrepo.core import (
     EMPTY_TREE,
@@ -28,6 +29,7 @@ from patchctl.gitrepo.core import (
     is_ancestor,
     last_line,
     network_timeout,
+    ref_names,
     refuse_option,
     resolve_commit,
     resolve_ref,
@@ -158,6 +160,7 @@ __all__ = [
     "range_patch_ids",
     "read_blobs",
     "read_files",
+    "ref_names",
     "refuse_option",
     "remove_from_index",
     "reset_work",
@@ -175,6 +178,7 @@ __all__ = [
     "temp_index",
     "tree_of",
     "unmerged_paths",
+    "upstream_cache_dir",
     "user_config_env",
     "version",
     "work_head",

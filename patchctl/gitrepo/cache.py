@@ -30,6 +30,15 @@ def default_cache_dir() -> Path:
     return cache_dir()
 
 
+def upstream_cache_dir(url: str, *, cache_dir: Path | None = None) -> Path:
+    """Where ``cached_upstream`` keeps the bare clone of ``url`` (it may not exist yet)."""
+    import hashlib
+
+    key = hashlib.sha256(url.encode()).hexdigest()[:12]
+    tail = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git") or "upstream"
+    return (cache_dir or default_cache_dir()) / "upstreams" / f"{tail}-{key}.git"
+
+
 def cached_upstream(
     url: str,
     commit: str,
@@ -42,12 +51,8 @@ def cached_upstream(
     Only the pinned commit is fetched when it is missing (blobs lazily, as a
     partial clone), so a llama.cpp pin costs trees and commits, not history.
     """
-    import hashlib
-
-    root = (cache_dir or default_cache_dir()) / "upstreams"
-    key = hashlib.sha256(url.encode()).hexdigest()[:12]
-    tail = url.rstrip("/").rsplit("/", 1)[-1].removesuffix(".git") or "upstream"
-    repo = root / f"{tail}-{key}.git"
+    repo = upstream_cache_dir(url, cache_dir=cache_dir)
+    root = repo.parent
     if repo.is_dir() and resolve_commit(repo, commit):
         return repo
     root.mkdir(parents=True, exist_ok=True)

@@ -225,6 +225,13 @@ def commit_and_tree(repo: Path, commit: str) -> tuple[Path, str] | None:
     return Path(lines[0]), lines[1]
 
 
+def ref_names(repo: Path) -> list[str]:
+    """Short names of the branches, tags and remote branches of ``repo`` (for completion)."""
+    out = run_git(["for-each-ref", "--format=%(refname:short)", "refs/heads", "refs/tags",
+                   "refs/remotes"], repo=repo, check=False).stdout
+    return [ln for ln in out.splitlines() if ln]
+
+
 def tree_of(repo: Path, commit: str) -> str:
     return run_git(["rev-parse", "--verify", "--end-of-options", f"{commit}^{{tree}}"],
                    repo=repo).stdout.strip()

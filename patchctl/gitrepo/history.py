@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -77,12 +77,15 @@ _DIFF = ["diff-tree", "-r", "-p", "--stat=72", "--summary",
 
 
 def format_diff(repo: Path, old_tree: str, new_tree: str, *,
-                env: dict[str, str] | None = None) -> str:
+                env: dict[str, str] | None = None, paths: Sequence[str] | None = None) -> str:
     """Diffstat, a blank line, then the diff from ``old_tree`` to ``new_tree`` ("" if none).
 
-    Pass a TempIndex's ``env`` when the trees were written through it.
+    Pass a TempIndex's ``env`` when the trees were written through it. ``paths``
+    limits the diff to exactly those paths (literal, not globs).
     """
-    return run_git([*_DIFF, "--end-of-options", old_tree, new_tree], repo=repo, env=env).stdout
+    limit = ["--", *(f":(literal){p}" for p in paths)] if paths is not None else []
+    return run_git([*_DIFF, "--end-of-options", old_tree, new_tree, *limit], repo=repo,
+                   env=env).stdout
 
 
 def format_diffs(repo: Path, trees: Sequence[str], *,
@@ -194,7 +197,8 @@ def _fast_import_path(path: str) -> str:
 
 
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
-                     needed: Sequence[str] = ()) -> Path:
+                     needed: Sequence[str] = (),
+                     wanted: Callable[[str], bool] | None = None) -> Path:
     """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
@@ -202,7 +206,8 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     When some blob cannot be read at all (a mirror that lacks its largest
     files), the work tree is made sparse: only ``needed`` paths are written,
     the rest stay in the index as skip-worktree entries, so trees made from
-    that index are still whole.
+    that index are still whole. Paths for which ``wanted`` is true (a new patch's
+    Scope) are written too, where their blobs can be read.
     """
     run_git(["init", "-q", "--", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
@@ -227,12 +232,29 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
             shutil.rmtree(entry)
         else:
             entry.unlink()
+    paths = set(needed) | (set(_readable_paths(dest, commit, wanted)) if wanted else set())
     run_git(["config", "core.sparseCheckout", "true"], repo=dest)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "sparse-checkout").write_text(
-        "".join(f"/{_sparse_escape(p)}\n" for p in sorted(set(needed))))
+        "".join(f"/{_sparse_escape(p)}\n" for p in sorted(paths)))
     run_git(["read-tree", "-u", "--reset", commit], repo=dest)
     return dest
+
+
+def _readable_paths(repo: Path, commit: str, wanted: Callable[[str], bool]) -> list[str]:
+    """The files of ``commit`` for which ``wanted`` is true and whose blobs ``repo`` has."""
+    blobs: dict[str, str] = {}
+    for entry in run_git(["ls-tree", "-r", "-z", "--end-of-options", commit],
+                         repo=repo).stdout.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path and meta.split()[1] == "blob" and wanted(path):
+            blobs[path] = meta.split()[2]
+    if not blobs:
+        return []
+    out = run_git(["cat-file", "--batch-check=%(objectname)"], repo=repo,
+                  input="".join(f"{b}\n" for b in blobs.values())).stdout.split("\n")
+    present = {line for line in out if line and not line.endswith(" missing")}
+    return [p for p, b in blobs.items() if b in present]
 
 
 def _sparse_escape(path: str) -> str:
@@ -288,12 +310,30 @@ def index_tree(work: Path) -> str:
 
 def snapshot_tree(work: Path) -> str:
     """The tree of ``work`` as it is on disk (committed, staged or not, untracked but not
-    ignored), built in a throwaway index so the user's own index is left alone."""
+    ignored), built in a throwaway index so the user's own index is left alone.
+
+    In a sparse work tree every file on disk counts, inside the sparse patterns or
+    not (``add --sparse``); a file left out of the work tree by design (skip-worktree
+    in the work tree's own index and absent) is kept as HEAD has it, never deleted."""
+    skipped = [path for tag, path in _index_tags(work)
+               if tag == "S" and not os.path.lexists(work / path)]
     with tempfile.TemporaryDirectory(prefix="patchctl-snap-") as tmp:
         env = git_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
         run_git(["read-tree", "HEAD"], repo=work, env=env)
-        run_git(["add", "-A", "."], repo=work, env=env)
-        return run_git(["write-tree"], repo=work, env=env).stdout.strip()
+        if skipped:
+            run_git(["update-index", "--skip-worktree", "-z", "--stdin"], repo=work, env=env,
+                    input="".join(f"{p}\0" for p in skipped))
+        sparse = (work / ".git" / "info" / "sparse-checkout").is_file()  # --sparse: git 2.34
+        run_git(["add", "-A", *(["--sparse"] if sparse else []), "."], repo=work, env=env)
+        # a blob the upstream lacks is left out by design; its tree entry stays as HEAD's
+        return run_git(["write-tree", *(["--missing-ok"] if skipped else [])], repo=work,
+                       env=env).stdout.strip()
+
+
+def _index_tags(work: Path) -> list[tuple[str, str]]:
+    """(``ls-files -t`` tag, path) of each entry of ``work``'s own index."""
+    out = run_git(["ls-files", "-t", "-z"], repo=work).stdout.split("\0")
+    return [(e[0], e[2:]) for e in out if len(e) > 2]
 
 
 def commit_index(work: Path, message: str, *, author: str) -> str:

@@ -1,0 +1,45 @@
+"""patchtext: setting and reading trailers in a patch header."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchctl.patchtext import reparse, set_trailer, trailers
+
+MAIL = (
+    "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
+    "From: A <a@example.invalid>\nDate: Thu, 1 Jan 2026 00:00:00 +0000\n"
+    "Subject: [PATCH] x : y\n\nWhy.\n\nConcern: y\nUpstream-Status: Pending\n"
+    "Scope: a.c\n  b.c\nSigned-off-by: A <a@example.invalid>\n"
+)
+DIFF = "---\n a.c | 1 +\n\ndiff --git a/a.c b/a.c\n--- a/a.c\n+++ b/a.c\n@@ -0,0 +1 @@\n+x\n"
+
+
+def test_set_trailer_replaces_in_place_and_drops_continuations() -> None:
+    out = set_trailer(MAIL, "scope", "a.c b.c c.c")
+    assert out.endswith("Upstream-Status: Pending\nScope: a.c b.c c.c\n"
+                        "Signed-off-by: A <a@example.invalid>\n")
+    assert "  b.c" not in out
+    assert set_trailer(MAIL, "Bug", "7").endswith("Signed-off-by: A <a@example.invalid>\nBug: 7\n")
+    assert "Upstream-Status" not in set_trailer(MAIL, "Upstream-Status", None)
+
+
+def test_set_trailer_never_touches_mail_headers_and_starts_a_block_when_none() -> None:
+    """`From:` is a mail header, not a trailer: setting the From trailer adds one."""
+    assert set_trailer(MAIL, "From", "B").startswith(MAIL.split("\n\n")[0] + "\n\nWhy.")
+    bare = "From: A <a@example.invalid>\nSubject: [PATCH] x\n\nJust prose here.\n"
+    assert set_trailer(bare, "Concern", "x") == bare + "\nConcern: x\n"
+
+
+def test_set_trailer_in_a_dep3_header() -> None:
+    dep3 = "Description: fix it\nAuthor: A\nUpstream-Status: Pending\n"
+    assert set_trailer(dep3, "Upstream-Status", "Denied", mail_form=False) == \
+        "Description: fix it\nAuthor: A\nUpstream-Status: Denied\n"
+    assert set_trailer(dep3, "Scope", "a.c", mail_form=False).endswith("Scope: a.c\n")
+
+
+def test_trailers_lists_every_key_in_order() -> None:
+    patch = reparse(MAIL + DIFF, name="p.patch", path=Path("p.patch"))
+    assert trailers(patch) == [("Concern", "y"), ("Upstream-Status", "Pending"),
+                               ("Scope", "a.c b.c"),
+                               ("Signed-off-by", "A <a@example.invalid>")]
