@@ -5,6 +5,7 @@ Every file under evidence/ is written here, by a command, from a real run.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import hashlib
 import json
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import __version__, fsutil, schemas
-from patchctl.errors import redact, redact_bytes
+from patchctl.errors import PatchctlError, redact, redact_bytes
 
 # /2 adds what every run record needs (DGR-068): the host (CPU model, cores,
 # memory, GPUs, network), backend and driver, the worker's embedded identity
@@ -32,12 +33,17 @@ READABLE_SCHEMAS = ("patchctl.evidence/1", SCHEMA)
 
 def tool_versions() -> dict[str, str]:
     """First line of `--version` for the tools a record may depend on."""
-    tools = {"git": ["git", "--version"], "cmake": ["cmake", "--version"],
+    tools = {"cmake": ["cmake", "--version"],
              "ninja": ["ninja", "--version"], "cc": ["cc", "--version"],
              "c++": ["c++", "--version"], "ccache": ["ccache", "--version"],
              "quilt": ["quilt", "--version"]}
     out = {"python": sys.version.split()[0], "patchctl": __version__,
            "platform": platform.platform()}
+    if shutil.which("git") is not None:
+        from patchctl import gitrepo  # the one place that runs git
+
+        with contextlib.suppress(PatchctlError):
+            out["git"] = gitrepo.version()
     for name, argv in tools.items():
         if shutil.which(argv[0]) is None:
             continue

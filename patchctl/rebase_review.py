@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchctl import gitrepo, linetrack
-from patchctl.errors import GitError
+from patchctl.errors import GitError, StackError
 from patchctl.lint import lint_patch
 from patchctl.patchfile import Patch
 
@@ -111,7 +111,7 @@ def range_diff(upstream: Path, old: tuple[str, Sequence[tuple[Patch, str]]],
     each side is (pin, patches in series order). A patch keeps its name across a rebase,
     so each old patch is compared with the new patch of its name (one ``range-diff`` per
     pair: git's own matching would show a reworked patch as dropped plus new, or pair it
-    with another), and a dropped one is shown as removed. Raises GitError if a side does
+    with another), and a dropped one is shown as removed. Raises StackError if a side does
     not apply (the caller has classified them, so it does)."""
     with tempfile.TemporaryDirectory(prefix="patchctl-range-diff-") as tmp, \
             gitrepo.temp_index(upstream) as index:
@@ -143,7 +143,8 @@ def _commit_series(index: gitrepo.TempIndex, tmp: Path, pin: str,
     for (patch, _), path in zip(patches, _write(tmp, patches), strict=True):
         run = index.apply([path], strip=patch.strip)
         if not run.ok:
-            raise GitError(["git", "apply", str(path)], run.returncode, run.stderr)
+            why = run.error.message if run.error else "git apply failed"
+            raise StackError(f"{patch.name} does not apply for the range-diff: {why}")
         message = (patch.subject or patch.name) + (f"\n\n{patch.body}" if patch.body else "")
         commit = index.commit(index.write_tree(), tip, message)
         out.append((tip, commit))
