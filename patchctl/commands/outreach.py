@@ -21,7 +21,7 @@ from patchctl.commands._common import (
 )
 
 if TYPE_CHECKING:  # imported lazily at run time
-    from patchctl.stack import Stack
+    pass
 
 NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it writes files "
                "for a person to read.")
@@ -85,7 +85,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     from patchctl.outreach import render
 
     repo = resolve_upstream(upstream, stack.pin(), stack)
-    b = briefs.draft(project, stack, repo, _file_names(stack, patches), progress=progress)
+    b = briefs.draft(project, stack, repo, patches, progress=progress)
     diffs: dict[str, str] = {}
     if onto:
         from patchctl.outreach.port import port
@@ -170,15 +170,3 @@ def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream:
         click.echo(status_text(result), nl=False)
     return exit_for(result.ok)
 
-
-def _file_names(stack: Stack, names: tuple[str, ...]) -> tuple[str, ...]:
-    """PATCH arguments read the one way every command reads them (file name, number,
-    unique part of a name), or as a concern: handed on as exact file names."""
-    from patchctl.stack import select_names
-
-    if not names:
-        return names
-    patches = stack.patches()
-    chosen = select_names([p.name for p in patches], names,
-                          concerns=[p.concern for p in patches], where=str(stack.series_path))
-    return tuple(patches[i].name for i in chosen)

@@ -17,7 +17,7 @@ from patchctl import gitrepo
 from patchctl.fingerprint import fingerprint
 from patchctl.outreach import facts, policy
 from patchctl.patchfile import Patch
-from patchctl.stack import Pin, Stack
+from patchctl.stack import Pin, Stack, select_names
 
 SCHEMA = "patchctl.outreach/1"
 
@@ -164,7 +164,9 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     pin = stack.pin()
     upstream = gitrepo.git_dir(upstream)
     all_patches = stack.patches()
-    chosen = select(all_patches, names)
+    chosen = [all_patches[i] for i in select_names(
+        [p.name for p in all_patches], names, concerns=[p.concern for p in all_patches],
+        where=str(stack.series_path))] if names else all_patches
     base = pin.commit
     if gitrepo.resolve_commit(upstream, base) is None:
         from patchctl.errors import InputError
@@ -196,23 +198,6 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
              for p in policy.ALL_FILES if files.get(p) is not None]
     return Brief(pin.name, pin.url, base, ref.date, ref.subject, fp, infos, prose, briefs,
                  missing=missing)
-
-
-def select(patches: list[Patch], names: Sequence[str]) -> list[Patch]:
-    """Patches named by file name, number prefix or concern; all when ``names`` is empty."""
-    if not names:
-        return patches
-    from patchctl.errors import InputError
-
-    out: list[Patch] = []
-    for name in names:
-        hits = [p for p in patches if name in (p.name, p.name.removesuffix(".patch"),
-                                               p.concern) or p.name.startswith(f"{name}-")]
-        if not hits:
-            known = ", ".join(p.name for p in patches) or "none"
-            raise InputError(f"no patch {name!r} in the series (patches: {known})")
-        out += [p for p in hits if p not in out]
-    return sorted(out, key=patches.index)
 
 
 def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: Patch,
