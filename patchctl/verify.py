@@ -22,7 +22,8 @@ from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
-from patchctl.lint import ERROR, WARNING, Finding, lint_patch, parent_dirs
+from patchctl.lint import ERROR, WARNING, Finding, parent_dirs
+from patchctl.parsecache import Summary
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
 
@@ -131,7 +132,7 @@ def verify(
             for report in reports:
                 patch = patches.get(report.index)
                 if patch is not None:
-                    report.findings += lint_patch(patch, upstream_symlinks=links)
+                    report.findings += patch.lint(links)
         finally:
             if early is not None:
                 early.wait()
@@ -172,55 +173,55 @@ def verify(
 
 
 def _load(stack: Stack, entries: Sequence[SeriesEntry],
-          ) -> tuple[list[PatchReport], dict[int, Patch]]:
+          ) -> tuple[list[PatchReport], dict[int, Summary]]:
     from patchctl.parsecache import ParseCache
 
     cache = ParseCache(stack.root)
     reports: list[PatchReport] = []
-    patches: dict[int, Patch] = {}
+    patches: dict[int, Summary] = {}
+    patches_dir = stack.patches_dir
     for i, entry in enumerate(entries, start=1):
-        path = stack.patches_dir / entry.name
-        if not path.is_file():
-            raise StackError(f"{stack.series_path}:{entry.line}: series names {entry.name!r}, "
-                             f"but {path} is missing or not a file")
+        path = patches_dir / entry.name
         report = PatchReport(index=i, name=entry.name, path=str(path))
         try:
             patch = cache.read(path, name=entry.name, strip=entry.strip)
         except StackError as e:
+            if not path.is_file():  # checked only now: one stat less per patch
+                raise StackError(f"{stack.series_path}:{entry.line}: series names "
+                                 f"{entry.name!r}, but {path} is missing or not a file") from None
             report.grade = INVALID
             report.failure = Failure(reason=str(e).removeprefix(f"{entry.name}: "))
         else:
             patches[i] = patch
             report.concern, report.upstream_status = patch.concern, patch.upstream_status
             report.files, report.added, report.removed = (
-                len(patch.files), patch.added, patch.removed)
+                patch.files, patch.added, patch.removed)
             report.digest = patch.digest
         reports.append(report)
     cache.save()
     return reports, patches
 
 
-def _ancestors(patches: Iterable[Patch]) -> list[str]:
+def _ancestors(patches: Iterable[Summary]) -> list[str]:
     seen: dict[str, None] = {}
     for patch in patches:
-        for f in patch.files:
-            for path in f.paths:
-                if path.startswith("/") or ".." in path.split("/"):
-                    continue  # lint reports it; git would refuse to even list it
-                for parent in parent_dirs(path):
-                    seen[parent] = None
-                seen[path] = None
+        for path in patch.paths:
+            if path.startswith("/") or ".." in path.split("/"):
+                continue  # lint reports it; git would refuse to even list it
+            for parent in parent_dirs(path):
+                seen[parent] = None
+            seen[path] = None
     return list(seen)
 
 
 class _Run:
     """The apply/reverse passes over one temporary index (gitrepo's apply_series)."""
 
-    def __init__(self, repo: Path, reports: list[PatchReport], patches: dict[int, Patch],
+    def __init__(self, repo: Path, reports: list[PatchReport], patches: dict[int, Summary],
                  progress: Callable[[str], None] | None) -> None:
         self.repo = repo
         self.reports: list[PatchReport] = reports
-        self.patches: dict[int, Patch] = patches
+        self.patches: dict[int, Summary] = patches
         self.progress = progress
         self.index: gitrepo.TempIndex
         self.reversed_tree: str | None = None
@@ -228,7 +229,7 @@ class _Run:
 
     def _item(self, r: PatchReport) -> gitrepo.SeriesItem:
         p = self.patches[r.index]
-        return gitrepo.SeriesItem(p.path, p.strip, len(p.files))
+        return gitrepo.SeriesItem(p.path, p.strip, p.files)
 
     def _grade(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]]) -> None:
         for r, a in pairs:
@@ -315,7 +316,7 @@ class _Run:
                                                    int(m.group("line"))))
 
     def _explain(self, report: PatchReport, error: gitrepo.ApplyError | None) -> Failure:
-        return explain_failure(self.patches[report.index], error)
+        return explain_failure(self.patches[report.index].patch(), error)
 
 
 def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
@@ -339,7 +340,7 @@ def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
 
 
 def _check_lock(stack: Stack, pin: Pin,
-                patches: list[Patch]) -> tuple[str, Finding | None]:
+                patches: list[Summary]) -> tuple[str, Finding | None]:
     from patchctl.fingerprint import make_lock, staleness
     from patchctl.stack import render_lock
 

@@ -163,7 +163,7 @@ class TempIndex:
         if check_only:
             args.append("--check")
         args += [str(p) for p in patch_files]
-        r = self._run(args, check=False)
+        r = self._run(args, check=False, spool=True)  # -v: a line per file
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
     def commit(self, tree: str, parent: str, message: str) -> str:
