@@ -148,7 +148,7 @@ class TempIndex:
 
     def apply(
         self,
-        patch_files: Sequence[Path],
+        patch_files: Sequence[str | os.PathLike[str]],
         *,
         strip: int = 1,
         reverse: bool = False,
@@ -162,7 +162,7 @@ class TempIndex:
             args.append("--3way")
         if check_only:
             args.append("--check")
-        args += [str(p) for p in patch_files]
+        args += [os.fspath(p) for p in patch_files]
         r = self._run(args, check=False, spool=True)  # -v: a line per file
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
@@ -241,12 +241,15 @@ class TempIndex:
         run_git(["--git-dir", str(self.repo), "--work-tree", str(dest.resolve()),
                  "checkout-index", "-a", "-f"], env=self.env)
 
-    def round_trip_in_background(self, patch_files: Sequence[Path], *,
-                                 strip: int) -> RoundTrip:
-        """Start proving a series on this index on a thread: one ``git apply`` forward,
-        one ``git apply -R`` of it last first, then ``write-tree``. git works while the
-        caller parses the patches; ``RoundTrip.wait()`` joins it."""
-        return RoundTrip(self, list(patch_files), strip)
+    def round_trip_in_background(self, patch_files: Sequence[str | os.PathLike[str]], *,
+                                 strip: int,
+                                 base: str | None = None) -> RoundTrip:
+        """Start proving a series on this index on a thread: ``read-tree base`` (when
+        given), one ``git apply`` forward, one ``git apply -R`` of it last first, then
+        ``write-tree``. git works while the caller parses the patches;
+        ``RoundTrip.forward_run()`` waits for the forward pass, ``RoundTrip.wait()`` for
+        all of it."""
+        return RoundTrip(self, list(patch_files), strip, base)
 
 
 def applied_from(run: ApplyRun, items: Sequence[SeriesItem]) -> list[Applied]:
@@ -263,24 +266,38 @@ def applied_from(run: ApplyRun, items: Sequence[SeriesItem]) -> list[Applied]:
 class RoundTrip:
     """A forward and reverse ``git apply`` of a series running on a thread."""
 
-    def __init__(self, index: TempIndex, patch_files: list[Path], strip: int) -> None:
+    def __init__(self, index: TempIndex, patch_files: list[str | os.PathLike[str]],
+                 strip: int, base: str | None = None) -> None:
         self.forward: ApplyRun | None = None
         self.back: ApplyRun | None = None
         self.tree: str | None = None  # the tree after both, when both applied
         self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._run, args=(index, patch_files, strip),
-                                        daemon=True)
+        self._forward_done = threading.Event()
+        self._thread = threading.Thread(target=self._run,
+                                        args=(index, patch_files, strip, base), daemon=True)
         self._thread.start()
 
-    def _run(self, index: TempIndex, patch_files: list[Path], strip: int) -> None:
+    def _run(self, index: TempIndex, patch_files: list[str | os.PathLike[str]], strip: int,
+             base: str | None) -> None:
         try:
+            if base is not None:
+                index.read_tree(base)
             self.forward = index.apply(patch_files, strip=strip)
+            self._forward_done.set()
             if self.forward.ok:
                 self.back = index.apply(patch_files[::-1], strip=strip, reverse=True)
                 if self.back.ok:
                     self.tree = index.write_tree()
         except BaseException as e:  # handed to the caller by wait()
             self._error = e
+        finally:
+            self._forward_done.set()
+
+    def forward_run(self) -> ApplyRun | None:
+        """The forward pass, once it ended (the reverse may still run); None when it
+        could not run (``wait()`` raises why)."""
+        self._forward_done.wait()
+        return self.forward
 
     def wait(self) -> RoundTrip:
         self._thread.join()
