@@ -15,6 +15,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl.stack import Stack
 
@@ -30,7 +31,7 @@ class WriteResult:
     files: list[str]
     removed: list[str]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"out": self.out, "files": self.files, "removed": self.removed}
 
 
@@ -44,7 +45,7 @@ class CheckResult:
     def ok(self) -> bool:
         return not self.stale
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"out": self.out, "ok": self.ok, "stale": self.stale, "command": self.command}
 
 
@@ -87,7 +88,7 @@ def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
 
 
 def write(project: Path, stack: Stack, out: Path, files: dict[str, str], *,
-          meta: dict, evidence_files: list[str],
+          meta: dict[str, Any], evidence_files: list[str],
           beside: dict[Path, str] | None = None) -> WriteResult:
     """Replace the briefs in ``out`` with ``files`` (name -> text) and a manifest, at once.
 
