@@ -14,13 +14,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from patchctl import gitrepo
+from patchctl import gitrepo, schemas
 from patchctl.fingerprint import fingerprint
 from patchctl.outreach import facts, policy
 from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
 
-SCHEMA = "patchctl.outreach/1"
+SCHEMA = schemas.OUTREACH
 
 # Identifiers an added line uses that are too common to be worth a pointer.
 _STOP = {

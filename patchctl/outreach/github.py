@@ -20,14 +20,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchctl import fsutil
+from patchctl import fsutil, schemas
 
 if TYPE_CHECKING:
     import requests
 
 DEFAULT_API = "https://api.github.com"
 CACHE_FILE = "github-cache.json"
-CACHE_SCHEMA = "patchctl.github-cache/1"
+CACHE_SCHEMA = schemas.GITHUB_CACHE
 _REF = re.compile(r"(?:https?://github\.com/)?([\w.-]+)/([\w.-]+?)(?:#|/(?:issues|pull)/)(\d+)")
 
 

@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchctl import schemas
 from patchctl.stack import Stack
 
 MANIFEST = "MANIFEST.json"
-SCHEMA = "patchctl.outreach-manifest/1"
+SCHEMA = schemas.OUTREACH_MANIFEST
 _OWNED_SUFFIXES = (".md", ".diff")
 CODE = Path(__file__).resolve().parent
 

@@ -20,12 +20,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import gitrepo
+from patchctl import gitrepo, schemas
 from patchctl.lint import UPSTREAM_STATUS_KINDA, UPSTREAM_STATUS_STRICT
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack
 
-SCHEMA = "patchctl.upstream-status/1"
+SCHEMA = schemas.UPSTREAM_STATUS
 _URL = re.compile(r"https?://\S+|\b[\w.-]+/[\w.-]+#\d+\b")
 SUPERSEDED_AT = 0.5  # share of the patch's added lines already upstream
 
