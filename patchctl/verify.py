@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,7 +22,7 @@ from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
-from patchctl.lint import ERROR, WARNING, Finding, parent_dirs
+from patchctl.lint import ERROR, WARNING, Finding
 from patchctl.parsecache import Summary
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
@@ -116,7 +116,7 @@ def verify(
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}; "
                          "fetch it there or fix stack/upstream.toml")
     repo, pin_tree = found
-    calls = 2  # rev-parse for the git dir and the pin's tree; ls-tree for symlinks
+    calls = 1  # rev-parse for the git dir and the pin's tree
 
     # the patch files as git gets them: plain strings (2,000 pathlib joins cost ~10 ms
     # before git can start); check_patch_name's names are already normalized paths.
@@ -134,8 +134,8 @@ def verify(
                                                    base=pin_tree)
         try:
             reports, patches = _load(stack, entries)
-            links = frozenset(gitrepo.symlinks_among(repo, pin.commit,
-                                                     _ancestors(patches.values())))
+            links, listed = gitrepo.tree_symlinks(repo, pin_tree)  # once per pin tree
+            calls += listed
             for report in reports:
                 patch = patches.get(report.index)
                 if patch is not None:
@@ -208,18 +208,6 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry],
         reports.append(report)
     cache.save()
     return reports, patches
-
-
-def _ancestors(patches: Iterable[Summary]) -> list[str]:
-    seen: dict[str, None] = {}
-    for patch in patches:
-        for path in patch.paths:
-            if path.startswith("/") or ".." in path.split("/"):
-                continue  # lint reports it; git would refuse to even list it
-            for parent in parent_dirs(path):
-                seen[parent] = None
-            seen[path] = None
-    return list(seen)
 
 
 class _Run:

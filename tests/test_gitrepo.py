@@ -141,3 +141,25 @@ def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream:
         index.read_tree(after)
         back = index.apply_series(items[::-1], reverse=True)
         assert back.ok and back.batched and index.write_tree() == upstream.tree(base)
+
+
+def test_tree_symlinks_lists_every_link_once_per_tree(tmp_path: Path, upstream: Upstream) -> None:
+    """verify lints writes through upstream's symlinks from this set: every link in the
+    tree, nested ones included; a tree is listed by git once, then read from the cache."""
+    import os
+
+    from tests.builders import commit_all
+
+    base_tree = upstream.tree()
+    os.symlink("src", upstream.path / "linked")
+    (upstream.path / "docs").mkdir(exist_ok=True)
+    os.symlink("../README.md", upstream.path / "docs" / "readme-link")
+    tree = gitrepo.tree_of(upstream.path, commit_all(upstream.path, "two links"))
+    cache = tmp_path / "cache"
+    first = gitrepo.tree_symlinks(upstream.path, tree, cache_dir=cache)
+    assert first == (frozenset({"linked", "docs/readme-link"}), 1)
+    assert gitrepo.tree_symlinks(upstream.path, tree, cache_dir=cache) == (first[0], 0)
+    assert gitrepo.tree_symlinks(upstream.path, base_tree, cache_dir=cache) == (frozenset(), 1)
+    assert gitrepo.tree_symlinks(upstream.path, base_tree, cache_dir=cache) == (frozenset(), 0)
+    with pytest.raises(ValueError):
+        gitrepo.tree_symlinks(upstream.path, "../../etc", cache_dir=cache)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import re
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -11,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.errors import EnvironmentFailure, GitError, InputError
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 _KEEP_GIT_VARS = {
     "GIT_EXEC_PATH",
@@ -277,16 +281,28 @@ def subject(repo: Path, commit: str) -> str:
                    repo=repo).stdout.strip()
 
 
-def symlinks_among(repo: Path, treeish: str, paths: Sequence[str]) -> set[str]:
-    """Which of ``paths`` are symbolic links in ``treeish``."""
-    if not paths:
-        return set()
-    out = run_git(["ls-tree", "-z", "--full-tree", treeish, "--", *paths], repo=repo).stdout
-    links = set()
-    for entry in out.split("\0"):
-        if entry.startswith("120000 "):
-            links.add(entry.split("\t", 1)[1])
-    return links
+def tree_symlinks(repo: Path, tree: str, *,
+                  cache_dir: Path | None = None) -> tuple[frozenset[str], int]:
+    """Every symbolic link in the tree ``tree`` (a tree id), and the git processes that
+    took (0 or 1). A tree id names its contents for good, so the answer is kept in the
+    cache dir (``<cache>/symlinks/<tree>``: the paths, NUL-separated) and each tree is
+    listed once."""
+    from patchctl import fsutil
+
+    if not _OBJECT_ID.fullmatch(tree):
+        raise ValueError(f"not a tree id: {tree!r}")
+    kept = (cache_dir or fsutil.cache_dir()) / "symlinks" / tree
+    try:
+        text = kept.read_text(encoding="utf-8", errors="surrogateescape")
+    except (OSError, UnicodeDecodeError):
+        pass
+    else:
+        return frozenset(p for p in text.split("\0") if p), 0
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", tree], repo=repo).stdout
+    links = frozenset(e.split("\t", 1)[1] for e in out.split("\0") if e.startswith("120000 "))
+    with contextlib.suppress(OSError):  # a read-only cache: listed again next time
+        fsutil.atomic_write(kept, "\0".join(sorted(links)).encode("utf-8", "surrogateescape"))
+    return links, 1
 
 
 def last_line(text: str | bytes | None) -> str:
