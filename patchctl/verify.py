@@ -29,7 +29,7 @@ from patchctl.stack import Pin, SeriesEntry, Stack
 
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
 
-_WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:]+?)\.$")
+_WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:\n]+?)\.$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -316,8 +316,8 @@ class _Run:
         runs = {id(a.run): a.run for _, a in pairs if a.run is not None}
         out = []
         for run in runs.values():
-            for line in run.stderr.splitlines():
-                if (m := _WS.match(line)) and m.group("file") in by_path:
+            for m in _WS.finditer(run.stderr):  # one scan of git's whole output
+                if m.group("file") in by_path:
                     out.append((by_path[m.group("file")],
                                 Finding(WARNING, "whitespace",
                                         f"adds whitespace error: {m.group('what')}",

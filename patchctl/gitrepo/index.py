@@ -57,8 +57,11 @@ class ApplyRun:
     def offsets(self) -> list[tuple[int, HunkOffset]]:
         """(file diff index in input order, offset) from `git apply -v`."""
         out: list[tuple[int, HunkOffset]] = []
+        text = self.stderr + self.stdout
+        if "succeeded at" not in text:
+            return out  # no hunk moved (the usual case): no need to read 2 lines a file
         file_index, path = -1, "?"
-        for line in (self.stderr + self.stdout).splitlines():
+        for line in text.splitlines():
             if m := _CHECKING.match(line):
                 file_index, path = file_index + 1, m.group(1)
             elif (m := _HUNK_OK.match(line)) and m.group(3) and int(m.group(3)):
