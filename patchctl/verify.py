@@ -165,7 +165,7 @@ def verify(
         stack_findings.append(lock_finding)
     return VerifyReport(
         stack=str(stack.root),
-        upstream=str(upstream),
+        upstream=str(repo),  # its git directory, as git names it
         pin=pin,
         pin_tree=pin_tree,
         reversed_tree=run.reversed_tree,
