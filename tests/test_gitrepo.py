@@ -163,3 +163,19 @@ def test_tree_symlinks_lists_every_link_once_per_tree(tmp_path: Path, upstream: 
     assert gitrepo.tree_symlinks(upstream.path, base_tree, cache_dir=cache) == (frozenset(), 0)
     with pytest.raises(ValueError):
         gitrepo.tree_symlinks(upstream.path, "../../etc", cache_dir=cache)
+
+
+def test_spooled_git_output_equals_piped(upstream: Upstream) -> None:
+    """run_git(spool=True) (git apply -v's many lines go to temp files, not pipes) gives
+    the same stdout, stderr, exit status and stdin handling as the piped form."""
+    from patchctl.gitrepo.core import run_git
+
+    for args, data in ((["hash-object", "--stdin"], "some text\n"),
+                       (["cat-file", "-t", "no-such-object"], None),
+                       (["rev-parse", "--absolute-git-dir"], None)):
+        piped = run_git(args, repo=upstream.path, input=data, check=False)
+        spooled = run_git(args, repo=upstream.path, input=data, check=False, spool=True)
+        assert (spooled.returncode, spooled.stdout, spooled.stderr) == \
+            (piped.returncode, piped.stdout, piped.stderr)
+    assert piped.stdout.strip() and run_git(["cat-file", "-t", "nope"], repo=upstream.path,
+                                            check=False, spool=True).stderr
