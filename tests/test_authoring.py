@@ -678,3 +678,46 @@ def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, pat
     assert done.code == 0, done.err
     text = (project / "stack/patches/0004-docs.patch").read_text()
     assert "+Better text." in text and "page0000" not in text and "README" not in text
+
+
+def test_edit_and_new_when_the_upstream_lacks_a_root_level_blob(cli, tmp_path: Path,
+                                                                patches) -> None:
+    """Bug: with a root-level blob missing from the upstream (a mirror without its largest
+    files), `edit` and `new` failed committing the stack into the sparse work tree
+    ("Error building trees": git checked every root entry's object), and so did the
+    user's own `git commit` there; a patch that creates a file at the root could not be
+    written or edited either."""
+    up = make_upstream(tmp_path / "up")
+    drop_blob(up, "README.md")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin",
+               up.commits["base"]).code == 0
+    for name, text in patches:
+        (tmp_path / name).write_text(text)
+    imported(cli, project, *sorted(str(tmp_path / name) for name, _ in patches))
+    r = cli("-C", str(project), "edit", "2", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    assert not (work / "README.md").exists()  # its blob is missing: left out by design
+    replace_in(work / "src/tiny.c", "/* patched */", "/* patched twice */")
+    git(work, "commit", "-q", "-a", "-m", "the user's own commit")  # git itself copes
+    done = cli("-C", str(project), "refresh")
+    assert done.code == 0, done.err
+    text = (project / "stack/patches/0002-tiny-bump-op-02.patch").read_text()
+    assert "patched twice" in text and "README" not in text
+    # A new patch that creates a file at the root, then an edit of it.
+    r = cli("-C", str(project), "new", "notes", "--concern", "notes", "--scope", "NOTES.md",
+            "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "NOTES.md").write_text("notes\n")
+    assert cli("-C", str(project), "refresh").code == 0
+    r = cli("-C", str(project), "edit", "4", "--json")
+    assert r.code == 0, r.err
+    assert (work / "NOTES.md").read_text() == "notes\n"
+    (work / "NOTES.md").write_text("better notes\n")
+    assert cli("-C", str(project), "refresh").code == 0
+    text = (project / "stack/patches/0004-notes.patch").read_text()
+    assert "+++ b/NOTES.md" in text and "+better notes" in text and "README" not in text
+    assert cli("-C", str(project), "verify").code == 0

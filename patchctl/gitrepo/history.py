@@ -213,6 +213,12 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
     objects = objects if objects.is_absolute() else upstream / objects
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
+    # A partial clone of the upstream, as git understands one: a left-out file's blob
+    # may be missing (skip-worktree entries), so building a tree (patchctl's commits
+    # and the user's own) does not demand it; without this, a missing blob at the root
+    # made every commit fail ("error building trees").
+    run_git(["config", "remote.upstream.url", str(upstream.absolute())], repo=dest)
+    run_git(["config", "remote.upstream.promisor", "true"], repo=dest)
     run_git(["update-ref", "refs/heads/patchctl", commit], repo=dest)
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
     # The files are written through the upstream itself: in a partial clone that is
