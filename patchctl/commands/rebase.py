@@ -12,6 +12,7 @@ from patchctl.commands._common import (
     json_option,
     progress,
     project_dir,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
 @click.option("--drop-upstream", is_flag=True,
               help="Drop patches that have landed upstream (otherwise they stop the rebase).")
 @json_option
+@quiet_option
 @click.pass_context
 def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bisect: bool,
                check: bool, cont: bool, abort: bool, allow_downgrade: bool, drop_upstream: bool,
