@@ -503,7 +503,9 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         tree = gitrepo.snapshot_tree(work)
         base_tree = gitrepo.tree_of(git_dir, state.base)
         if tree == base_tree:
-            raise InputError(f"{work} holds no change for {target}: edit the files there first")
+            raise InputError(f"{work} holds no change for {target}: edit the files there "
+                             "first (a new file that .gitignore ignores counts once you "
+                             "`git add -f` it there)")
         diff = gitrepo.format_diff(git_dir, base_tree, tree)
         patches = stack.patches()
         old = next((p for p in patches if p.name == target), None)

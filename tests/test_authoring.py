@@ -721,3 +721,30 @@ def test_edit_and_new_when_the_upstream_lacks_a_root_level_blob(cli, tmp_path: P
     text = (project / "stack/patches/0004-notes.patch").read_text()
     assert "+++ b/NOTES.md" in text and "+better notes" in text and "README" not in text
     assert cli("-C", str(project), "verify").code == 0
+
+
+def test_refresh_keeps_an_ignored_file_the_user_added(cli, tmp_path: Path, patches) -> None:
+    """Bug: refresh snapshot the edit work tree from HEAD, so a new file that the upstream's
+    .gitignore ignores (llama.cpp's `/models/*`: a file for models/) was left out even
+    after `git add -f`, unless committed: "holds no change", with no hint why."""
+    from tests.builders import commit_all, write
+
+    up = make_upstream(tmp_path / "up")
+    write(up.path, {".gitignore": "/models/*\n"})
+    pin = commit_all(up.path, "gitignore : models (#4)")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin", pin).code == 0
+    r = cli("-C", str(project), "new", "note", "--concern", "note", "--scope",
+            "models/NOTE.md", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "models").mkdir()
+    (work / "models/NOTE.md").write_text("a note\n")
+    hint = cli("-C", str(project), "refresh")
+    assert hint.code == 2 and "git add -f" in hint.err
+    git(work, "add", "-f", "models/NOTE.md")  # staged, not committed
+    done = cli("-C", str(project), "refresh")
+    assert done.code == 0, done.err
+    text = (project / "stack/patches/0001-note.patch").read_text()
+    assert "+++ b/models/NOTE.md" in text and "+a note" in text

@@ -320,17 +320,25 @@ def snapshot_tree(work: Path) -> str:
 
     In a sparse work tree every file on disk counts, inside the sparse patterns or
     not (``add --sparse``); a file left out of the work tree by design (skip-worktree
-    in the work tree's own index and absent) is kept as HEAD has it, never deleted."""
-    skipped = [path for tag, path in _index_tags(work)
-               if tag == "S" and not os.path.lexists(work / path)]
+    in the work tree's own index and absent) is kept as HEAD has it, never deleted.
+    A file the user staged counts even where .gitignore ignores it (`git add -f`, as
+    llama.cpp's ``/models/*`` asks for a file under models/)."""
+    tags = _index_tags(work)
+    skipped = [path for tag, path in tags if tag == "S" and not os.path.lexists(work / path)]
     with tempfile.TemporaryDirectory(prefix="patchctl-snap-") as tmp:
         env = git_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
         run_git(["read-tree", "HEAD"], repo=work, env=env)
         if skipped:
             run_git(["update-index", "--skip-worktree", "-z", "--stdin"], repo=work, env=env,
                     input="".join(f"{p}\0" for p in skipped))
-        sparse = (work / ".git" / "info" / "sparse-checkout").is_file()  # --sparse: git 2.34
-        run_git(["add", "-A", *(["--sparse"] if sparse else []), "."], repo=work, env=env)
+        sparse = ["--sparse"] if (work / ".git" / "info" / "sparse-checkout").is_file() else []
+        run_git(["add", "-A", *sparse, "."], repo=work, env=env)  # --sparse: git 2.34
+        have = set(run_git(["ls-files", "-z"], repo=work, env=env).stdout.split("\0"))
+        forced = [path for _, path in tags if path not in have and os.path.lexists(work / path)]
+        if forced:  # staged by the user although ignored
+            run_git(["add", "-f", *sparse, "--pathspec-from-file=-", "--pathspec-file-nul"],
+                    repo=work, env={**env, "GIT_LITERAL_PATHSPECS": "1"},
+                    input="".join(f"{p}\0" for p in forced))
         # a blob the upstream lacks is left out by design; its tree entry stays as HEAD's
         return run_git(["write-tree", *(["--missing-ok"] if skipped else [])], repo=work,
                        env=env).stdout.strip()
