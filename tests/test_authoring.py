@@ -654,11 +654,11 @@ def test_edit_reset_clears_an_old_format_edit_state(cli, canonical: Path) -> Non
     assert "discarded an edit state this patchctl cannot use" in r.err
 
 
-def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, patches) -> None:
-    """Bug: `new --scope GLOB` left the Scope's files out of the edit work tree made
-    sparse because the upstream lacks a blob; the user had to `git sparse-checkout add`."""
+def _lacking(cli, tmp_path: Path, patches, blob: str) -> Path:
+    """A project with the standard patches on an upstream (with docs/) that lacks ``blob``,
+    as a mirror lacks its largest files."""
     up = make_upstream(tmp_path / "up", n_docs=2)
-    drop_blob(up, "docs/page0000.md")
+    drop_blob(up, blob)
     project = tmp_path / "proj"
     project.mkdir()
     assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin",
@@ -666,6 +666,13 @@ def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, pat
     for name, text in patches:
         (tmp_path / name).write_text(text)
     imported(cli, project, *sorted(str(tmp_path / name) for name, _ in patches))
+    return project
+
+
+def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, patches) -> None:
+    """Bug: `new --scope GLOB` left the Scope's files out of the edit work tree made
+    sparse because the upstream lacks a blob; the user had to `git sparse-checkout add`."""
+    project = _lacking(cli, tmp_path, patches, "docs/page0000.md")
     r = cli("-C", str(project), "new", "docs", "--concern", "docs", "--scope", "docs/*",
             "--json")
     assert r.code == 0, r.err
@@ -687,15 +694,7 @@ def test_edit_and_new_when_the_upstream_lacks_a_root_level_blob(cli, tmp_path: P
     ("Error building trees": git checked every root entry's object), and so did the
     user's own `git commit` there; a patch that creates a file at the root could not be
     written or edited either."""
-    up = make_upstream(tmp_path / "up")
-    drop_blob(up, "README.md")
-    project = tmp_path / "proj"
-    project.mkdir()
-    assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin",
-               up.commits["base"]).code == 0
-    for name, text in patches:
-        (tmp_path / name).write_text(text)
-    imported(cli, project, *sorted(str(tmp_path / name) for name, _ in patches))
+    project = _lacking(cli, tmp_path, patches, "README.md")
     r = cli("-C", str(project), "edit", "2", "--json")
     assert r.code == 0, r.err
     work = Path(json.loads(r.out)["work"])
