@@ -384,9 +384,11 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
     patches = stack.patches()
     touched = [path for p in patches for f in p.files for path in f.paths]
-    gitrepo.scratch_checkout(  # a sparse work tree still holds the new patch's Scope
+    scope = list(scope) if header is not None else patches[upto - 1].scope
+    gitrepo.scratch_checkout(  # a sparse work tree still holds the patch's Scope
         upstream, work, pin.commit, needed=touched,
-        wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None)
+        wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None,
+        patterns=gitrepo.sparse_patterns(scope))
     applied: list[str] = []
     base = pin.commit
     for i, p in enumerate(patches[:upto]):

@@ -747,3 +747,31 @@ def test_refresh_keeps_an_ignored_file_the_user_added(cli, tmp_path: Path, patch
     assert done.code == 0, done.err
     text = (project / "stack/patches/0001-note.patch").read_text()
     assert "+++ b/models/NOTE.md" in text and "+a note" in text
+
+
+def test_a_new_file_in_the_scope_is_inside_the_sparse_work_tree(cli, tmp_path: Path,
+                                                                patches) -> None:
+    """Bug: in an edit work tree made sparse by a missing blob, a file the patch's Scope
+    allows but that did not exist yet lay outside the sparse checkout: `git add` refused
+    it without --sparse (so an ignored file, `git add -f`, could not be staged at all)."""
+    project = _lacking(cli, tmp_path, patches, "docs/page0000.md")
+    r = cli("-C", str(project), "new", "notes", "--concern", "notes", "--scope", "docs/NOTES.md",
+            "--scope", "docs/extra/*.md", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "docs/extra").mkdir(parents=True)
+    (work / "docs/NOTES.md").write_text("notes\n")
+    (work / "docs/extra/a.md").write_text("a\n")
+    git(work, "add", "docs/NOTES.md", "docs/extra/a.md")  # as in any work tree
+    assert git(work, "status", "--porcelain").splitlines() == ["A  docs/NOTES.md",
+                                                               "A  docs/extra/a.md"]
+    assert cli("-C", str(project), "refresh").code == 0
+    text = (project / "stack/patches/0004-notes.patch").read_text()
+    assert "+++ b/docs/NOTES.md" in text and "+++ b/docs/extra/a.md" in text
+    assert "page0000" not in text
+    # The patch's own Scope holds for an edit of it too.
+    assert cli("-C", str(project), "edit", "4").code == 0
+    (work / "docs/extra/b.md").write_text("b\n")
+    git(work, "add", "docs/extra/b.md")
+    assert cli("-C", str(project), "refresh").code == 0
+    assert "+++ b/docs/extra/b.md" in (project / "stack/patches/0004-notes.patch").read_text()

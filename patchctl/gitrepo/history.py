@@ -198,7 +198,8 @@ def _fast_import_path(path: str) -> str:
 
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
                      needed: Sequence[str] = (),
-                     wanted: Callable[[str], bool] | None = None) -> Path:
+                     wanted: Callable[[str], bool] | None = None,
+                     patterns: Sequence[str] = ()) -> Path:
     """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
@@ -206,19 +207,15 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     When some blob cannot be read at all (a mirror that lacks its largest
     files), the work tree is made sparse: only ``needed`` paths are written,
     the rest stay in the index as skip-worktree entries, so trees made from
-    that index are still whole. Paths for which ``wanted`` is true (a new patch's
-    Scope) are written too, where their blobs can be read.
+    that index are still whole. Paths for which ``wanted`` is true (a patch's
+    Scope) are written too, where their blobs can be read, and ``patterns``
+    (``sparse_patterns`` of that Scope) keep a file created there inside the
+    sparse work tree, for git status and git add as for patchctl.
     """
     run_git(["init", "-q", "--", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
     objects = objects if objects.is_absolute() else upstream / objects
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
-    # A partial clone of the upstream, as git understands one: a left-out file's blob
-    # may be missing (skip-worktree entries), so building a tree (patchctl's commits
-    # and the user's own) does not demand it; without this, a missing blob at the root
-    # made every commit fail ("error building trees").
-    run_git(["config", "remote.upstream.url", str(upstream.absolute())], repo=dest)
-    run_git(["config", "remote.upstream.promisor", "true"], repo=dest)
     run_git(["update-ref", "refs/heads/patchctl", commit], repo=dest)
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
     # The files are written through the upstream itself: in a partial clone that is
@@ -228,7 +225,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
                    env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
                    check=False)
     if full.returncode == 0:
-        return dest
+        return _partial_clone_of(upstream, dest)
     if not needed or "unable to read" not in full.stderr:
         raise GitError(full.argv, full.returncode, full.stderr)
     for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
@@ -238,17 +235,31 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
             shutil.rmtree(entry)
         else:
             entry.unlink()
-    paths = set(needed) | (set(_readable_paths(dest, commit, wanted)) if wanted else set())
+    readable, missing = _wanted_paths(dest, commit, wanted) if wanted else ([], [])
     run_git(["config", "core.sparseCheckout", "true"], repo=dest)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "sparse-checkout").write_text(
-        "".join(f"/{_sparse_escape(p)}\n" for p in sorted(paths)))
+        "".join(f"/{_sparse_escape(p)}\n" for p in sorted(set(needed) | set(readable)))
+        + "".join(f"{p}\n" for p in patterns)  # where new files may come
+        + "".join(f"!/{_sparse_escape(p)}\n" for p in missing if patterns))  # never these
     run_git(["read-tree", "-u", "--reset", commit], repo=dest)
+    return _partial_clone_of(upstream, dest)
+
+
+def _partial_clone_of(upstream: Path, dest: Path) -> Path:
+    """Make ``dest`` a partial clone of ``upstream``, as git understands one: a left-out
+    file's blob may be missing (a skip-worktree entry), so building a tree (patchctl's
+    commits and the user's own) does not demand it. Without this a missing blob at the
+    root made every commit fail ("error building trees"). Set last: nothing before it
+    may try to fetch a missing blob."""
+    run_git(["config", "remote.upstream.url", str(upstream.absolute())], repo=dest)
+    run_git(["config", "remote.upstream.promisor", "true"], repo=dest)
     return dest
 
 
-def _readable_paths(repo: Path, commit: str, wanted: Callable[[str], bool]) -> list[str]:
-    """The files of ``commit`` for which ``wanted`` is true and whose blobs ``repo`` has."""
+def _wanted_paths(repo: Path, commit: str,
+                  wanted: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """The files of ``commit`` for which ``wanted`` is true: (blobs ``repo`` has, the rest)."""
     blobs: dict[str, str] = {}
     for entry in run_git(["ls-tree", "-r", "-z", "--end-of-options", commit],
                          repo=repo).stdout.split("\0"):
@@ -256,11 +267,24 @@ def _readable_paths(repo: Path, commit: str, wanted: Callable[[str], bool]) -> l
         if path and meta.split()[1] == "blob" and wanted(path):
             blobs[path] = meta.split()[2]
     if not blobs:
-        return []
+        return [], []
     out = run_git(["cat-file", "--batch-check=%(objectname)"], repo=repo,
                   input="".join(f"{b}\n" for b in blobs.values())).stdout.split("\n")
     present = {line for line in out if line and not line.endswith(" missing")}
-    return [p for p, b in blobs.items() if b in present]
+    return ([p for p, b in blobs.items() if b in present],
+            [p for p, b in blobs.items() if b not in present])
+
+
+def sparse_patterns(globs: Sequence[str]) -> list[str]:
+    """Scope globs (``*`` within a name, ``**`` across directories) as sparse-checkout
+    patterns, which read ``*``, ``?`` and ``[...]`` alike and ``**`` only as a whole
+    path segment; a glob they would read otherwise (``a**b``) is left out."""
+    out = []
+    for glob in globs:
+        parts = glob.strip("/").split("/")
+        if glob.strip() and all(p == "**" or "**" not in p for p in parts):
+            out.append("/" + "/".join(parts))
+    return out
 
 
 def _sparse_escape(path: str) -> str:
