@@ -208,7 +208,11 @@ def progress(message: str) -> None:
 
 
 def end_progress() -> None:
-    reporter().done()
+    """Clear the progress line, if the command showed one, before its report."""
+    ctx = click.get_current_context(silent=True)
+    shown = ctx.meta.get(_REPORTER) if ctx is not None else None
+    if isinstance(shown, Progress):
+        shown.done()
 
 
 def emit_json(data: object) -> None:
