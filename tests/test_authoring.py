@@ -775,3 +775,20 @@ def test_a_new_file_in_the_scope_is_inside_the_sparse_work_tree(cli, tmp_path: P
     git(work, "add", "docs/extra/b.md")
     assert cli("-C", str(project), "refresh").code == 0
     assert "+++ b/docs/extra/b.md" in (project / "stack/patches/0004-notes.patch").read_text()
+
+
+def test_import_reports_progress_on_stderr(cli, empty: Path, sources: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`import` (2,000 patches take a while) said nothing until done; it now reports its
+    steps through the same progress as every long command, on stderr only."""
+    monkeypatch.delenv("PATCHCTL_QUIET")
+    monkeypatch.setenv("PATCHCTL_PROGRESS", "lines")
+    files = sorted(str(p) for p in sources.iterdir())
+    r = cli("-C", str(empty), "import", *files)
+    assert r.code == 0, r.err
+    said = [ln.split("] ", 1)[1] for ln in r.err.splitlines()]
+    assert said[:3] == ["reading 3 source(s)", "applying the stack (0 patches) at the pin",
+                        "applying 3 patch(es) on top"]
+    assert said[3] == f"[1/3] {files[0]}" and said[-1] == f"writing 3 patch(es) into " \
+        f"{empty / 'stack'}"
+    assert "patchctl: [" not in r.out
