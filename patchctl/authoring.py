@@ -368,7 +368,7 @@ def _load_edit(project: Path) -> EditState | None:
 
 
 def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
-                target: str, header: str | None, scope: Sequence[str] = ()) -> EditResult:
+                target: str, header: str | None) -> EditResult:
     work = edit_dir(project, create=True) / "work"
     discarded = _discarding(project, work) if reset else ""
     state = None if reset else _load_edit(project)  # --reset clears any state, even a bad one
@@ -384,9 +384,7 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
     patches = stack.patches()
     touched = [path for p in patches for f in p.files for path in f.paths]
-    gitrepo.scratch_checkout(  # a sparse work tree still holds the new patch's Scope
-        upstream, work, pin.commit, needed=touched,
-        wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None)
+    gitrepo.scratch_checkout(upstream, work, pin.commit, needed=touched)
     applied: list[str] = []
     base = pin.commit
     for i, p in enumerate(patches[:upto]):
@@ -452,7 +450,7 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
                       *((k, v) for k, v in extra if k != "Upstream-Status"),
                       *(("Assisted-by", t) for t in assisted_by)])
         return _start_edit(project, stack, upstream, len(names), reset=reset, target=file,
-                           header=header, scope=scope)
+                           header=header)
 
 
 def _new_file_name(names: list[str], name: str) -> tuple[str, str]:

@@ -672,7 +672,7 @@ def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, pat
     work = Path(json.loads(r.out)["work"])
     assert (work / "docs/page0001.md").is_file()  # in Scope, and the upstream has it
     assert not (work / "docs/page0000.md").exists()  # in Scope, but its blob is missing
-    assert not (work / "README.md").exists()  # outside Scope: still left out
+    assert (work / "README.md").is_file()  # outside Scope, but readable: written too
     (work / "docs/page0001.md").write_text("# Page 1\n\nBetter text.\n")
     done = cli("-C", str(project), "refresh")
     assert done.code == 0, done.err

@@ -26,17 +26,21 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     assert gitrepo.index_tree(work) == upstream.tree(head)  # the index is still whole
 
 
-def test_sparse_scratch_checkout_writes_the_wanted_paths(tmp_path: Path,
-                                                         upstream: Upstream) -> None:
-    """Bug: `new --scope GLOB` left the Scope's files out of a sparse edit work tree
-    (``wanted``); a wanted path whose blob is missing stays out."""
+def test_sparse_scratch_checkout_writes_every_readable_file(tmp_path: Path,
+                                                            upstream: Upstream) -> None:
+    """Bug: a work tree made sparse because the upstream lacks a blob held only the
+    ``needed`` files (and a new patch's Scope), so the upstream could not be built in an
+    edit of llama.cpp from a mirror without models/*.gguf; only the unreadable files
+    stay out now."""
     drop_blob(upstream, "README.md")
     work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", upstream.head,
-                                    needed=["src/util.c"],
-                                    wanted=lambda p: p.endswith((".txt", ".md")))
-    assert (work / "CMakeLists.txt").is_file() and (work / "src/util.c").is_file()
-    assert not (work / "README.md").exists() and not (work / "src/tiny.c").exists()
+                                    needed=["src/util.c"])
+    for path in ("CMakeLists.txt", "src/util.c", "src/tiny.c", "include/tiny.h"):
+        assert (work / path).read_bytes() == git(
+            upstream.path, "show", f"{upstream.head}:{path}").encode()
+    assert not (work / "README.md").exists()
     assert git(work, "status", "--porcelain") == ""
+    assert gitrepo.index_tree(work) == upstream.tree(upstream.head)
 
 
 def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstream: Upstream,

@@ -7,7 +7,7 @@ import os
 import re
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -197,17 +197,16 @@ def _fast_import_path(path: str) -> str:
 
 
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
-                     needed: Sequence[str] = (),
-                     wanted: Callable[[str], bool] | None = None) -> Path:
+                     needed: Sequence[str] = ()) -> Path:
     """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
     nothing is written into the upstream; deleting ``dest`` leaves no trace.
     When some blob cannot be read at all (a mirror that lacks its largest
-    files), the work tree is made sparse: only ``needed`` paths are written,
-    the rest stay in the index as skip-worktree entries, so trees made from
-    that index are still whole. Paths for which ``wanted`` is true (a new patch's
-    Scope) are written too, where their blobs can be read.
+    files), the work tree is made sparse: every file whose blob can be read is
+    written (so the tree still builds), the others stay in the index as
+    skip-worktree entries, so trees made from that index are still whole. The
+    fallback is taken only when ``needed`` names the paths the caller must have.
     """
     run_git(["init", "-q", "--", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
@@ -232,29 +231,29 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
             shutil.rmtree(entry)
         else:
             entry.unlink()
-    paths = set(needed) | (set(_readable_paths(dest, commit, wanted)) if wanted else set())
+    left_out = sorted(set(_unreadable_paths(dest, commit)) - set(needed))
     run_git(["config", "core.sparseCheckout", "true"], repo=dest)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "sparse-checkout").write_text(
-        "".join(f"/{_sparse_escape(p)}\n" for p in sorted(paths)))
+        "/*\n" + "".join(f"!/{_sparse_escape(p)}\n" for p in left_out))
     run_git(["read-tree", "-u", "--reset", commit], repo=dest)
     return dest
 
 
-def _readable_paths(repo: Path, commit: str, wanted: Callable[[str], bool]) -> list[str]:
-    """The files of ``commit`` for which ``wanted`` is true and whose blobs ``repo`` has."""
+def _unreadable_paths(repo: Path, commit: str) -> list[str]:
+    """The files of ``commit`` whose blobs ``repo`` lacks."""
     blobs: dict[str, str] = {}
     for entry in run_git(["ls-tree", "-r", "-z", "--end-of-options", commit],
                          repo=repo).stdout.split("\0"):
         meta, _, path = entry.partition("\t")
-        if path and meta.split()[1] == "blob" and wanted(path):
+        if path and meta.split()[1] == "blob":
             blobs[path] = meta.split()[2]
     if not blobs:
         return []
     out = run_git(["cat-file", "--batch-check=%(objectname)"], repo=repo,
                   input="".join(f"{b}\n" for b in blobs.values())).stdout.split("\n")
     present = {line for line in out if line and not line.endswith(" missing")}
-    return [p for p, b in blobs.items() if b in present]
+    return [p for p, b in blobs.items() if b not in present]
 
 
 def _sparse_escape(path: str) -> str:
