@@ -20,7 +20,7 @@ from typing import Any
 from patchctl import gitrepo, patchtext, schemas, stackwrite
 from patchctl.errors import InputError
 from patchctl.fingerprint import make_lock
-from patchctl.lint import ERROR, lint_patch
+from patchctl.lint import ERROR, added_findings
 from patchctl.patchfile import Patch
 from patchctl.stack import (
     Pin,
@@ -288,8 +288,7 @@ def set_header(project: Path, stack: Stack, name: str,
         text = f"{header.rstrip(chr(10))}\n---\n{stat}{diff}" if old.mail_form else \
             f"{header.rstrip(chr(10))}\n\n{diff}"
         new = patchtext.reparse(text, name=old.name, path=old.path, strip=old.strip)
-        before = {(f.code, f.message) for f in lint_patch(old)}
-        added = [f for f in lint_patch(new) if (f.code, f.message) not in before]
+        added = added_findings(old, new)
         errors = [f.message for f in added if f.severity == ERROR]
         if errors:
             raise InputError(f"{old.name}: {errors[0]}; nothing was written")

@@ -26,21 +26,17 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     assert gitrepo.index_tree(work) == upstream.tree(head)  # the index is still whole
 
 
-def test_sparse_scratch_checkout_writes_every_readable_file(tmp_path: Path,
-                                                            upstream: Upstream) -> None:
-    """Bug: a work tree made sparse because the upstream lacks a blob held only the
-    ``needed`` files (and a new patch's Scope), so the upstream could not be built in an
-    edit of llama.cpp from a mirror without models/*.gguf; only the unreadable files
-    stay out now."""
+def test_sparse_scratch_checkout_writes_the_wanted_paths(tmp_path: Path,
+                                                         upstream: Upstream) -> None:
+    """Bug: `new --scope GLOB` left the Scope's files out of a sparse edit work tree
+    (``wanted``); a wanted path whose blob is missing stays out."""
     drop_blob(upstream, "README.md")
     work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", upstream.head,
-                                    needed=["src/util.c"])
-    for path in ("CMakeLists.txt", "src/util.c", "src/tiny.c", "include/tiny.h"):
-        assert (work / path).read_bytes() == git(
-            upstream.path, "show", f"{upstream.head}:{path}").encode()
-    assert not (work / "README.md").exists()
+                                    needed=["src/util.c"],
+                                    wanted=lambda p: p.endswith((".txt", ".md")))
+    assert (work / "CMakeLists.txt").is_file() and (work / "src/util.c").is_file()
+    assert not (work / "README.md").exists() and not (work / "src/tiny.c").exists()
     assert git(work, "status", "--porcelain") == ""
-    assert gitrepo.index_tree(work) == upstream.tree(upstream.head)
 
 
 def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstream: Upstream,
@@ -145,3 +141,31 @@ def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream:
         index.read_tree(after)
         back = index.apply_series(items[::-1], reverse=True)
         assert back.ok and back.batched and index.write_tree() == upstream.tree(base)
+
+
+def test_a_git_error_is_one_line(tmp_path: Path) -> None:
+    """Bug: a failed `git commit -m MESSAGE` printed the multi-line message inside its
+    error, so the CLI's "one line per error" was several."""
+    with pytest.raises(GitError) as e:
+        gitrepo.run_git(["commit", "-q", "-m", "subject\n\nbody\n"], repo=tmp_path)
+    assert "\n" not in str(e.value) and "subject\\n\\nbody" in str(e.value)
+
+
+def test_commits_in_a_sparse_scratch_checkout_need_no_missing_blob(tmp_path: Path,
+                                                                  upstream: Upstream) -> None:
+    """Bug: with a root-level blob missing upstream, every commit in the sparse work tree
+    (the rebase conflict tree's and the edit tree's, patchctl's or the user's) failed:
+    git checked every root entry's object while building the root tree."""
+    head = upstream.head
+    drop_blob(upstream, "README.md")
+    work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", head,
+                                    needed=["src/util.c"])
+    (work / "src/util.c").write_text((work / "src/util.c").read_text() + "/* more */\n")
+    git(work, "add", "src/util.c")
+    commit = gitrepo.commit_index(work, "util : more\n", author="A <a@example.invalid>")
+    assert gitrepo.work_head(work) == commit
+    (work / "NEW.md").write_text("new at the root\n")
+    git(work, "add", "--sparse", "NEW.md")
+    git(work, "commit", "-q", "-m", "a file at the root")  # the user's own commit
+    assert git(work, "ls-tree", "--name-only", "HEAD").split() == [
+        "CMakeLists.txt", "NEW.md", "README.md", "include", "src"]

@@ -8,9 +8,12 @@ import click
 from patchctl.commands._common import (
     complete_patch,
     emit_json,
+    end_progress,
     exit_for,
     json_option,
+    progress,
     project_dir,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -31,6 +34,7 @@ if TYPE_CHECKING:  # imported lazily at run time
               "series does not list (by default the import is refused, naming it).")
 @upstream_option
 @json_option
+@quiet_option
 @click.pass_context
 def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None,
                from_repo: Path | None, force: bool, upstream: str | None,
@@ -47,7 +51,8 @@ def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
     result = import_patches(project_dir(ctx), stack, repo, list(sources), concern=concern,
-                            from_repo=from_repo, force=force)
+                            from_repo=from_repo, force=force, progress=progress)
+    end_progress()
     if as_json:
         emit_json(result.to_dict())
         return
