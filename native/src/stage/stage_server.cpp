@@ -64,7 +64,8 @@ class Stage {
 };
 
 int Stage::fail(const WireError& e) {
-  const std::string line = "stage " + engine_->range_text() + ": " + e.message;
+  const std::string prefix = "stage " + engine_->range_text() + ": ";
+  const std::string line = e.message.rfind(prefix, 0) == 0 ? e.message : prefix + e.message;
   if (up_.valid()) {
     // Best effort: the peer upstream learns why, then sees the disconnect.
     net::write_frame(up_.fd(), error_frame(0, line), 1000);
