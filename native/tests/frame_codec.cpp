@@ -5,8 +5,10 @@
 //
 // usage: worker_frame_codec
 
+#ifndef WORKER_NO_TRANSPORT
 #include <sys/socket.h>
 #include <unistd.h>
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -16,7 +18,9 @@
 #include <vector>
 
 #include "worker/frame.hpp"
+#ifndef WORKER_NO_TRANSPORT
 #include "worker/net.hpp"
+#endif
 
 namespace {
 
@@ -135,6 +139,7 @@ void test_rejections() {
   check(threw, "encoding an inconsistent frame throws");
 }
 
+#ifndef WORKER_NO_TRANSPORT
 // One end of a socket pair writes `bytes` then closes (or not); the other reads.
 worker::net::FrameRead read_after(const std::vector<std::uint8_t>& bytes, bool close_writer,
                                   int timeout_ms) {
@@ -186,12 +191,16 @@ void test_transport() {
   check(e && e->port == 0, "127.0.0.1:0 parses");
 }
 
+#endif  // WORKER_NO_TRANSPORT
+
 }  // namespace
 
 int main() {
   test_round_trips();
   test_rejections();
+#ifndef WORKER_NO_TRANSPORT
   test_transport();
+#endif
   std::printf("frame codec: %d checks, %d failed\n", g_checks, g_failures);
   return g_failures == 0 ? 0 : 1;
 }

@@ -29,6 +29,25 @@ WireError err(int code, std::string message) { return WireError{code, std::move(
 
 std::string sys_error(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
 
+// Portable to macOS (no SOCK_CLOEXEC, accept4 or MSG_NOSIGNAL there): the
+// descriptor is made close-on-exec (stage children must not inherit it) and
+// SIGPIPE is suppressed per socket or per send.
+#ifdef MSG_NOSIGNAL
+constexpr int kSendFlags = MSG_NOSIGNAL | MSG_DONTWAIT;
+#else
+constexpr int kSendFlags = MSG_DONTWAIT;
+#endif
+
+int prepare(int fd) {
+  if (fd < 0) return fd;
+  ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+#ifdef SO_NOSIGPIPE
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &one, sizeof one);
+#endif
+  return fd;
+}
+
 // Waits until fd is ready for `events` or the deadline passes.
 bool wait_ready(int fd, short events, Clock::time_point deadline) {
   for (;;) {
@@ -100,7 +119,7 @@ Socket listen_on(const Endpoint& at, WireError& error) {
     error = err(kExitPeer, "cannot listen on " + to_string(at) + ": not an IPv4 address");
     return {};
   }
-  Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  Socket s(prepare(::socket(AF_INET, SOCK_STREAM, 0)));
   if (!s.valid()) {
     error = err(kExitPeer, sys_error("socket"));
     return {};
@@ -128,7 +147,7 @@ Socket accept_one(const Socket& listener, int timeout_ms, WireError& error) {
     error = err(kExitTimeout, "no peer connected within " + std::to_string(timeout_ms) + " ms");
     return {};
   }
-  Socket s(::accept4(listener.fd(), nullptr, nullptr, SOCK_CLOEXEC));
+  Socket s(prepare(::accept(listener.fd(), nullptr, nullptr)));
   if (!s.valid()) error = err(kExitPeer, sys_error("accept"));
   const int one = 1;
   if (s.valid()) ::setsockopt(s.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -144,7 +163,7 @@ Socket connect_to(const Endpoint& to, int timeout_ms, WireError& error) {
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
   std::string last = "no attempt";
   for (;;) {
-    Socket s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    Socket s(prepare(::socket(AF_INET, SOCK_STREAM, 0)));
     if (!s.valid()) {
       error = err(kExitPeer, sys_error("socket"));
       return {};
@@ -189,7 +208,7 @@ std::optional<WireError> write_all(int fd, const std::uint8_t* data, std::size_t
                                    " ms (" + std::to_string(done) + " of " +
                                    std::to_string(size) + " bytes sent)");
     }
-    const ssize_t n = ::send(fd, data + done, size - done, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n = ::send(fd, data + done, size - done, kSendFlags);
     if (n < 0) {
       if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
       return err(kExitPeer, "the peer disconnected while sending: " + std::string(std::strerror(errno)));

@@ -33,10 +33,14 @@ Child spawn_child(const std::vector<std::string>& argv, bool capture_stderr, std
   Child child;
   int out[2] = {-1, -1};
   int err[2] = {-1, -1};
-  if (argv.empty() || ::pipe2(out, O_CLOEXEC) != 0 ||
-      (capture_stderr && ::pipe2(err, O_CLOEXEC) != 0)) {
+  if (argv.empty() || ::pipe(out) != 0 || (capture_stderr && ::pipe(err) != 0)) {
     error = argv.empty() ? "nothing to start" : std::string("pipe: ") + std::strerror(errno);
     return child;
+  }
+  // Close-on-exec (macOS has no pipe2): no other child inherits these ends;
+  // dup2 below clears the flag on the child's own stdout/stderr.
+  for (int fd : {out[0], out[1], err[0], err[1]}) {
+    if (fd >= 0) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
   }
   std::vector<char*> args;
   for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
