@@ -40,6 +40,14 @@ CPU_LANE_TESTS = {
     "compute.smoke.threads1", "compute.smoke.threads2", "compute.smoke.threads4",
     "identity.json_matches_lock", "identity.text", "capabilities.only_certified",
     "stamp.missing", "stamp.fingerprint", "stamp.edited", "stamp.accepts", "selftest.worker",
+    "frame.codec",
+}
+# The stage mode's CTests, registered only in a consumer build against llama.cpp.
+STAGE_TESTS = {
+    "pipeline.write_model", "pipeline.two_stage", "pipeline.three_stage", "pipeline.uneven",
+    *(f"pipeline.refuses.{name}" for name in (
+        "truncated", "checksum", "width", "magic", "silent", "next-dies", "head-drops",
+        "head-vanishes")),
 }
 
 
@@ -654,9 +662,21 @@ def test_llama_cpp_consumer_path(cli, tmp_path: Path) -> None:
     configured = configure(NATIVE, build, "-DCMAKE_BUILD_TYPE=Release",
                            f"-DWORKER_UPSTREAM_DIR={tree}")
     assert f"upstream tree {tree} matches the lock" in flat(configured.stdout)
-    run([CMAKE, "--build", build, "--target", "worker"], timeout=3600)
+    assert "worker: stage mode on" in configured.stdout
+    run([CMAKE, "--build", build], timeout=3600)
     identity = worker_json(build, "--version")
     assert identity["upstream_build"] == {"dir": str(tree), "target": "llama",
                                           "tree": stamp["tree"]}
     expected = json.loads(cli("-C", str(REPO), "fingerprint", "--json").out)
     assert identity["stack"] == expected
+
+    # The stage mode (issue 12): pipelines of worker processes on the tiny model,
+    # bit-identical to the full model, and every refusal with its exit code.
+    ctest = run([CTEST, "--test-dir", build, "-R", "^(pipeline|frame)\\.", "--output-on-failure"],
+                timeout=600)
+    for name in STAGE_TESTS | {"frame.codec"}:
+        assert f" {name} " in ctest.stdout, name
+    report = worker_json(build, "--self-test")
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["pipeline.two_stage"]["status"] == "pass", checks["pipeline.two_stage"]
+    assert "bit-identical to the full model" in checks["pipeline.two_stage"]["detail"]
