@@ -54,7 +54,8 @@ std::string range(std::int64_t a, std::int64_t b) {
 void set_stack_fingerprint(const std::string& value) { fingerprint() = value; }
 
 std::optional<WireError> save_checkpoint(const std::string& file, const std::string& model,
-                                         const Engine& engine, std::uint32_t step) {
+                                         const Engine& engine, const Replay& last) {
+  const std::uint32_t step = last.step;
   const auto sha = model_sha256(model);
   if (!sha) return WireError{kExitCheckpoint, "cannot hash the model " + model};
   const std::vector<std::uint8_t> state = engine.save_sequence();
@@ -72,6 +73,10 @@ std::optional<WireError> save_checkpoint(const std::string& file, const std::str
   put(out, state.size(), 8);
   put(out, fnv1a64(state.data(), state.size()), 8);
   out.insert(out.end(), state.begin(), state.end());
+  const std::vector<std::uint8_t> reply = encode_frame(last.reply);
+  put(out, last.input_hash, 8);
+  put(out, reply.size(), 8);
+  out.insert(out.end(), reply.begin(), reply.end());
   const std::string tmp = file + ".tmp";
   {
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
@@ -85,7 +90,7 @@ std::optional<WireError> save_checkpoint(const std::string& file, const std::str
 }
 
 std::optional<WireError> resume_checkpoint(const std::string& file, const std::string& model,
-                                           Engine& engine) {
+                                           Engine& engine, Replay& last) {
   std::ifstream f(file, std::ios::binary);
   if (!f) return refuse(file, "cannot read it");
   const std::vector<std::uint8_t> data((std::istreambuf_iterator<char>(f)),
@@ -120,14 +125,22 @@ std::optional<WireError> resume_checkpoint(const std::string& file, const std::s
     return refuse(file, "it was written with stack fingerprint " + fp.substr(0, 16) +
                             ", this worker has " + mine.substr(0, 16));
   }
-  if (size != data.size() - kHeader) {
-    return refuse(file, "truncated: " + std::to_string(data.size() - kHeader) +
-                            " state bytes, header says " + std::to_string(size));
+  const std::size_t body = data.size() - kHeader;
+  if (size > body || body - size < 16) {
+    return refuse(file, "truncated: " + std::to_string(body) + " bytes after the header, the state alone is " +
+                            std::to_string(size));
   }
-  const std::vector<std::uint8_t> state(data.begin() + static_cast<std::ptrdiff_t>(kHeader), data.end());
+  const auto state_begin = data.begin() + static_cast<std::ptrdiff_t>(kHeader);
+  const std::vector<std::uint8_t> state(state_begin, state_begin + static_cast<std::ptrdiff_t>(size));
   if (fnv1a64(state.data(), state.size()) != sum) return refuse(file, "checksum mismatch (corrupted)");
+  const std::uint8_t* tail = data.data() + kHeader + size;
+  const std::uint64_t input_hash = get(tail, 8);
+  const std::uint64_t reply_size = get(tail + 8, 8);
+  if (reply_size != body - size - 16) return refuse(file, "truncated: the last reply is cut off");
+  DecodedFrame reply = decode_frame(tail + 16, static_cast<std::size_t>(reply_size));
+  if (!reply.frame) return refuse(file, "its last reply is damaged: " + reply.error);
   if (auto e = engine.restore_sequence(state, n_past)) return e;
-  (void)step;
+  last = Replay{true, step, reply.frame->positions, input_hash, std::move(*reply.frame)};
   return std::nullopt;
 }
 

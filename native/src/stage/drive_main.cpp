@@ -24,7 +24,7 @@ const char* const kStageUsage =
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
     "         [--timeout-ms MS] [--step-delay-ms MS] [--check-local]\n"
     "         [--logits-out FILE] [--json]\n"
-    "  worker --write-tiny-model FILE\n"
+    "  worker --write-tiny-model FILE [--seed N]\n"
     "\n"
     "  --stage          serve the layers [START, END) of the GGUF model FILE: read\n"
     "                   tokens (first stage) or boundary-state frames, forward the\n"
@@ -55,7 +55,8 @@ const char* const kStageUsage =
     "  --check-local    also run the whole model in this process and require\n"
     "                   bit-identical logits (exit 1 when they differ)\n"
     "  --logits-out FILE  every logit of every step, float32 little-endian\n"
-    "  --write-tiny-model FILE  write the 4-layer llama test model (seeded weights)\n"
+    "  --write-tiny-model FILE  write the 4-layer llama test model, weights from\n"
+    "                   SplitMix64(--seed) (default: the tests' model)\n"
     "\n"
     "stage exit codes: 20 malformed, truncated, corrupt or wrong-width frame,\n"
     "21 peer disconnected or unreachable, 22 timeout, 23 model or range failed,\n"
@@ -233,8 +234,23 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
 }
 
 int write_tiny_model_main(const std::vector<std::string>& args) {
-  if (args.size() != 1) return usage("--write-tiny-model takes one FILE");
-  if (std::string why = write_tiny_model(args[0]); !why.empty()) {
+  TinyModelSpec spec;
+  std::string file;
+  Args a(args);
+  while (!a.done()) {
+    const std::string arg = a.flag();
+    long long n = 0;
+    if (arg == "--seed") {
+      if (!a.integer(arg, 0, INT64_MAX, n)) return usage(a.error);
+      spec.seed = static_cast<std::uint64_t>(n);
+    } else if (file.empty() && arg.rfind("--", 0) != 0) {
+      file = arg;
+    } else {
+      return usage("--write-tiny-model takes FILE [--seed N], not " + arg);
+    }
+  }
+  if (file.empty()) return usage("--write-tiny-model takes FILE [--seed N]");
+  if (std::string why = write_tiny_model(file, spec); !why.empty()) {
     std::cerr << "worker: " << why << "\n";
     return 3;
   }

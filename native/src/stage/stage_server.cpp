@@ -30,16 +30,6 @@ struct Stats {
   std::int64_t compute_us = 0, replays = 0, reconnects = 0;
 };
 
-// The last request and its reply, so that a request replayed after a
-// neighbour restarted is answered again instead of decoded twice.
-struct Replay {
-  bool valid = false;
-  std::uint32_t step = 0;
-  std::vector<std::int32_t> positions;
-  std::uint64_t input_hash = 0;
-  Frame reply;
-};
-
 std::uint64_t frame_hash(const Frame& f) {
   const std::vector<std::uint8_t> wire = encode_frame(f);
   return fnv1a64(wire.data(), wire.size());
@@ -47,7 +37,8 @@ std::uint64_t frame_hash(const Frame& f) {
 
 class Stage {
  public:
-  Stage(StageOptions o, std::unique_ptr<Engine> e) : o_(std::move(o)), engine_(std::move(e)) {}
+  Stage(StageOptions o, std::unique_ptr<Engine> e, Replay last)
+      : o_(std::move(o)), engine_(std::move(e)), replay_(std::move(last)) {}
   int serve();
 
  private:
@@ -178,7 +169,7 @@ int Stage::serve() {
       }
       replay_ = Replay{true, in.step, in.positions, hash, reply};
       if (!o_.checkpoint.empty()) {
-        if (auto err = save_checkpoint(o_.checkpoint, o_.engine.model, *engine_, in.step)) {
+        if (auto err = save_checkpoint(o_.checkpoint, o_.engine.model, *engine_, replay_)) {
           return fail(*err);
         }
       }
@@ -241,13 +232,14 @@ int stage_main(const std::vector<std::string>& args) {
     std::cerr << "worker: stage: " << e.message << "\n";
     return e.code;
   }
+  Replay last;
   if (!o.resume.empty()) {
-    if (auto err = resume_checkpoint(o.resume, o.engine.model, *engine)) {
+    if (auto err = resume_checkpoint(o.resume, o.engine.model, *engine, last)) {
       std::cerr << "worker: stage " << engine->range_text() << ": " << err->message << "\n";
       return err->code;
     }
   }
-  Stage stage(std::move(o), std::move(engine));
+  Stage stage(std::move(o), std::move(engine), std::move(last));
   return stage.serve();
 }
 

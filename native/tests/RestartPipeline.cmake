@@ -1,0 +1,43 @@
+# ctest -P script: a 3-stage pipeline whose middle stage is killed mid-run and
+# resumed from its checkpoint ends with the same logits, bit for bit, as the
+# uninterrupted pipeline (itself checked against the full model in-process).
+#
+#   -DWORKER=<worker> -DHELPER=<worker_restart_stage> -DMODEL=<gguf>
+#   -DWORK_DIR=<dir> -DSTEPS=<n> -DKILL_AT=<step>
+
+file(MAKE_DIRECTORY "${WORK_DIR}")
+set(resumed "${WORK_DIR}/resumed.bin")
+set(reference "${WORK_DIR}/uninterrupted.bin")
+file(REMOVE "${resumed}" "${reference}")
+
+execute_process(COMMAND "${HELPER}" "${WORKER}" "${MODEL}" "${MODEL}" "${WORK_DIR}"
+    restart "${STEPS}" "${KILL_AT}" "${resumed}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 150)
+message(STATUS "${out}${err}")
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the restarted pipeline failed (${rc})")
+endif()
+if(NOT out MATCHES "killed the middle stage \\[1, 3\\) after its checkpoint of step ([0-9]+)")
+  message(FATAL_ERROR "the middle stage was not killed mid-run")
+endif()
+if(CMAKE_MATCH_1 GREATER_EQUAL STEPS)
+  message(FATAL_ERROR "the kill came after the last step (${CMAKE_MATCH_1}): nothing was resumed")
+endif()
+if(NOT out MATCHES "\"reconnects\": 1")
+  message(FATAL_ERROR "no neighbour reconnected to the restarted stage")
+endif()
+
+execute_process(COMMAND "${WORKER}" --drive --model "${MODEL}" --split 0:1,1:3,3:4
+    --steps "${STEPS}" --check-local --logits-out "${reference}"
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "the uninterrupted pipeline failed (${rc}): ${err}")
+endif()
+execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${reference}" "${resumed}"
+  RESULT_VARIABLE same)
+if(NOT same EQUAL 0)
+  message(FATAL_ERROR "the resumed run's logits differ from the uninterrupted run's")
+endif()
+file(SIZE "${resumed}" size)
+message(STATUS "resumed from a checkpoint: ${size} bytes of logits bit-identical to the "
+  "uninterrupted run")
