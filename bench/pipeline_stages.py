@@ -10,8 +10,9 @@ is kept. Printed per configuration: tokens/s, decode steps/s, both as a ratio
 of the in-process full model, and the boundary bytes per token per boundary
 against the model's weights. Not a test: nothing about speed is asserted.
 
-    python bench/pipeline_stages.py --worker build/native-llama/bin/worker [--steps 64] [--reps 5] [--json]
-    patchctl record --name boundary-io-pipeline-bench -- python bench/pipeline_stages.py --worker W
+    python bench/pipeline_stages.py --worker W [--steps 64] [--reps 5] [--json] [--out FILE]
+    patchctl record --name boundary-io-pipeline-bench --metrics M.json -- \
+        python bench/pipeline_stages.py --worker W --out M.json
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=64)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", help="also write the JSON result to this file (for record --metrics)")
     args = ap.parse_args(argv)
     worker = Path(args.worker).resolve()
     try:
@@ -89,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     result = {"schema": "patchctl.bench-pipeline-stages/1", "worker": str(worker),
               "prompt_tokens": 8, "steps": args.steps, "reps": args.reps,
               "weights_bytes": weights, "rows": rows, "machine": machine_facts()}
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
