@@ -124,14 +124,20 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
       argv.push_back(net::to_string(*next));
     }
     std::string error;
-    Child c = spawn_child(argv, false, error);
+    // The stages' stderr is ours to read: a stage that fails tells the driver
+    // (an error frame, relayed), so the driver prints the one line.
+    Child c = spawn_child(argv, true, error);
     if (c.pid < 0) return WireError{kExitPeer, "cannot start stage " + range + ": " + error};
     p.children.push_back(c);
     std::string line;
     if (!read_line(c.stdout_fd, o.timeout_ms, line, error) || line.rfind("listening ", 0) != 0) {
+      std::string why = read_all(c.stderr_fd, 2000);
+      while (!why.empty() && why.back() == '\n') why.pop_back();
       const int code = wait_child(p.children.back(), 2000);
-      return WireError{kExitModel, "stage " + range + " did not start listening (" + error +
-                                       ", exit " + std::to_string(code) + ")"};
+      if (why.rfind("worker: ", 0) == 0) why = why.substr(8);
+      return WireError{code > 0 && code < 128 ? code : kExitModel,
+                       "stage " + range + " did not start (exit " + std::to_string(code) + "): " +
+                           (why.empty() ? error : why)};
     }
     std::string bad;
     auto ep = net::parse_endpoint(line.substr(10), bad);

@@ -46,12 +46,16 @@ std::string Engine::range_text() const {
   return "[" + std::to_string(layer_start_) + ", " + std::to_string(layer_end_) + ")";
 }
 
-std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
+void init_llama() {
   static std::once_flag once;
   std::call_once(once, [] {
     llama_log_set(log_callback, nullptr);
     llama_backend_init();
   });
+}
+
+std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
+  init_llama();
   GgufSummary summary;
   if (std::string why = read_gguf_summary(o.model, summary); !why.empty()) {
     error = model_error(why);

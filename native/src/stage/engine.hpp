@@ -67,6 +67,10 @@ class Engine {
   std::int32_t n_past_ = 0;
 };
 
+// Routes llama.cpp's and ggml's log into our one-line errors (everything is
+// shown with WORKER_LLAMA_LOG=1) and initialises the backend; idempotent.
+void init_llama();
+
 // The greedy choice: the first index of the largest value.
 std::int32_t argmax(const float* row, std::uint32_t n);
 

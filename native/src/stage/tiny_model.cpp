@@ -1,7 +1,10 @@
 #include "tiny_model.hpp"
 
+#include <filesystem>
 #include <memory>
 #include <vector>
+
+#include "engine.hpp"
 
 #include "ggml.h"
 #include "gguf.h"
@@ -92,6 +95,9 @@ std::string write_tiny_model(const std::string& path, const TinyModelSpec& s) {
 }
 
 std::string read_gguf_summary(const std::string& path, GgufSummary& out) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return "model " + path + " is not a file";
+  init_llama();  // gguf's own complaints go to our log callback
   gguf_init_params params{true, nullptr};
   std::unique_ptr<gguf_context, GgufFree> g(gguf_init_from_file(path.c_str(), params));
   if (!g) return "cannot read " + path + " as GGUF";
