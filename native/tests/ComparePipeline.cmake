@@ -13,30 +13,17 @@ string(REPLACE ":" "-" tag "${tag}")
 set(local "${WORK_DIR}/local-${STEPS}.bin")
 set(piped "${WORK_DIR}/split-${tag}-${STEPS}.bin")
 
-execute_process(COMMAND "${WORKER}" --drive --model "${MODEL}" --local
-    --prompt "${PROMPT}" --steps "${STEPS}" --logits-out "${local}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the full model failed (${rc}): ${err}")
-endif()
-execute_process(COMMAND "${WORKER}" --drive --model "${MODEL}" --split "${SPLIT}"
-    --prompt "${PROMPT}" --steps "${STEPS}" --check-local --logits-out "${piped}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the pipeline ${SPLIT} failed (${rc}): ${err}")
-endif()
-message(STATUS "${out}")
+include("${CMAKE_CURRENT_LIST_DIR}/PipelineRun.cmake")
+worker_drive("${local}" --local --prompt "${PROMPT}" --steps "${STEPS}")
+worker_drive("${piped}" --split "${SPLIT}" --prompt "${PROMPT}" --steps "${STEPS}" --check-local)
+message(STATUS "${drive_output}")
 
 math(EXPR expected "(${PROMPT} + ${STEPS}) * ${N_VOCAB} * 4")
 file(SIZE "${piped}" size)
 if(NOT size EQUAL expected)
   message(FATAL_ERROR "${piped} has ${size} bytes, expected ${expected}")
 endif()
-execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${local}" "${piped}"
-  RESULT_VARIABLE same)
-if(NOT same EQUAL 0)
-  message(FATAL_ERROR "the logits of ${SPLIT} differ from the full model's")
-endif()
+worker_require_same("${local}" "${piped}" "the logits of ${SPLIT} differ from the full model's")
 file(SHA256 "${piped}" digest)
 message(STATUS "pipeline ${SPLIT}: ${PROMPT} tokens + ${STEPS} steps, ${size} bytes of logits "
   "bit-identical to the full model (sha256 ${digest})")

@@ -27,17 +27,10 @@ if(NOT out MATCHES "\"reconnects\": 1")
   message(FATAL_ERROR "no neighbour reconnected to the restarted stage")
 endif()
 
-execute_process(COMMAND "${WORKER}" --drive --model "${MODEL}" --split 0:1,1:3,3:4
-    --steps "${STEPS}" --check-local --logits-out "${reference}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 120)
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the uninterrupted pipeline failed (${rc}): ${err}")
-endif()
-execute_process(COMMAND "${CMAKE_COMMAND}" -E compare_files "${reference}" "${resumed}"
-  RESULT_VARIABLE same)
-if(NOT same EQUAL 0)
-  message(FATAL_ERROR "the resumed run's logits differ from the uninterrupted run's")
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/PipelineRun.cmake")
+worker_drive("${reference}" --split 0:1,1:3,3:4 --steps "${STEPS}" --check-local)
+worker_require_same("${reference}" "${resumed}"
+  "the resumed run's logits differ from the uninterrupted run's")
 file(SIZE "${resumed}" size)
 message(STATUS "resumed from a checkpoint: ${size} bytes of logits bit-identical to the "
   "uninterrupted run")

@@ -14,16 +14,10 @@
 #include <thread>
 #include <vector>
 
+#include "worker/deadline.hpp"
+
 namespace worker::net {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left < 0 ? 0 : static_cast<int>(left);
-}
 
 WireError err(int code, std::string message) { return WireError{code, std::move(message)}; }
 
@@ -49,10 +43,10 @@ int prepare(int fd) {
 }
 
 // Waits until fd is ready for `events` or the deadline passes.
-bool wait_ready(int fd, short events, Clock::time_point deadline) {
+bool wait_ready(int fd, short events, const Deadline& deadline) {
   for (;;) {
     pollfd p{fd, events, 0};
-    const int rc = ::poll(&p, 1, remaining_ms(deadline));
+    const int rc = ::poll(&p, 1, deadline.remaining_ms());
     if (rc > 0) return true;
     if (rc == 0) return false;
     if (errno != EINTR) return true;  // let the read/write report the error
@@ -142,7 +136,7 @@ std::uint16_t local_port(const Socket& s) {
 }
 
 Socket accept_one(const Socket& listener, int timeout_ms, WireError& error) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline(timeout_ms);
   if (!wait_ready(listener.fd(), POLLIN, deadline)) {
     error = err(kExitTimeout, "no peer connected within " + std::to_string(timeout_ms) + " ms");
     return {};
@@ -160,7 +154,7 @@ Socket connect_to(const Endpoint& to, int timeout_ms, WireError& error) {
     error = err(kExitPeer, "cannot connect to " + to_string(to) + ": not an IPv4 address");
     return {};
   }
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline(timeout_ms);
   std::string last = "no attempt";
   for (;;) {
     Socket s(prepare(::socket(AF_INET, SOCK_STREAM, 0)));
@@ -190,7 +184,7 @@ Socket connect_to(const Endpoint& to, int timeout_ms, WireError& error) {
       return s;
     }
     last = std::strerror(errno);
-    if (remaining_ms(deadline) == 0) break;
+    if (deadline.remaining_ms() == 0) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   error = err(kExitPeer, "cannot connect to " + to_string(to) + " within " +
@@ -200,7 +194,7 @@ Socket connect_to(const Endpoint& to, int timeout_ms, WireError& error) {
 
 std::optional<WireError> write_all(int fd, const std::uint8_t* data, std::size_t size,
                                    int timeout_ms) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline(timeout_ms);
   std::size_t done = 0;
   while (done < size) {
     if (!wait_ready(fd, POLLOUT, deadline)) {
@@ -229,7 +223,7 @@ namespace {
 
 // Reads exactly size bytes; the error says how far it got.
 std::optional<WireError> read_exact(int fd, std::uint8_t* out, std::size_t size,
-                                    Clock::time_point deadline, int timeout_ms,
+                                    const Deadline& deadline, int timeout_ms,
                                     const std::string& who, const char* part) {
   std::size_t done = 0;
   while (done < size) {
@@ -257,7 +251,7 @@ std::optional<WireError> read_exact(int fd, std::uint8_t* out, std::size_t size,
 
 FrameRead read_frame(int fd, int timeout_ms, const std::string& who) {
   FrameRead out;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline(timeout_ms);
   std::vector<std::uint8_t> wire(kFrameHeaderSize);
   if (auto e = read_exact(fd, wire.data(), kFrameHeaderSize, deadline, timeout_ms, who, "header")) {
     out.error = *e;

@@ -11,16 +11,10 @@
 #include <cstring>
 #include <thread>
 
+#include "worker/deadline.hpp"
+
 namespace worker {
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-int remaining_ms(Clock::time_point deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
-  return left < 0 ? 0 : static_cast<int>(left);
-}
 
 void close_fd(int& fd) {
   if (fd >= 0) ::close(fd);
@@ -71,11 +65,11 @@ Child spawn_child(const std::vector<std::string>& argv, bool capture_stderr, std
 }
 
 bool read_line(int fd, int timeout_ms, std::string& line, std::string& error) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline(timeout_ms);
   line.clear();
   for (;;) {
     pollfd p{fd, POLLIN, 0};
-    const int rc = ::poll(&p, 1, remaining_ms(deadline));
+    const int rc = ::poll(&p, 1, deadline.remaining_ms());
     if (rc == 0) {
       error = "no line within " + std::to_string(timeout_ms) + " ms";
       return false;
@@ -94,12 +88,12 @@ bool read_line(int fd, int timeout_ms, std::string& line, std::string& error) {
 }
 
 std::string read_all(int fd, int timeout_ms) {
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline(timeout_ms);
   std::string out;
   char buf[4096];
   for (;;) {
     pollfd p{fd, POLLIN, 0};
-    const int rc = ::poll(&p, 1, remaining_ms(deadline));
+    const int rc = ::poll(&p, 1, deadline.remaining_ms());
     if (rc == 0) return out;
     if (rc < 0 && errno == EINTR) continue;
     const ssize_t n = ::read(fd, buf, sizeof buf);
@@ -111,7 +105,7 @@ std::string read_all(int fd, int timeout_ms) {
 
 int wait_child(Child& child, int timeout_ms) {
   if (child.pid <= 0) return -1;
-  const auto deadline = Clock::now() + std::chrono::milliseconds(timeout_ms);
+  const Deadline deadline(timeout_ms);
   for (;;) {
     int status = 0;
     const pid_t rc = ::waitpid(child.pid, &status, WNOHANG);
@@ -124,7 +118,7 @@ int wait_child(Child& child, int timeout_ms) {
       return -1;
     }
     if (rc < 0 && errno != EINTR) return -1;
-    if (remaining_ms(deadline) == 0) {
+    if (deadline.remaining_ms() == 0) {
       kill_child(child);
       return -1;
     }
