@@ -48,7 +48,8 @@ STAGE_TESTS = {
     *(f"pipeline.refuses.{name}" for name in (
         "truncated", "checksum", "width", "magic", "silent", "next-dies", "head-drops",
         "head-vanishes")),
-    "pipeline.write_other_model", "pipeline.checkpoint.resume_mid_run",
+    "pipeline.write_other_model", "pipeline.checkpoint.resume_middle",
+    "pipeline.checkpoint.resume_first",
     "pipeline.checkpoint.refusals",
 }
 

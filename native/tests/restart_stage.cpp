@@ -1,15 +1,16 @@
 // The checkpoint CTests (consumer build only):
 //
 //   restart   a 3-stage pipeline [0,1)+[1,3)+[3,4) of worker processes runs 8
-//             prompt tokens and STEPS greedy steps; its middle stage saves a
-//             checkpoint after every step, is killed (SIGKILL) once the
-//             checkpoint reaches step KILL_AT, and a new worker process resumes
-//             from it on the same port; its neighbours wait for it
-//             (--recover-ms). The driver's logits are written to OUT.
+//             prompt tokens and STEPS greedy steps; its WHICH (middle or
+//             first) stage saves a checkpoint after every step, is killed
+//             (SIGKILL) once the checkpoint reaches step KILL_AT, and a new
+//             worker process resumes from it on the same port; its neighbours
+//             (the driver, for the first stage) wait for it (--recover-ms).
+//             The driver's logits are written to OUT.
 //   refuse    a checkpoint of [1,3) offered to [0,2), to [1,3) of another
 //             model, and a corrupted one: each refused with exit 25 and its line.
 //
-// usage: worker_restart_stage WORKER MODEL OTHER_MODEL WORK_DIR restart STEPS KILL_AT OUT
+// usage: worker_restart_stage WORKER MODEL OTHER_MODEL WORK_DIR restart STEPS KILL_AT OUT WHICH
 //        worker_restart_stage WORKER MODEL OTHER_MODEL WORK_DIR refuse
 
 #include <chrono>
@@ -61,44 +62,57 @@ int finish(Child& c, const char* who) {
   return code;
 }
 
+// which: "middle" ([1, 3)) or "first" ([0, 1), the driver reconnects).
 int restart(const std::string& exe, const std::string& model, const std::string& dir,
-            int steps, long kill_at, const std::string& out) {
-  const std::string ck = dir + "/middle.ckpt";
+            int steps, long kill_at, const std::string& out, const std::string& which) {
+  const bool first = which == "first";
+  const std::string layers = first ? "0:1" : "1:3";
+  const std::string range = first ? "[0, 1)" : "[1, 3)";
+  const std::string ck = dir + "/" + which + ".ckpt";
   std::remove(ck.c_str());
   const std::vector<std::string> recover = {"--recover-ms", "20000"};
+  auto with = [&](std::vector<std::string> args, bool checkpoint) {
+    args.insert(args.end(), recover.begin(), recover.end());
+    if (checkpoint) args.insert(args.end(), {"--checkpoint", ck});
+    return args;
+  };
   std::string ep3, ep2, ep1, ignored;
-  Child last = stage(exe, model, "3:4", "127.0.0.1:0", recover, ep3);
-  Child middle = stage(exe, model, "1:3", "127.0.0.1:0", {"--next", ep3, "--checkpoint", ck}, ep2);
-  std::vector<std::string> head_args = recover;
-  head_args.insert(head_args.end(), {"--next", ep2});
-  Child head = stage(exe, model, "0:1", "127.0.0.1:0", head_args, ep1);
+  Child last = stage(exe, model, "3:4", "127.0.0.1:0", with({}, false), ep3);
+  Child middle = stage(exe, model, "1:3", "127.0.0.1:0", with({"--next", ep3}, !first), ep2);
+  Child head = stage(exe, model, "0:1", "127.0.0.1:0", with({"--next", ep2}, first), ep1);
   if (last.pid < 0 || middle.pid < 0 || head.pid < 0) return 1;
 
   std::string error;
   Child driver = worker::spawn_child(
       {exe, "--drive", "--model", model, "--connect", ep1, "--steps", std::to_string(steps),
-       "--step-delay-ms", "150", "--logits-out", out, "--json"},
+       "--step-delay-ms", "150", "--recover-ms", "20000", "--logits-out", out, "--json"},
       false, error);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (checkpoint_step(ck) < kill_at && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   const long at = checkpoint_step(ck);
-  worker::kill_child(middle);
-  std::printf("killed the middle stage [1, 3) after its checkpoint of step %ld\n", at);
-  Child again = stage(exe, model, "1:3", ep2, {"--next", ep3, "--resume", ck, "--checkpoint", ck}, ignored);
-  if (again.pid < 0) return 1;
-  std::printf("restarted it from %s on %s\n", ck.c_str(), ep2.c_str());
+  Child& victim = first ? head : middle;
+  worker::kill_child(victim);
+  std::printf("killed the %s stage %s after its checkpoint of step %ld\n", which.c_str(),
+              range.c_str(), at);
+  const std::string listen = first ? ep1 : ep2;
+  const std::string next = first ? ep2 : ep3;
+  victim = stage(exe, model, layers, listen,
+                 with({"--next", next, "--resume", ck}, true), ignored);
+  if (victim.pid < 0) return 1;
+  std::printf("restarted it from %s on %s\n", ck.c_str(), listen.c_str());
 
   const std::string report = worker::read_all(driver.stdout_fd, kWait);
   const int code = worker::wait_child(driver, kWait);
-  std::printf("driver exit %d\n", code);
+  const auto reconnects = report.find("\"reconnects\": ");
+  std::printf("driver exit %d, reconnects %s\n", code,
+              reconnects == std::string::npos ? "?" : report.substr(reconnects + 14, 1).c_str());
   int bad = code != 0;
-  bad |= finish(head, "stage [0, 1)") != 0;
-  bad |= finish(again, "stage [1, 3) (resumed)") != 0;
+  bad |= finish(head, first ? "stage [0, 1) (resumed)" : "stage [0, 1)") != 0;
+  bad |= finish(middle, first ? "stage [1, 3)" : "stage [1, 3) (resumed)") != 0;
   bad |= finish(last, "stage [3, 4)") != 0;
   std::printf("%s\n", bad ? "the restarted pipeline FAILED" : "the restarted pipeline finished");
-  (void)report;
   return bad;
 }
 
@@ -152,8 +166,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string exe = argv[1], model = argv[2], other = argv[3], dir = argv[4], what = argv[5];
-  if (what == "restart" && argc == 9) {
-    return restart(exe, model, dir, std::atoi(argv[6]), std::atol(argv[7]), argv[8]);
+  if (what == "restart" && argc == 10) {
+    return restart(exe, model, dir, std::atoi(argv[6]), std::atol(argv[7]), argv[8], argv[9]);
   }
   if (what == "refuse") return refuse(exe, model, other, dir);
   std::fprintf(stderr, "worker_restart_stage: bad arguments\n");

@@ -22,7 +22,7 @@ const char* const kStageUsage =
     "         [--recover-ms MS] [--checkpoint FILE] [--resume FILE]\n"
     "  worker --drive --model FILE (--local | --split A:B,B:C,... | --connect HOST:PORT)\n"
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
-    "         [--timeout-ms MS] [--step-delay-ms MS] [--check-local]\n"
+    "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
     "         [--logits-out FILE] [--json]\n"
     "  worker --write-tiny-model FILE [--seed N]\n"
     "\n"
@@ -40,7 +40,8 @@ const char* const kStageUsage =
     "  --timeout-ms MS  limit of every connect, accept, read and write (default 30000)\n"
     "  --recover-ms MS  when a neighbour disconnects, wait this long for it to come\n"
     "                   back (reconnect to --next and resend; accept a new\n"
-    "                   previous stage) instead of failing (default 0: fail)\n"
+    "                   previous stage) instead of failing (default 0: fail);\n"
+    "                   for --drive --connect: reconnect to the first stage\n"
     "  --checkpoint FILE  after every step, save this stage's sequence state with\n"
     "                   its layer range, model sha256, stack fingerprint and step\n"
     "  --resume FILE    start from a checkpoint of the same range, model and stack\n"
@@ -134,9 +135,10 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
     } else if (flag == "--ctx") {
       if (!a.integer(flag, 16, 1 << 20, n)) return usage(a.error);
       o.n_ctx = static_cast<std::uint32_t>(n);
-    } else if (flag == "--timeout-ms" || flag == "--step-delay-ms") {
+    } else if (flag == "--timeout-ms" || flag == "--step-delay-ms" || flag == "--recover-ms") {
       if (!a.integer(flag, flag == "--timeout-ms" ? 1 : 0, 86400000, n)) return usage(a.error);
-      (flag == "--timeout-ms" ? o.timeout_ms : o.step_delay_ms) = static_cast<int>(n);
+      (flag == "--timeout-ms" ? o.timeout_ms : flag == "--recover-ms" ? o.recover_ms : o.step_delay_ms) =
+          static_cast<int>(n);
     } else if (flag == "--check-local") {
       check_local = true;
     } else if (flag == "--logits-out") {
@@ -210,6 +212,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
                    {"tokens_per_s", r.total_s > 0 ? n_tok / r.total_s : 0.0},
                    {"steps_per_s", r.total_s > r.prompt_s ? o.steps / (r.total_s - r.prompt_s) : 0.0},
                    {"boundary", std::move(boundary)},
+                   {"reconnects", r.reconnects},
                    {"identical_to_local", identical}};
   if (as_json) {
     std::cout << json::Value(std::move(doc)).dump() << "\n";

@@ -45,21 +45,39 @@ class LocalHop : public Hop {
 
 class SocketHop : public Hop {
  public:
-  SocketHop(net::Socket s, std::string who, int timeout_ms)
-      : s_(std::move(s)), who_(std::move(who)), timeout_ms_(timeout_ms) {}
+  SocketHop(net::Socket s, net::Endpoint head, int timeout_ms, int recover_ms)
+      : s_(std::move(s)), head_(std::move(head)), who_("the stage at " + net::to_string(head_)),
+        timeout_ms_(timeout_ms), recover_ms_(recover_ms) {}
   std::optional<WireError> request(const Frame& in, Frame& reply) override {
-    if (auto e = net::write_frame(s_.fd(), in, timeout_ms_)) return e;
-    net::FrameRead r = net::read_frame(s_.fd(), timeout_ms_, who_);
-    if (!r.frame) return r.error;
-    reply = std::move(*r.frame);
-    if (reply.kind == FrameKind::kError) return WireError{kExitRemote, "a stage reported: " + reply.text};
-    return std::nullopt;
+    for (int attempt = 0;; ++attempt) {
+      std::optional<WireError> e = net::write_frame(s_.fd(), in, timeout_ms_);
+      if (!e) {
+        net::FrameRead r = net::read_frame(s_.fd(), timeout_ms_, who_);
+        if (r.frame) {
+          reply = std::move(*r.frame);
+          if (reply.kind == FrameKind::kError) {
+            return WireError{kExitRemote, "a stage reported: " + reply.text};
+          }
+          return std::nullopt;
+        }
+        e = r.error;
+      }
+      // --recover-ms: the first stage may be restarting from its checkpoint.
+      if (recover_ms_ <= 0 || e->code != kExitPeer || attempt > 0) return e;
+      WireError why;
+      s_ = net::connect_to(head_, recover_ms_, why);
+      if (!s_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
+      reconnects += 1;
+    }
   }
+  int reconnects = 0;
 
  private:
   net::Socket s_;
+  net::Endpoint head_;
   std::string who_;
   int timeout_ms_;
+  int recover_ms_;
 };
 
 std::optional<WireError> run_sequence(Hop& hop, const DriveOptions& o, std::uint32_t n_vocab,
@@ -191,8 +209,10 @@ std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, Dr
   WireError e;
   net::Socket s = net::connect_to(head, o.timeout_ms, e);
   if (!s.valid()) return e;
-  SocketHop hop(std::move(s), "the stage at " + net::to_string(head), o.timeout_ms);
-  if (auto err = run_sequence(hop, o, summary.n_vocab, r)) return err;
+  SocketHop hop(std::move(s), head, o.timeout_ms, o.recover_ms);
+  std::optional<WireError> failed = run_sequence(hop, o, summary.n_vocab, r);
+  r.reconnects = hop.reconnects;
+  if (failed) return failed;
   Frame ack;
   if (auto err = hop.request(end_frame(o.seq_id), ack)) return err;
   if (ack.kind != FrameKind::kEnd) {

@@ -25,6 +25,7 @@ struct DriveOptions {
   std::uint32_t n_ctx = 256;
   int timeout_ms = 30000;
   int step_delay_ms = 0;
+  int recover_ms = 0;  // reconnect to the first stage and resend, within this
 };
 
 struct StageReport {
@@ -41,6 +42,7 @@ struct DriveResult {
   std::vector<std::int32_t> tokens;   // the prompt, then each greedy choice fed back
   double prompt_s = 0, total_s = 0;   // from the first request
   std::vector<StageReport> stages;    // kSpawn, first stage first
+  int reconnects = 0;                 // to the first stage (--recover-ms)
 };
 
 // Runs o.prompt tokens (SplitMix64(o.seed) mod n_vocab), then o.steps greedy
