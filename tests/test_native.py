@@ -46,7 +46,7 @@ CPU_LANE_TESTS = {
 STAGE_TESTS = {
     "pipeline.write_model", "pipeline.two_stage", "pipeline.three_stage", "pipeline.uneven",
     *(f"pipeline.refuses.{name}" for name in (
-        "truncated", "checksum", "width", "magic", "silent", "next-dies", "head-drops",
+        "truncated", "checksum", "width", "magic", "tokens", "silent", "next-dies", "head-drops",
         "head-vanishes")),
     "pipeline.write_other_model", "pipeline.checkpoint.resume_middle",
     "pipeline.checkpoint.resume_first",

@@ -9,6 +9,7 @@
 //
 // usage: worker_bad_peer WORKER MODEL SCENARIO
 //   truncated | checksum | width | magic   a broken state frame to stage [2, 4)
+//   tokens                                 token ids to stage [2, 4), which has no embeddings
 //   silent                                 connect to stage [2, 4), send nothing
 //   next-dies                              kill stage [2, 4) of a 2-stage pipeline mid-run
 //   head-drops                             the driver's first stage closes mid-reply
@@ -72,7 +73,9 @@ int broken_frame(const std::string& exe, const std::string& model, const std::st
   Child stage = start_stage(exe, model, "2:4", {"--timeout-ms", "2000"}, endpoint);
   if (stage.pid < 0) return 1;
   worker::net::Socket s = dial(endpoint);
-  std::vector<std::uint8_t> wire = state_wire(how == "width" ? 64 : 128);
+  std::vector<std::uint8_t> wire = how == "tokens"
+                                       ? worker::encode_frame(worker::tokens_frame(0, 0, 0, {1, 2, 3}))
+                                       : state_wire(how == "width" ? 64 : 128);
   if (how == "checksum") wire[wire.size() - 3] ^= 0x10;
   if (how == "magic") wire[0] = 'X';
   if (how == "truncated") wire.resize(wire.size() / 2);
