@@ -15,7 +15,7 @@ import itertools
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -117,7 +117,8 @@ class ImportResult:
 
 def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[str], *,
                    concern: str | None = None, from_repo: Path | None = None,
-                   force: bool = False) -> ImportResult:
+                   force: bool = False,
+                   progress: Callable[[str], None] | None = None) -> ImportResult:
     """Append patches from ``sources`` to the series, in patchctl's form; all or nothing.
 
     Each is applied on top of the stack at the pin (plain, else three-way) and
@@ -131,7 +132,9 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         snap = stackwrite.snapshot(stack.root)
         pin = stack.pin()
         upstream = gitrepo.git_dir(upstream)
+        say = progress or (lambda _m: None)
         existing = stack.patches()
+        say(f"reading {len(sources)} source(s)")
         candidates = importing.collect(sources, Path(tmp), from_repo=from_repo)
         names = [p.name for p in existing]
         number = patchtext.next_number(names)
@@ -139,8 +142,10 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         made: list[Patch] = []
         report: list[Imported] = []
         with gitrepo.temp_index(upstream) as index:
+            say(f"applying the stack ({len(existing)} patches) at the pin")
             _apply_stack(index, pin, existing)
-            steps = _apply_candidates(index, upstream, pin, existing, candidates, Path(tmp))
+            say(f"applying {len(candidates)} patch(es) on top")
+            steps = _apply_candidates(index, upstream, pin, existing, candidates, Path(tmp), say)
             for c, (grade, diff) in zip(candidates, steps, strict=True):
                 files = _diff_paths(diff)
                 added = importing.fill_trailers(c, concern=concern, files=files)
@@ -162,6 +167,7 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
                 made.append(patchtext.reparse(text, name=name, path=stack.patches_dir / name))
                 names.append(name)
                 report.append(Imported(name, c.subject, c.source, grade, added))
+        say(f"writing {len(made)} patch(es) into {stack.root}")
         lock = make_lock(pin, existing + made)
         series = stack.series_path.read_text(encoding="utf-8")
         changes["series"] = (series.rstrip("\n") + "\n" +
@@ -188,7 +194,8 @@ _BATCH = 8  # from this many candidates on, the batched path beats a few git cal
 
 
 def _apply_candidates(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existing: list[Patch],
-                      candidates: list[importing.Candidate], tmp: Path) -> list[tuple[str, str]]:
+                      candidates: list[importing.Candidate], tmp: Path,
+                      say: Callable[[str], None]) -> list[tuple[str, str]]:
     """(grade, diff re-made from the trees around it) of each candidate, applied in turn
     on the stack at the pin, which ``index`` holds; it then holds them all."""
     if len(candidates) >= _BATCH:
@@ -196,7 +203,8 @@ def _apply_candidates(index: gitrepo.TempIndex, upstream: Path, pin: Pin, existi
         if done is not None:
             return done
     out = []
-    for c in candidates:
+    for n, c in enumerate(candidates, start=1):
+        say(f"[{n}/{len(candidates)}] {c.source}")
         before = index.write_tree()
         grade = _apply_candidate(index, c)
         after = index.write_tree()
@@ -368,7 +376,8 @@ def _load_edit(project: Path) -> EditState | None:
 
 
 def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
-                target: str, header: str | None, scope: Sequence[str] = ()) -> EditResult:
+                target: str, header: str | None, scope: Sequence[str] = (),
+                full: bool = False) -> EditResult:
     work = edit_dir(project, create=True) / "work"
     discarded = _discarding(project, work) if reset else ""
     state = None if reset else _load_edit(project)  # --reset clears any state, even a bad one
@@ -384,9 +393,11 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
     patches = stack.patches()
     touched = [path for p in patches for f in p.files for path in f.paths]
-    gitrepo.scratch_checkout(  # a sparse work tree still holds the new patch's Scope
+    scope = list(scope) if header is not None else patches[upto - 1].scope
+    gitrepo.scratch_checkout(  # a sparse work tree still holds the patch's Scope
         upstream, work, pin.commit, needed=touched,
-        wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None)
+        wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None,
+        patterns=gitrepo.sparse_patterns(scope), full=full)
     applied: list[str] = []
     base = pin.commit
     for i, p in enumerate(patches[:upto]):
@@ -416,17 +427,17 @@ def _discarding(project: Path, work: Path) -> str:
 
 
 def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,
-               reset: bool = False) -> EditResult:
+               reset: bool = False, full: bool = False) -> EditResult:
     with stackwrite.stack_lock(project, f"edit in {stack.root}"):
         i = _find(stack, name)
         return _start_edit(project, stack, upstream, i + 1, reset=reset,
-                           target=stack.series()[i].name, header=None)
+                           target=stack.series()[i].name, header=None, full=full)
 
 
 def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern: str,
               scope: list[str], subject: str | None = None, reset: bool = False,
               assisted_by: Sequence[str] = (), body: str = "",
-              trailers: Sequence[tuple[str, str]] = ()) -> EditResult:
+              trailers: Sequence[tuple[str, str]] = (), full: bool = False) -> EditResult:
     """Open the edit work tree on top of the whole stack for a patch not yet written;
     ``refresh`` writes it and appends it to the series. NAME may carry the next
     number (``0004-foo``); ``trailers`` join (or, for Upstream-Status, replace) the
@@ -452,7 +463,7 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
                       *((k, v) for k, v in extra if k != "Upstream-Status"),
                       *(("Assisted-by", t) for t in assisted_by)])
         return _start_edit(project, stack, upstream, len(names), reset=reset, target=file,
-                           header=header, scope=scope)
+                           header=header, scope=scope, full=full)
 
 
 def _new_file_name(names: list[str], name: str) -> tuple[str, str]:
@@ -503,7 +514,9 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         tree = gitrepo.snapshot_tree(work)
         base_tree = gitrepo.tree_of(git_dir, state.base)
         if tree == base_tree:
-            raise InputError(f"{work} holds no change for {target}: edit the files there first")
+            raise InputError(f"{work} holds no change for {target}: edit the files there "
+                             "first (a new file that .gitignore ignores counts once you "
+                             "`git add -f` it there)")
         diff = gitrepo.format_diff(git_dir, base_tree, tree)
         patches = stack.patches()
         old = next((p for p in patches if p.name == target), None)

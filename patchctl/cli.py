@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import time
 
 import click
 
@@ -96,7 +97,7 @@ def cli(ctx: click.Context, project: str) -> None:
     Exit codes: 0 clean, 1 the stack has findings, 2 usage or bad input,
     3 environment or tool failure, 130 interrupted.
     """
-    ctx.obj = {"project": project}
+    ctx.obj = {"project": project, "started": time.monotonic()}  # progress counts from here
 
 
 def main(argv: list[str] | None = None) -> None:

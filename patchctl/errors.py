@@ -47,7 +47,9 @@ class GitError(EnvironmentFailure):
         self.returncode = returncode
         self.stderr = stderr
         last = next((ln for ln in reversed(stderr.strip().splitlines()) if ln.strip()), "")
-        super().__init__(f"`{' '.join(argv)}` failed (exit {returncode}): {last or 'no output'}")
+        # One line, whatever the arguments hold (a commit message has newlines).
+        shown = " ".join(a.replace("\n", "\\n") for a in argv)
+        super().__init__(f"`{shown}` failed (exit {returncode}): {last or 'no output'}")
 
 
 class BusyError(EnvironmentFailure):

@@ -54,6 +54,13 @@ def lint_patch(patch: Patch, *, upstream_symlinks: frozenset[str] = frozenset())
     return findings
 
 
+def added_findings(before: Patch, after: Patch) -> list[Finding]:
+    """What ``after`` is found to have that ``before`` was not: how a change to a patch's
+    header is judged (`header --set`, a header edited at a rebase stop)."""
+    seen = {(f.code, f.message) for f in lint_patch(before)}
+    return [f for f in lint_patch(after) if (f.code, f.message) not in seen]
+
+
 def _lint_metadata(patch: Patch, header_end: int) -> list[Finding]:
     out: list[Finding] = []
     header_text = "\n".join(patch.text.split("\n")[:header_end])

@@ -1,7 +1,8 @@
 """The state of a rebase-pin stopped at a conflict: one typed record, one load, one save.
 
 It lives in ``<project>/.patchctl/rebase/state.json`` beside the conflict work
-tree (``work/``) and the new text of each patch already rebased (``staged/``).
+tree (``work/``), the new text of each patch already rebased (``staged/``) and
+the header of the patch waiting in the work tree (``header``, the user's to edit).
 ``head`` is the work tree's commit the state describes: every effect on the
 work tree (a commit) is followed by a save, so a run killed between the two
 leaves the work tree ahead of the state, and --continue puts it back to
@@ -69,6 +70,13 @@ def state_path(project: Path) -> Path:
     return rebase_dir(project) / "state.json"
 
 
+def header_path(project: Path) -> Path:
+    """The header (From, Date, Subject, body, trailers) of the patch waiting at a stop:
+    written by the stop, edited by the user if the resolution changes what the patch
+    says or touches; --continue takes the patch's new header from it."""
+    return rebase_dir(project) / "header"
+
+
 def load(project: Path) -> RebaseState | None:
     """The state of the rebase in progress; None when there is none."""
     return statefile.load(state_path(project), REBASE_STATE, RebaseState.from_dict,
@@ -84,6 +92,8 @@ def save(project: Path, state: RebaseState) -> None:
 def refuse_if_in_progress(project: Path) -> None:
     state = load(project)
     if state is not None:
+        waiting = (f" (the header of {state.conflict.name}, where it stopped, is changed in "
+                   f"{header_path(project)})") if state.conflict is not None else ""
         raise InputError(f"a rebase-pin to {state.new[:12]} is in progress "
                          f"({rebase_dir(project)}); finish it with `patchctl rebase-pin "
-                         "--continue` or undo it with `patchctl rebase-pin --abort`")
+                         f"--continue`{waiting} or undo it with `patchctl rebase-pin --abort`")

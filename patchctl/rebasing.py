@@ -8,6 +8,10 @@ rebase completes:
 - ``work/``: a git work tree at the new pin, with the patches already rebased
   as commits and the conflicting patch applied with conflict markers;
 - ``staged/``: the new text of each patch already rebased;
+- ``header``: the header of the patch waiting in ``work/`` (From, Date, Subject,
+  body, trailers), written by the stop; what the user leaves there when they
+  --continue is that patch's header (a resolution may change what the patch
+  touches, and so its ``Scope:``, or what its body must say);
 - ``state.json``: saved after every commit made in ``work/`` and naming that
   commit (``head``). A run killed between a commit and its save leaves the work
   tree ahead of the state: --continue first puts it back to ``head`` (keeping
@@ -23,10 +27,12 @@ import shutil
 import time
 from pathlib import Path
 
-from patchctl import gitrepo, patchtext, rebase_review, rebase_state, stackwrite
-from patchctl.errors import InputError
+from patchctl import fsutil, gitrepo, patchtext, rebase_review, rebase_state, stackwrite
+from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint, make_lock, staleness
 from patchctl.grades import CONFLICT, EXACT, UPSTREAM
+from patchctl.lint import ERROR, added_findings
+from patchctl.patchfile import Patch
 from patchctl.rebase import (
     DROPPED,
     Progress,
@@ -126,15 +132,23 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
         state.done.append(entry)
         rebase_state.save(project, state)
     gitrepo.apply_with_markers(work, conflict.source.path, strip=conflict.source.strip)
+    fsutil.atomic_write(rebase_state.header_path(project),
+                        patchtext.header_text(conflict.source.patch).encode(
+                            "utf-8", "surrogateescape"))
     state.conflict = conflict.result
     rebase_state.save(project, state)
 
 
-def _stop_message(work: Path, step: Step) -> str:
+def _stopped(project: Path, result: RebaseResult, work: Path, step: Step) -> None:
     files = ", ".join(step.result.conflicts) or "see the .rej files"
-    return (f"{step.source.name} conflicts at the new pin ({files}). Resolve it in {work} "
-            "(edit the files, `git add` them), then run `patchctl rebase-pin --continue`; "
-            "or `patchctl rebase-pin --abort` to leave the stack as it was")
+    header = rebase_state.header_path(project)
+    result.status, result.work, result.conflict = "stopped", str(work), step.source.name
+    result.header = str(header)
+    result.message = (
+        f"{step.source.name} conflicts at the new pin ({files}). Resolve it in {work} "
+        f"(edit the files, `git add` them; to change the patch's Subject, body or trailers, "
+        f"`Scope:` included, edit {header}), then run `patchctl rebase-pin --continue`; "
+        "or `patchctl rebase-pin --abort` to leave the stack as it was")
 
 
 def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, steps: list[Step],
@@ -155,8 +169,7 @@ def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, step
                         head=gitrepo.work_head(work))
     rebase_state.save(project, state)
     _park(project, state, work, steps[:k], steps[k])
-    result.status, result.work, result.conflict = "stopped", str(work), steps[k].source.name
-    result.message = _stop_message(work, steps[k])
+    _stopped(project, result, work, steps[k])
 
 
 # -- --continue and --abort -------------------------------------------------------------------
@@ -219,7 +232,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         sources = sources_of(stack)
         texts, done = _done_steps(project, state, sources)
         if state.conflict is not None:
-            step = _resolve(work, git_dir, state, sources, done, texts)
+            step = _resolve(project, state, sources, done, texts)
             if step.text is not None:
                 texts[step.source.name] = step.text
                 (rebase_dir(project) / "staged" / step.source.name).write_bytes(
@@ -254,8 +267,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                                                   steps[k].source.patch,
                                                   steps[k].result.conflicts)
             _park(project, state, work, steps[:k], steps[k])
-            result.status, result.work, result.conflict = "stopped", str(work), steps[k].source.name
-            result.message = _stop_message(work, steps[k])
+            _stopped(project, result, work, steps[k])
         else:
             pin = Pin(name=stack.pin().name, url=stack.pin().url, commit=state.new,
                       tag=state.tag)
@@ -282,17 +294,24 @@ def _done_steps(project: Path, state: RebaseState,
         result = entry.result
         source = sources[result.index - 1]
         text = None
-        if entry.staged and result.change not in (patchtext.UNCHANGED, DROPPED):
+        # An unchanged patch parked by a stop is staged as its old bytes (at its own
+        # strip level): keep the file. A resolved one is always patchctl's text, and
+        # its header may have changed even where its diff did not.
+        if entry.staged and result.change != DROPPED and \
+                (result.change != patchtext.UNCHANGED or result.resolved):
             text = (staged / entry.staged).read_bytes().decode("utf-8", "surrogateescape")
             texts[source.name] = text
         steps.append(Step(source, result, text))
     return texts, steps
 
 
-def _resolve(work: Path, git_dir: Path, state: RebaseState, sources: list[Source],
-             done: list[Step], texts: dict[str, str]) -> Step:
-    """The hand-resolved conflict as a patch, committed in the work tree once it holds at
-    the new pin (with the patches before it: applies, reverses, stays in its Scope)."""
+def _resolve(project: Path, state: RebaseState, sources: list[Source], done: list[Step],
+             texts: dict[str, str]) -> Step:
+    """The hand-resolved conflict as a patch, with the header the user left at the stop,
+    committed in the work tree once it holds at the new pin (with the patches before
+    it: applies, reverses, stays in its Scope)."""
+    work = rebase_dir(project) / "work"
+    git_dir = work / ".git"
     status = gitrepo.worktree_status(work)
     if status.unmerged:
         raise InputError(f"conflicts remain in {work}: {', '.join(status.unmerged)}; resolve "
@@ -309,9 +328,9 @@ def _resolve(work: Path, git_dir: Path, state: RebaseState, sources: list[Source
         result.change = DROPPED  # resolved to nothing: the change is upstream already
         return Step(source, result, None)
     diff = gitrepo.format_diff(git_dir, head, resolved)
-    text = patchtext.render(patchtext.header_text(source.patch), diff,
-                            mail_form=source.patch.mail_form)
-    new = patchtext.reparse(text, name=source.name, path=source.path)
+    header = rebase_state.header_path(project)
+    new = _with_header(header, source.patch, diff)
+    text = new.text
     result.change = patchtext.compare(source.patch, new)
     if result.change == patchtext.CONTENT:
         result.interdiff = patchtext.interdiff(source.patch, new, name=source.name)
@@ -319,11 +338,44 @@ def _resolve(work: Path, git_dir: Path, state: RebaseState, sources: list[Source
                                      new_stack([*done, Step(source, result, text)], texts))
     if problems:
         raise InputError(f"the resolution does not hold at {state.new[:12]}: "
-                         f"{'; '.join(problems)}; fix it in {work} and run --continue again")
-    p = source.patch
-    message = (p.subject or source.name) + (f"\n\n{p.body}" if p.body else "") + "\n"
-    gitrepo.commit_index(work, message, author=p.author)
+                         f"{'; '.join(problems)}; fix it in {work} (the patch's header, "
+                         f"`Scope:` included, is {header}) and run --continue again")
+    message = (new.subject or source.name) + (f"\n\n{new.body}" if new.body else "") + "\n"
+    gitrepo.commit_index(work, message, author=new.author or source.patch.author)
     return Step(source, result, text)
+
+
+def _with_header(path: Path, old: Patch, diff: str) -> Patch:
+    """The resolved patch: ``diff`` under the header the user left in ``path`` (the old
+    header when the file is gone), checked as `patchctl header --set` checks a change: it
+    must read back as itself and add no lint error."""
+    before = patchtext.header_text(old)
+    try:
+        lines = path.read_bytes().decode("utf-8", "surrogateescape").split("\n")
+    except FileNotFoundError:
+        lines = before.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    header = "\n".join(lines) + "\n"
+    again = f"fix {path} and run `patchctl rebase-pin --continue` again"
+
+    def parse(head: str) -> Patch:
+        text = patchtext.render(head, diff, mail_form=old.mail_form)
+        return patchtext.reparse(text, name=old.name, path=old.path)
+
+    try:
+        new = parse(header)
+    except StackError as e:
+        raise InputError(f"{path}: {e}; {again}") from e
+    if header == before:
+        return new
+    if patchtext.header_text(new) != header or new.mail_form != old.mail_form:
+        raise InputError(f"{path} does not read back as the patch header it holds (a `---` "
+                         f"line, a diff, or a header of another form in it?); {again}")
+    errors = [f.message for f in added_findings(parse(before), new) if f.severity == ERROR]
+    if errors:
+        raise InputError(f"{path}: {errors[0]}; {again}")
+    return new
 
 
 def abort(project: Path, stack: Stack) -> RebaseResult:

@@ -102,6 +102,12 @@ class Step:
     def passed(self) -> bool:
         return self.result == PASSED
 
+    @property
+    def verdict(self) -> str:
+        """In words: passes, fails at build, not run."""
+        return "passes" if self.passed else (
+            "not run" if self.result == NOT_RUN else f"fails at {self.result}")
+
 
 @dataclass
 class PatchResult:
@@ -217,10 +223,10 @@ def reproduce(stack: Stack, upstream: Path, *, project: Path, names: Sequence[st
         if current == checkouts[plan[-1][1].prefix] != checkouts[plan[0][1].prefix]:
             plan.reverse()
         for n, (r, step) in enumerate(plan, start=1):
-            label = f"[{n}/{len(plan)}] {r.name} {step.role}"
+            label = f"[{n}/{len(plan)}] {r.name} {step.role} (pin + {step.prefix})"
             step.order = n
             # Also when already there: that puts back files edited by hand.
-            say(f"{label}: source to pin + {step.prefix}")
+            say(f"{label}: preparing the source tree")
             m0 = time.perf_counter()
             gitrepo.switch_tree_in_place(upstream, objects, src, src_index,
                                          checkouts[step.prefix])
@@ -231,6 +237,7 @@ def reproduce(stack: Stack, upstream: Path, *, project: Path, names: Sequence[st
                       log=cache / "logs" / f"{Path(r.name).stem}.{step.role}.log",
                       say=functools.partial(_say_as, say, label))
             step.seconds = {"switch": round(moved, 3), **step.seconds}
+            say(f"{label}: {step.verdict} in {sum(step.seconds.values()):.1f} s")
             if keep and step.passed != (step.role == AFTER):
                 report.stopped_early = n < len(plan)
                 break
@@ -375,7 +382,7 @@ def _run_step(step: Step, *, reproducer: Path, build: Path, src: Path, cache: Pa
     transcript: list[str] = []
 
     def run(stage: str, argv: list[str]) -> tuple[int, str]:
-        say({CONFIGURE: "configuring", BUILD: "building", TEST: "testing"}[stage])
+        say({CONFIGURE: "configuring", BUILD: "building", TEST: "running the test"}[stage])
         code, out, secs = run_tool(argv, say if stage == BUILD else None)
         step.commands.append(argv)
         step.seconds[stage] = round(step.seconds.get(stage, 0.0) + secs, 3)

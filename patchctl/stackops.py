@@ -20,7 +20,7 @@ from typing import Any
 from patchctl import gitrepo, patchtext, schemas, stackwrite
 from patchctl.errors import InputError
 from patchctl.fingerprint import make_lock
-from patchctl.lint import ERROR, lint_patch
+from patchctl.lint import ERROR, added_findings
 from patchctl.patchfile import Patch
 from patchctl.stack import (
     Pin,
@@ -264,13 +264,21 @@ def _header_of(patch: Patch, **extra: Any) -> HeaderResult:
 
 
 def set_header(project: Path, stack: Stack, name: str,
-               settings: Sequence[tuple[str, str | None]]) -> HeaderResult:
-    """Set (value) or remove (None) trailers of NAME, validated as verify validates them:
-    a change that adds a lint error is refused. The diff, and so the fingerprint, stays."""
+               settings: Sequence[tuple[str, str | None]], *,
+               body: str | None = None) -> HeaderResult:
+    """Set (value) or remove (None) trailers of NAME, and replace its body (the text
+    between subject and trailers) when ``body`` is given, validated as verify validates
+    them: a change that adds a lint error is refused. The diff, and so the fingerprint,
+    stays."""
     with transaction(project, stack, "header --set") as t:
         i = t.index_of(name)
         old = t.patches[i]
         header = patchtext.header_text(old)
+        if body is not None:
+            if not old.mail_form:
+                raise InputError(f"{old.name}: --message needs a format-patch header; "
+                                 "this one is DEP-3 (edit its Description: instead)")
+            header = patchtext.set_body(header, body)
         for key, value in settings:
             header = patchtext.set_trailer(header, check_key(key),
                                            None if value is None else check_value(key, value),
@@ -280,15 +288,15 @@ def set_header(project: Path, stack: Stack, name: str,
         text = f"{header.rstrip(chr(10))}\n---\n{stat}{diff}" if old.mail_form else \
             f"{header.rstrip(chr(10))}\n\n{diff}"
         new = patchtext.reparse(text, name=old.name, path=old.path, strip=old.strip)
-        before = {(f.code, f.message) for f in lint_patch(old)}
-        added = [f for f in lint_patch(new) if (f.code, f.message) not in before]
+        added = added_findings(old, new)
         errors = [f.message for f in added if f.severity == ERROR]
         if errors:
             raise InputError(f"{old.name}: {errors[0]}; nothing was written")
         if text == old.text:
             return _header_of(old, warnings=[f.message for f in added])
         order = [*t.patches[:i], new, *t.patches[i + 1:]]
-        t.commit("header", f"set {', '.join(k for k, _ in settings)} of {old.name}", order,
+        what = [*(["body"] if body is not None else []), *(k for k, _ in settings)]
+        t.commit("header", f"set {', '.join(what)} of {old.name}", order,
                  changes={f"patches/{old.name}": text.encode("utf-8", "surrogateescape")})
         return _header_of(new, changed=True, warnings=[f.message for f in added])
 

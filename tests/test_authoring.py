@@ -654,11 +654,11 @@ def test_edit_reset_clears_an_old_format_edit_state(cli, canonical: Path) -> Non
     assert "discarded an edit state this patchctl cannot use" in r.err
 
 
-def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, patches) -> None:
-    """Bug: `new --scope GLOB` left the Scope's files out of the edit work tree made
-    sparse because the upstream lacks a blob; the user had to `git sparse-checkout add`."""
+def _lacking(cli, tmp_path: Path, patches, blob: str) -> Path:
+    """A project with the standard patches on an upstream (with docs/) that lacks ``blob``,
+    as a mirror lacks its largest files."""
     up = make_upstream(tmp_path / "up", n_docs=2)
-    drop_blob(up, "docs/page0000.md")
+    drop_blob(up, blob)
     project = tmp_path / "proj"
     project.mkdir()
     assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin",
@@ -666,6 +666,13 @@ def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, pat
     for name, text in patches:
         (tmp_path / name).write_text(text)
     imported(cli, project, *sorted(str(tmp_path / name) for name, _ in patches))
+    return project
+
+
+def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, patches) -> None:
+    """Bug: `new --scope GLOB` left the Scope's files out of the edit work tree made
+    sparse because the upstream lacks a blob; the user had to `git sparse-checkout add`."""
+    project = _lacking(cli, tmp_path, patches, "docs/page0000.md")
     r = cli("-C", str(project), "new", "docs", "--concern", "docs", "--scope", "docs/*",
             "--json")
     assert r.code == 0, r.err
@@ -678,3 +685,136 @@ def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, pat
     assert done.code == 0, done.err
     text = (project / "stack/patches/0004-docs.patch").read_text()
     assert "+Better text." in text and "page0000" not in text and "README" not in text
+
+
+def test_edit_full_writes_every_readable_file(cli, tmp_path: Path, patches) -> None:
+    """Bug: on an upstream lacking some blobs (llama.cpp's mirror without its models/*.gguf)
+    the edit work tree held only the files the stack touches and the Scope, so the
+    upstream could not be built there to test the patch; `--full` writes every file the
+    upstream has (found writing the filtered-state patch of llama.cpp)."""
+    project = _lacking(cli, tmp_path, patches, "docs/page0000.md")
+    r = cli("-C", str(project), "new", "notes", "--concern", "notes", "--scope", "docs/NOTES.md",
+            "--full", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    for path in ("README.md", "CMakeLists.txt", "docs/page0001.md"):  # outside the Scope
+        assert (work / path).is_file()
+    assert not (work / "docs/page0000.md").exists()  # its blob is missing
+    assert git(work, "status", "--porcelain") == ""
+    (work / "docs/NOTES.md").write_text("notes\n")
+    assert cli("-C", str(project), "refresh").code == 0
+    text = (project / "stack/patches/0004-notes.patch").read_text()
+    assert "+++ b/docs/NOTES.md" in text and "page0000" not in text and "README" not in text
+    r = cli("-C", str(project), "edit", "2", "--full", "--json")
+    assert r.code == 0, r.err
+    assert (work / "README.md").is_file() and not (work / "docs/page0000.md").exists()
+    r = cli("-C", str(project), "edit", "2", "--json")  # sparse again without --full
+    assert r.code == 0, r.err
+    assert not (work / "README.md").exists()
+
+
+def test_edit_and_new_when_the_upstream_lacks_a_root_level_blob(cli, tmp_path: Path,
+                                                                patches) -> None:
+    """Bug: with a root-level blob missing from the upstream (a mirror without its largest
+    files), `edit` and `new` failed committing the stack into the sparse work tree
+    ("Error building trees": git checked every root entry's object), and so did the
+    user's own `git commit` there; a patch that creates a file at the root could not be
+    written or edited either."""
+    project = _lacking(cli, tmp_path, patches, "README.md")
+    r = cli("-C", str(project), "edit", "2", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    assert not (work / "README.md").exists()  # its blob is missing: left out by design
+    replace_in(work / "src/tiny.c", "/* patched */", "/* patched twice */")
+    git(work, "commit", "-q", "-a", "-m", "the user's own commit")  # git itself copes
+    done = cli("-C", str(project), "refresh")
+    assert done.code == 0, done.err
+    text = (project / "stack/patches/0002-tiny-bump-op-02.patch").read_text()
+    assert "patched twice" in text and "README" not in text
+    # A new patch that creates a file at the root, then an edit of it.
+    r = cli("-C", str(project), "new", "notes", "--concern", "notes", "--scope", "NOTES.md",
+            "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "NOTES.md").write_text("notes\n")
+    assert cli("-C", str(project), "refresh").code == 0
+    r = cli("-C", str(project), "edit", "4", "--json")
+    assert r.code == 0, r.err
+    assert (work / "NOTES.md").read_text() == "notes\n"
+    (work / "NOTES.md").write_text("better notes\n")
+    assert cli("-C", str(project), "refresh").code == 0
+    text = (project / "stack/patches/0004-notes.patch").read_text()
+    assert "+++ b/NOTES.md" in text and "+better notes" in text and "README" not in text
+    assert cli("-C", str(project), "verify").code == 0
+
+
+def test_refresh_keeps_an_ignored_file_the_user_added(cli, tmp_path: Path, patches) -> None:
+    """Bug: refresh snapshot the edit work tree from HEAD, so a new file that the upstream's
+    .gitignore ignores (llama.cpp's `/models/*`: a file for models/) was left out even
+    after `git add -f`, unless committed: "holds no change", with no hint why."""
+    from tests.builders import commit_all, write
+
+    up = make_upstream(tmp_path / "up")
+    write(up.path, {".gitignore": "/models/*\n"})
+    pin = commit_all(up.path, "gitignore : models (#4)")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin", pin).code == 0
+    r = cli("-C", str(project), "new", "note", "--concern", "note", "--scope",
+            "models/NOTE.md", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "models").mkdir()
+    (work / "models/NOTE.md").write_text("a note\n")
+    hint = cli("-C", str(project), "refresh")
+    assert hint.code == 2 and "git add -f" in hint.err
+    git(work, "add", "-f", "models/NOTE.md")  # staged, not committed
+    done = cli("-C", str(project), "refresh")
+    assert done.code == 0, done.err
+    text = (project / "stack/patches/0001-note.patch").read_text()
+    assert "+++ b/models/NOTE.md" in text and "+a note" in text
+
+
+def test_a_new_file_in_the_scope_is_inside_the_sparse_work_tree(cli, tmp_path: Path,
+                                                                patches) -> None:
+    """Bug: in an edit work tree made sparse by a missing blob, a file the patch's Scope
+    allows but that did not exist yet lay outside the sparse checkout: `git add` refused
+    it without --sparse (so an ignored file, `git add -f`, could not be staged at all)."""
+    project = _lacking(cli, tmp_path, patches, "docs/page0000.md")
+    r = cli("-C", str(project), "new", "notes", "--concern", "notes", "--scope", "docs/NOTES.md",
+            "--scope", "docs/extra/*.md", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    (work / "docs/extra").mkdir(parents=True)
+    (work / "docs/NOTES.md").write_text("notes\n")
+    (work / "docs/extra/a.md").write_text("a\n")
+    git(work, "add", "docs/NOTES.md", "docs/extra/a.md")  # as in any work tree
+    assert git(work, "status", "--porcelain").splitlines() == ["A  docs/NOTES.md",
+                                                               "A  docs/extra/a.md"]
+    assert cli("-C", str(project), "refresh").code == 0
+    text = (project / "stack/patches/0004-notes.patch").read_text()
+    assert "+++ b/docs/NOTES.md" in text and "+++ b/docs/extra/a.md" in text
+    assert "page0000" not in text
+    # The patch's own Scope holds for an edit of it too.
+    assert cli("-C", str(project), "edit", "4").code == 0
+    (work / "docs/extra/b.md").write_text("b\n")
+    git(work, "add", "docs/extra/b.md")
+    assert cli("-C", str(project), "refresh").code == 0
+    assert "+++ b/docs/extra/b.md" in (project / "stack/patches/0004-notes.patch").read_text()
+
+
+def test_import_reports_progress_on_stderr(cli, empty: Path, sources: Path,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    """`import` (2,000 patches take a while) said nothing until done; it now reports its
+    steps through the same progress as every long command, on stderr only."""
+    monkeypatch.delenv("PATCHCTL_QUIET")
+    monkeypatch.setenv("PATCHCTL_PROGRESS", "lines")
+    files = sorted(str(p) for p in sources.iterdir())
+    r = cli("-C", str(empty), "import", *files)
+    assert r.code == 0, r.err
+    said = [ln.split("] ", 1)[1] for ln in r.err.splitlines()]
+    assert said[:3] == ["reading 3 source(s)", "applying the stack (0 patches) at the pin",
+                        "applying 3 patch(es) on top"]
+    assert said[3] == f"[1/3] {files[0]}" and said[-1] == f"writing 3 patch(es) into " \
+        f"{empty / 'stack'}"
+    assert "patchctl: [" not in r.out

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.builders import Upstream
 
 # Modules `--help` must not load: GitPython and unidiff (third-party, imported by
@@ -230,3 +232,83 @@ def test_completion_scripts_for_each_shell() -> None:
                            env={**os.environ, "_PATCHCTL_COMPLETE": f"{shell}_source"},
                            check=False)
         assert r.returncode == 0 and marker in r.stdout, (shell, r.stdout[:200])
+
+
+def test_progress_off_a_terminal_is_a_line_per_step_with_the_time() -> None:
+    """Bug: off a terminal progress was dropped altogether, so long work (reproduce's
+    builds) was silent for minutes. A log now gets a line per step with the time since
+    the start, a moving counter at most every `interval` seconds, and nothing from work
+    that ends within `delay`."""
+    import io
+
+    from patchctl.commands._common import LINES, Progress
+
+    now = [100.0]
+    out = io.StringIO()
+    p = Progress(LINES, stream=out, delay=2.0, interval=15.0, started=100.0,
+                 clock=lambda: now[0])
+    step = "[1/2] 0001-a.patch before (pin + 0)"
+    for t, msg in [(0.5, "computing the prefix trees"),  # within the delay: not shown
+                   (2.5, f"{step}: configuring"), (3.0, f"{step}: building 1/90"),
+                   (9.0, f"{step}: building 2/90"),  # the same step, a moment later
+                   (19.0, f"{step}: building 50/90"), (65.0, f"{step}: fails at build in 62.5 s"),
+                   (3700.0, "[2/2] 0001-a.patch after (pin + 1): preparing the source tree")]:
+        now[0] = 100.0 + t
+        p(msg)
+    p.done()
+    assert out.getvalue().splitlines() == [
+        f"patchctl: [0:02] {step}: configuring", f"patchctl: [0:03] {step}: building 1/90",
+        f"patchctl: [0:19] {step}: building 50/90",
+        f"patchctl: [1:05] {step}: fails at build in 62.5 s",
+        "patchctl: [1:01:40] [2/2] 0001-a.patch after (pin + 1): preparing the source tree"]
+
+
+def test_progress_on_a_terminal_is_one_line_rewritten() -> None:
+    import io
+
+    from patchctl.commands._common import TTY, Progress
+
+    out = io.StringIO()
+    p = Progress(TTY, stream=out, started=0.0, clock=lambda: 75.0)
+    p("building 3/9")
+    p("building 4/9")
+    p.done()
+    assert out.getvalue() == ("\r\033[K[1:15] building 3/9\r\033[K[1:15] building 4/9"
+                              "\r\033[K")
+
+
+def test_progress_mode_follows_quiet_json_and_the_environment(monkeypatch) -> None:
+    from patchctl.commands._common import LINES, OFF, TTY, progress_mode
+    from patchctl.errors import InputError
+
+    monkeypatch.delenv("PATCHCTL_QUIET")
+    assert progress_mode(quiet=False, as_json=False, tty=True) == (TTY, 0.0)
+    assert progress_mode(quiet=False, as_json=False, tty=False) == (LINES, 2.0)
+    assert progress_mode(quiet=False, as_json=True, tty=False) == (OFF, 0.0)
+    assert progress_mode(quiet=False, as_json=True, tty=True) == (TTY, 0.0)
+    assert progress_mode(quiet=True, as_json=False, tty=True) == (OFF, 0.0)
+    monkeypatch.setenv("PATCHCTL_PROGRESS", "lines")
+    assert progress_mode(quiet=False, as_json=True, tty=True) == (LINES, 0.0)
+    assert progress_mode(quiet=True, as_json=False, tty=True) == (OFF, 0.0)
+    monkeypatch.setenv("PATCHCTL_QUIET", "1")
+    assert progress_mode(quiet=False, as_json=False, tty=True) == (OFF, 0.0)
+    monkeypatch.setenv("PATCHCTL_PROGRESS", "loud")
+    with pytest.raises(InputError, match="PATCHCTL_PROGRESS='loud'"):
+        progress_mode(quiet=False, as_json=False, tty=True)
+
+
+def test_progress_goes_to_stderr_only(cli, project, upstream, monkeypatch) -> None:
+    """With progress forced on, stdout (the report, --json) is exactly what it was;
+    a bad PATCHCTL_PROGRESS is one line, exit 2."""
+    monkeypatch.delenv("PATCHCTL_QUIET")
+    quiet = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json", "-q")
+    assert quiet.code == 0 and quiet.err == ""
+    monkeypatch.setenv("PATCHCTL_PROGRESS", "lines")
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    assert r.code == 0 and "patchctl: [0:00] applying 3 patches" in r.err
+    mask = {"seconds", "git_calls"}  # this run's own cost
+    assert {k: v for k, v in json.loads(r.out).items() if k not in mask} == \
+        {k: v for k, v in json.loads(quiet.out).items() if k not in mask}
+    monkeypatch.setenv("PATCHCTL_PROGRESS", "loud")
+    bad = cli("-C", str(project), "verify", "--upstream", str(upstream.path))
+    assert bad.code == 2 and bad.err.count("\n") == 1 and "PATCHCTL_PROGRESS" in bad.err

@@ -141,3 +141,31 @@ def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream:
         index.read_tree(after)
         back = index.apply_series(items[::-1], reverse=True)
         assert back.ok and back.batched and index.write_tree() == upstream.tree(base)
+
+
+def test_a_git_error_is_one_line(tmp_path: Path) -> None:
+    """Bug: a failed `git commit -m MESSAGE` printed the multi-line message inside its
+    error, so the CLI's "one line per error" was several."""
+    with pytest.raises(GitError) as e:
+        gitrepo.run_git(["commit", "-q", "-m", "subject\n\nbody\n"], repo=tmp_path)
+    assert "\n" not in str(e.value) and "subject\\n\\nbody" in str(e.value)
+
+
+def test_commits_in_a_sparse_scratch_checkout_need_no_missing_blob(tmp_path: Path,
+                                                                  upstream: Upstream) -> None:
+    """Bug: with a root-level blob missing upstream, every commit in the sparse work tree
+    (the rebase conflict tree's and the edit tree's, patchctl's or the user's) failed:
+    git checked every root entry's object while building the root tree."""
+    head = upstream.head
+    drop_blob(upstream, "README.md")
+    work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", head,
+                                    needed=["src/util.c"])
+    (work / "src/util.c").write_text((work / "src/util.c").read_text() + "/* more */\n")
+    git(work, "add", "src/util.c")
+    commit = gitrepo.commit_index(work, "util : more\n", author="A <a@example.invalid>")
+    assert gitrepo.work_head(work) == commit
+    (work / "NEW.md").write_text("new at the root\n")
+    git(work, "add", "--sparse", "NEW.md")
+    git(work, "commit", "-q", "-m", "a file at the root")  # the user's own commit
+    assert git(work, "ls-tree", "--name-only", "HEAD").split() == [
+        "CMakeLists.txt", "NEW.md", "README.md", "include", "src"]

@@ -543,3 +543,61 @@ def test_a_stop_killed_at_any_point_resumes_with_continue(cli, tmp_path: Path,
         assert snap(project) == new, n
         resumed += 1
     assert resumed >= 3
+
+
+def test_a_resolution_can_change_the_patch_header(cli, proj: Path) -> None:
+    """Bug: a conflict resolution could not change the patch's header: --continue always
+    took the old one, so a fix that had to touch a file outside the old `Scope:` was
+    refused, and a body explaining the new fix was lost. The stop now writes the header
+    to .patchctl/rebase/header; what the user leaves there is the rebased patch's header
+    and is what the re-check holds it to."""
+    work = _stop_at_conflict(cli, proj)
+    header = proj / ".patchctl/rebase/header"
+    text = header.read_text()
+    assert text.startswith("From 0000000000000000000000000000000000000000 ")
+    assert "Subject: [PATCH 5/8] tiny : tighten op 15\n" in text
+    assert text.endswith("Scope: src/tiny.c\n") and "\n---" not in text
+    verb = cli("-C", str(proj), "header", "5", "--set", "Scope=src/tiny.c README.md")
+    assert verb.code == 2 and str(header) in verb.err  # the verb says where to change it
+    stopped = rebase(cli, proj, "--continue")  # conflicts remain: the header stays as it is
+    assert stopped.code == 2 and header.read_text() == text
+    _resolve_tiny(work)
+    (work / "README.md").write_text((work / "README.md").read_text() + "Tightened op 15.\n")
+    git(work, "add", "README.md")
+    refused = rebase(cli, proj, "--continue")
+    assert refused.code == 2 and "README.md is outside the patch's Scope" in refused.err
+    assert str(header) in refused.err  # says where to widen it
+    header.write_text(text.replace("Why: the downstream needs it.",
+                                   "Why: the downstream needs it; op 15 is documented.")
+                      .replace("Upstream-Status: Pending", "Upstream-Status: Maybe"))
+    bad = rebase(cli, proj, "--continue")
+    assert bad.code == 2 and "Upstream-Status" in bad.err and str(header) in bad.err
+    assert len(bad.err.strip().splitlines()) == 1
+    header.write_text(text.replace("Why: the downstream needs it.",
+                                   "Why: the downstream needs it; op 15 is documented.")
+                      .replace("Scope: src/tiny.c", "Scope: src/tiny.c README.md"))
+    code, data = rebase_json(cli, proj, "--continue")
+    assert (code, data["status"]) == (0, "rebased"), data
+    patch = (proj / "stack/patches" / P[5]).read_text()
+    assert "Why: the downstream needs it; op 15 is documented.\n" in patch
+    assert "Scope: src/tiny.c README.md\n---\n" in patch and "+Tightened op 15." in patch
+    assert cli("-C", str(proj), "verify").code == 0
+
+
+def test_a_changed_header_survives_a_killed_continue(cli, tmp_path: Path,
+                                                    history: History) -> None:
+    """The header changed at a stop is kept however often --continue is killed and rerun
+    (it is staged with the resolution, in the same save)."""
+    project = make_project(tmp_path / "p", history.upstream, history.patches)
+    _resolve_tiny(_stop_at_conflict(cli, project))
+    header = project / ".patchctl/rebase/header"
+    status = "Upstream-Status: Submitted [https://example.invalid/5]"
+    header.write_text(header.read_text().replace("Upstream-Status: Pending", status))
+    for n in range(1, 40):
+        run = _killed(project, n, "--continue", "--drop-upstream")
+        if run.returncode == 0 or not (project / ".patchctl/rebase/state.json").exists():
+            break
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+    if (project / ".patchctl/rebase/state.json").exists():
+        assert rebase(cli, project, "--continue").code == 0
+    assert f"{status}\n" in (project / "stack/patches" / P[5]).read_text()

@@ -41,6 +41,7 @@ def test_conflict_stop_names_the_commits_that_changed_the_patch_lines(
            f"         {c['c31'][:12]} tiny : retune op 15 (#131)" in text
     nxt = text[text.index("next:"):]
     assert "git add" in nxt and "patchctl rebase-pin --continue" in nxt and "--abort" in nxt
+    assert f"$EDITOR {proj / '.patchctl/rebase/header'}" in nxt  # to change the header
 
 
 def test_check_names_the_commits_behind_each_conflict(cli, proj: Path, history: History) -> None:

@@ -317,3 +317,36 @@ def test_relative_pin_url_is_relative_to_the_project(cli, tmp_path, upstream, pa
     assert cli("-C", str(project), "verify").code == 0
     r = cli("-C", str(project), "reproduce", "0002-tiny-bump-op-02.patch")
     assert r.code == 2 and "no `Reproducer:` trailer" in r.err, r.err
+
+
+def test_progress_per_step_on_stderr(cli, tmp_path, upstream, texts, monkeypatch):
+    """Bug: `reproduce` printed nothing until it was done (off a terminal: a pipe, a CI log,
+    `patchctl record`), while it builds for minutes. Each step now reports on stderr what
+    it is doing and, when done, its result and time; stdout's report is unchanged, and
+    --quiet, or --json off a terminal, leaves progress out."""
+    project = _project(tmp_path, upstream, texts, ["square", "clamp"])
+    monkeypatch.delenv("PATCHCTL_QUIET")
+    monkeypatch.setenv("PATCHCTL_PROGRESS", "lines")  # what a log gets after its first 2 s
+    r = cli("-C", str(project), "reproduce")
+    assert r.code == 0, r.out + r.err
+    lines = r.err.splitlines()
+    assert lines and all(ln.startswith("patchctl: [0:") for ln in lines), r.err
+    steps = [("0001-square.patch", "before", 0, "fails at build"),
+             ("0001-square.patch", "after", 1, "passes"),
+             ("0002-clamp.patch", "before", 1, "fails at test"),
+             ("0002-clamp.patch", "after", 2, "passes")]
+    for n, (name, role, prefix, verdict) in enumerate(steps, start=1):
+        label = f"[{n}/4] {name} {role} (pin + {prefix}): "
+        said = [ln.split(label, 1)[1] for ln in lines if label in ln]
+        assert said[:3] == ["preparing the source tree", "configuring", "building"], said
+        assert said[-1].startswith(f"{verdict} in ") and said[-1].endswith(" s"), said
+        if verdict != "fails at build":
+            assert "running the test" in said
+    assert "patchctl: [" not in r.out and "2/2 proven" in r.out
+    assert r.out.splitlines()[0].startswith("tiny @ ")  # the report, as before
+    quiet = cli("-C", str(project), "reproduce", "--quiet")
+    assert (quiet.code, quiet.err) == (0, "")
+    monkeypatch.delenv("PATCHCTL_PROGRESS")  # auto: off a terminal, --json means a script
+    code, report = _run_json(cli, project)
+    assert code == 0 and report["ok"]
+    assert cli("-C", str(project), "reproduce", "--json").err == ""

@@ -354,3 +354,18 @@ def test_verify_reads_one_consistent_stack_while_refresh_swaps_it(cli, project: 
     assert len(refreshed) >= 5, "the refresh loop did not run concurrently"
     bad = [rep for rep in reports if rep[:2] != (0, "current")]
     assert bad == [], bad
+
+
+def test_an_upstream_lacking_a_root_level_blob_verifies(cli, tmp_path: Path, patches) -> None:
+    """Bug: verify failed with "error building trees" (exit 3) on an upstream that lacks
+    a blob at the root (a mirror without its largest files): git's write-tree checked
+    the objects of every root entry, although the proof never reads them."""
+    from tests.builders import drop_blob, make_upstream
+
+    up = make_upstream(tmp_path / "up")
+    drop_blob(up, "README.md")
+    project = make_project(tmp_path / "p", up, patches)
+    r = cli("-C", str(project), "verify", "--json")
+    assert r.code == 0, r.out + r.err
+    data = json.loads(r.out)
+    assert data["reversed_tree"] == data["pin_tree"] == up.tree(up.commits["base"])

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
+import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TextIO
 
 import click
 
-from patchctl.errors import EXIT_FINDINGS, EXIT_OK
+from patchctl.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from patchctl.stack import Pin, Stack, find_stack
 
 upstream_option = click.option(
@@ -92,15 +96,123 @@ def complete_ref(ctx: click.Context, param: click.Parameter, incomplete: str) ->
         return []
 
 
+# -- progress: the one way a command reports long work ---------------------------------------
+
+TTY, LINES, OFF = "tty", "lines", "off"
+PROGRESS_ENV, QUIET_ENV = "PATCHCTL_PROGRESS", "PATCHCTL_QUIET"
+_DIGITS = re.compile(r"\d+")
+_REPORTER = "patchctl.progress"  # the invocation's Progress, in click's context meta
+_QUIET = "patchctl.quiet"
+
+
+class Progress:
+    """Progress of long work on stderr; stdout (the report, --json) never sees it.
+
+    ``tty``: one line rewritten in place. ``lines`` (a pipe, a CI log, `patchctl
+    record`): a line per step, each with the time since the command started; a
+    message that only moves a counter ("building 12/340") again at most every
+    ``interval`` seconds, and (``delay``) nothing at all from work that ends within
+    a couple of seconds. ``off``: nothing. Library code sees only a callable
+    taking one message.
+    """
+
+    def __init__(self, mode: str, *, stream: TextIO | None = None, delay: float = 0.0,
+                 interval: float = 15.0, started: float | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.mode, self.delay, self.interval, self.clock = mode, delay, interval, clock
+        self.stream = stream
+        self.started = clock() if started is None else started
+        self._key: str | None = None  # the last line's message, its counters blanked
+        self._at = 0.0  # when that line was written
+        self._shown = False  # a tty line is up
+
+    def __call__(self, message: str) -> None:
+        if self.mode == OFF:
+            return
+        now = self.clock()
+        stamp = _elapsed(now - self.started)
+        out = self.stream or sys.stderr
+        if self.mode == TTY:
+            width = shutil.get_terminal_size((80, 24)).columns - 1
+            out.write(f"\r\033[K{f'[{stamp}] {message}'[:width]}")
+            out.flush()
+            self._shown = True
+            return
+        key = _DIGITS.sub("#", message)
+        if now - self.started < self.delay or \
+                (key == self._key and now - self._at < self.interval):
+            return
+        self._key, self._at = key, now
+        out.write(f"patchctl: [{stamp}] {message}\n")
+        out.flush()
+
+    def done(self) -> None:
+        """Clear a tty line (the report follows); lines stay as they are."""
+        if self._shown:
+            out = self.stream or sys.stderr
+            out.write("\r\033[K")
+            out.flush()
+            self._shown = False
+
+
+def _elapsed(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    return f"{m // 60}:{m % 60:02d}:{s:02d}" if m >= 60 else f"{m}:{s:02d}"
+
+
+def progress_mode(*, quiet: bool, as_json: bool, tty: bool) -> tuple[str, float]:
+    """(mode, delay) for a command: --quiet or $PATCHCTL_QUIET, else $PATCHCTL_PROGRESS
+    (auto, tty, lines or off), else a terminal's in-place line, or lines once the work
+    has taken 2 s (none under --json: a script reads that output)."""
+    asked = os.environ.get(PROGRESS_ENV, "auto").strip().lower() or "auto"
+    if asked not in ("auto", TTY, LINES, OFF):
+        raise InputError(f"{PROGRESS_ENV}={asked!r}: use auto, tty, lines or off")
+    if quiet or os.environ.get(QUIET_ENV):
+        return OFF, 0.0
+    if asked != "auto":
+        return asked, 0.0
+    if tty:
+        return TTY, 0.0
+    return (OFF, 0.0) if as_json else (LINES, 2.0)
+
+
+def _remember_quiet(ctx: click.Context, param: click.Parameter, value: bool) -> bool:
+    ctx.meta[_QUIET] = ctx.meta.get(_QUIET, False) or value
+    return value
+
+
+quiet_option = click.option(
+    "--quiet", "-q", is_flag=True, expose_value=False, callback=_remember_quiet,
+    help=f"No progress on stderr (also {QUIET_ENV}=1; {PROGRESS_ENV}=lines|tty|off chooses "
+    "how it is shown).")
+
+
+def reporter() -> Progress:
+    """The running command's Progress (one per invocation, in click's context)."""
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:  # not inside a command (a thread, a library caller): nothing shown
+        return Progress(OFF)
+    found = ctx.meta.get(_REPORTER)
+    if not isinstance(found, Progress):
+        mode, delay = progress_mode(quiet=bool(ctx.meta.get(_QUIET)),
+                                    as_json=bool(ctx.params.get("as_json")),
+                                    tty=sys.stderr.isatty())
+        started = ctx.obj.get("started") if isinstance(ctx.obj, dict) else None
+        found = ctx.meta[_REPORTER] = Progress(mode, delay=delay, started=started)
+    return found
+
+
 def progress(message: str) -> None:
-    """Progress goes to stderr, and only to a terminal, so pipes and --json stay clean."""
-    if sys.stderr.isatty() and not os.environ.get("PATCHCTL_QUIET"):
-        click.echo(f"\r\033[K{message}", err=True, nl=False)
+    """Report a step of long work (the callable commands hand to library code)."""
+    reporter()(message)
 
 
 def end_progress() -> None:
-    if sys.stderr.isatty() and not os.environ.get("PATCHCTL_QUIET"):
-        click.echo("\r\033[K", err=True, nl=False)
+    """Clear the progress line, if the command showed one, before its report."""
+    ctx = click.get_current_context(silent=True)
+    shown = ctx.meta.get(_REPORTER) if ctx is not None else None
+    if isinstance(shown, Progress):
+        shown.done()
 
 
 def emit_json(data: object) -> None:

@@ -9,6 +9,7 @@ from patchctl.commands._common import (
     end_progress,
     json_option,
     progress,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -27,6 +28,7 @@ from patchctl.commands._common import (
               help="Leave out upstream paths (e.g. 'models/*.gguf'); recorded in the stamp.")
 @click.option("--force", is_flag=True, help="Replace DIR even if it was edited or is not ours.")
 @json_option
+@quiet_option
 @click.pass_context
 def apply(ctx: click.Context, into: Path, upstream: str | None, commits: bool,
           exclude: tuple[str, ...], force: bool, as_json: bool) -> None:

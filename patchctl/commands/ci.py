@@ -16,6 +16,7 @@ from patchctl.commands._common import (
     is_url,
     json_option,
     project_dir,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -145,6 +146,7 @@ def run(ctx: click.Context, lane: str, upstream: str | None, work: Path | None,
 @ci.command()
 @click.argument("ref", default="HEAD", shell_complete=complete_ref)
 @upstream_option
+@quiet_option
 @click.pass_context
 def tip(ctx: click.Context, ref: str, upstream: str | None) -> None:
     """Print the upstream commit REF names now (default HEAD: the default branch).

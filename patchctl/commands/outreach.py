@@ -15,6 +15,7 @@ from patchctl.commands._common import (
     json_option,
     progress,
     project_dir,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -45,6 +46,7 @@ NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it w
               "evidence commands and results, changed files, limitations, worker handoff).")
 @upstream_option
 @json_option
+@quiet_option
 @click.pass_context
 def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, out: Path | None,
                    onto: str | None, check_only: bool, handoff: Path | None,
@@ -139,6 +141,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
               "the last answers are shown from the cache, with their age.")
 @upstream_option
 @json_option
+@quiet_option
 @click.pass_context
 def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream: str | None,
                     as_json: bool) -> int:

@@ -12,6 +12,7 @@ from patchctl.commands._common import (
     json_option,
     progress,
     project_dir,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -30,12 +31,15 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               "(first-parent, old pin..NEW_REF) where it stops applying.")
 @click.option("--check", is_flag=True, help="Only classify and report; write nothing.")
 @click.option("--continue", "cont", is_flag=True,
-              help="Resume after resolving and staging a conflict in the rebase work tree.")
+              help="Resume after resolving and staging a conflict in the rebase work tree "
+              "(and, if the resolution changes them, editing the patch's header in "
+              ".patchctl/rebase/header).")
 @click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
 @click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
 @click.option("--drop-upstream", is_flag=True,
               help="Drop patches that have landed upstream (otherwise they stop the rebase).")
 @json_option
+@quiet_option
 @click.pass_context
 def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bisect: bool,
                check: bool, cont: bool, abort: bool, allow_downgrade: bool, drop_upstream: bool,
@@ -46,7 +50,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     exact, offset, 3way, conflict or upstream (already there: the commit that
     landed it is named). When every patch applies, the patches are refreshed
     and the pin and lock rewritten in one atomic swap; on a conflict a work
-    tree is left under .patchctl/rebase/ to resolve, then --continue.
+    tree is left under .patchctl/rebase/ to resolve, then --continue; the
+    patch's header is in .patchctl/rebase/header, and what is there at
+    --continue (Subject, body, trailers such as Scope:) is the rebased patch's.
     Exit 0 when rebased (or --check finds all applying), 1 when stopped.
     """
     from patchctl import rebasing
@@ -153,6 +159,8 @@ def render(result: RebaseResult) -> str:
             "next:",
             f"  cd {result.work}   # `git status` lists the conflicts; resolve each file, "
             "`git add` it",
+            *([f"  $EDITOR {result.header}   # optional: the patch's Subject, body and "
+               "trailers (Scope: too), if the resolution changes them"] if result.header else []),
             "  patchctl rebase-pin --continue   # re-checks the resolved stack at the new pin, "
             "then writes it",
             "  patchctl rebase-pin --abort      # or give up: stack/ stays as it was",

@@ -10,6 +10,7 @@ from patchctl.commands._common import (
     exit_for,
     json_option,
     progress,
+    quiet_option,
     stack_of,
 )
 
@@ -32,6 +33,7 @@ def release() -> None:
               help="The library target of the tree the worker links.  [default: llama for "
               "llama.cpp, else the upstream's name]")
 @json_option
+@quiet_option
 @click.pass_context
 def build(ctx: click.Context, tree: Path | None, lane: str, out: Path | None,
           upstream_target: str | None, as_json: bool) -> None:

@@ -13,6 +13,7 @@ from patchctl.commands._common import (
     json_option,
     progress,
     project_dir,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -37,6 +38,7 @@ if TYPE_CHECKING:  # imported lazily at run time
 @click.option("--isolate", is_flag=True, help="One build tree per reproducer (no shared CMake "
               "cache; the upstream library is compiled once per reproducer).")
 @json_option
+@quiet_option
 @click.pass_context
 def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
               jobs: int | None, keep: bool, cache_dir: Path | None, exclude: tuple[str, ...],
@@ -49,6 +51,11 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
     evidence/reproduce-<name>.json and .log; a run of named patches writes
     reproduce-<name>--<patch>.json per patch instead, leaving the other records alone.
     Exit 0 when every reproducer fails before and passes after, 1 otherwise.
+
+    Progress goes to stderr, per step (preparing the source tree, configuring,
+    building, running the test, and each step's result with its time): on a
+    terminal in one line, elsewhere (a pipe, a log) a line per step once the
+    run has taken 2 s; --quiet (or --json, off a terminal) leaves it out.
     """
     from patchctl.reproduce import reproduce as run_reproduce
     from patchctl.reproduce import write_evidence
@@ -86,10 +93,8 @@ def _render(report: ReproduceReport) -> None:
     for r in report.patches:
         click.echo(f"  {r.index:>3}  {r.name}  {r.reproducer}  {r.outcome}")
         for s in (r.before, r.after):
-            where = "passes" if s.passed else (
-                "not run" if s.result == "not-run" else f"fails at {s.result}")
             secs = sum(s.seconds.values())
-            click.echo(f"         {s.role:<6} pin+{s.prefix:<3} {where:<16} {secs:7.2f} s "
+            click.echo(f"         {s.role:<6} pin+{s.prefix:<3} {s.verdict:<16} {secs:7.2f} s "
                        f"{'cold' if s.cold else 'incremental':<11} compiled {s.compiled} "
                        f"({s.upstream_compiled} upstream)")
         if r.outcome != PROVEN:

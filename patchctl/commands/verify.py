@@ -11,6 +11,7 @@ from patchctl.commands._common import (
     json_option,
     progress,
     project_dir,
+    quiet_option,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -20,6 +21,7 @@ from patchctl.commands._common import (
 @click.command()
 @upstream_option
 @json_option
+@quiet_option
 @click.option("--junit", type=click.Path(dir_okay=False, path_type=Path),
               help="Also write a JUnit XML report to FILE.")
 @click.option("--format", "fmt", type=click.Choice(["text", "github"]), default="text",

@@ -7,7 +7,8 @@ module outside this package runs git or imports GitPython.
 - ``core``: the one subprocess helper and small queries;
 - ``index``: temporary indexes (verify, apply --into, reproduce);
 - ``cache``: upstream URLs and bundles fetched once into the cache;
-- ``history``: small histories and work trees (apply --commits, edit, rebase-pin);
+- ``history``: small histories (apply --commits, edit, rebase-pin, import, export);
+- ``worktree``: the edit and rebase work trees (sparse when the upstream lacks blobs);
 - ``read``: files, authors and grep at one commit (draft-outreach, upstream-status).
 """
 
@@ -43,11 +44,8 @@ from patchctl.gitrepo.core import (
 from patchctl.gitrepo.history import (
     CommitInfo,
     FileChange,
-    WorktreeStatus,
-    apply_with_markers,
     author_ident,
     changed_paths,
-    commit_index,
     commit_info,
     commit_patch,
     commit_steps,
@@ -57,21 +55,15 @@ from patchctl.gitrepo.history import (
     format_diff,
     format_diffs,
     head_commit,
-    index_tree,
     init_history,
     mailinfo,
     mailsplit,
     merge_base,
     patch_id,
     range_patch_ids,
-    reset_work,
     rev_range,
-    scratch_checkout,
     seed_blobs,
-    snapshot_tree,
     unmerged_paths,
-    work_head,
-    worktree_status,
 )
 from patchctl.gitrepo.index import (
     Applied,
@@ -100,6 +92,18 @@ from patchctl.gitrepo.read import (
     path_authors,
     read_blobs,
     read_files,
+)
+from patchctl.gitrepo.worktree import (
+    WorktreeStatus,
+    apply_with_markers,
+    commit_index,
+    index_tree,
+    reset_work,
+    scratch_checkout,
+    snapshot_tree,
+    sparse_patterns,
+    work_head,
+    worktree_status,
 )
 
 __all__ = [
@@ -171,6 +175,7 @@ __all__ = [
     "scratch_checkout",
     "seed_blobs",
     "snapshot_tree",
+    "sparse_patterns",
     "store_index",
     "subject",
     "switch_tree_in_place",

@@ -144,7 +144,11 @@ class TempIndex:
         self._run(["read-tree", treeish])
 
     def write_tree(self) -> str:
-        return self._run(["write-tree"]).stdout.strip()
+        # --missing-ok: every entry is the pin's own (read from its trees) or a blob
+        # `git apply` just wrote, so git's existence check proves nothing; it only
+        # fails on an upstream that lacks some blobs by design (a mirror without its
+        # largest files) as soon as a patch touches their directory (the root: any).
+        return self._run(["write-tree", "--missing-ok"]).stdout.strip()
 
     def apply(
         self,

@@ -1,0 +1,224 @@
+"""Work trees patchctl makes and reads: the edit and rebase scratch checkouts (sparse
+when the upstream lacks blobs), their status, snapshots and commits."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from patchctl.errors import GitError
+from patchctl.gitrepo.core import git_env, run_git
+from patchctl.gitrepo.history import _IDENTITY
+from patchctl.gitrepo.index import ApplyRun
+
+
+def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
+                     needed: Sequence[str] = (),
+                     wanted: Callable[[str], bool] | None = None,
+                     patterns: Sequence[str] = (), full: bool = False) -> Path:
+    """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
+
+    It borrows ``upstream``'s objects as an alternate, so nothing is copied and
+    nothing is written into the upstream; deleting ``dest`` leaves no trace.
+    When some blob cannot be read at all (a mirror that lacks its largest
+    files), the work tree is made sparse: only ``needed`` paths are written,
+    the rest stay in the index as skip-worktree entries, so trees made from
+    that index are still whole. Paths for which ``wanted`` is true (a patch's
+    Scope) are written too, where their blobs can be read, and ``patterns``
+    (``sparse_patterns`` of that Scope) keep a file created there inside the
+    sparse work tree, for git status and git add as for patchctl. With ``full``
+    every file whose blob can be read is written (to build the upstream there).
+    """
+    run_git(["init", "-q", "--", str(dest)])
+    objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
+    objects = objects if objects.is_absolute() else upstream / objects
+    (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
+    run_git(["update-ref", "refs/heads/patchctl", commit], repo=dest)
+    run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
+    # The files are written through the upstream itself: in a partial clone that is
+    # where the promisor remote is configured, so missing blobs are fetched there.
+    whole = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
+                     "read-tree", "-u", "--reset", commit],
+                    env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
+                    check=False)
+    if whole.returncode == 0:
+        return _partial_clone_of(upstream, dest)
+    if not needed or "unable to read" not in whole.stderr:
+        raise GitError(whole.argv, whole.returncode, whole.stderr)
+    for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
+        if entry.name == ".git":
+            continue
+        if entry.is_dir() and not entry.is_symlink():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+    readable, missing = _wanted_paths(dest, commit, wanted) if wanted else ([], [])
+    if full:
+        readable, missing = [], _wanted_paths(dest, commit, lambda _: True)[1]
+        patterns = ["/*"]
+    run_git(["config", "core.sparseCheckout", "true"], repo=dest)
+    (dest / ".git" / "info").mkdir(exist_ok=True)
+    (dest / ".git" / "info" / "sparse-checkout").write_text(
+        "".join(f"/{_sparse_escape(p)}\n" for p in sorted(set(needed) | set(readable)))
+        + "".join(f"{p}\n" for p in patterns)  # where new files may come
+        + "".join(f"!/{_sparse_escape(p)}\n" for p in missing if patterns))  # never these
+    run_git(["read-tree", "-u", "--reset", commit], repo=dest)
+    return _partial_clone_of(upstream, dest)
+
+
+def _partial_clone_of(upstream: Path, dest: Path) -> Path:
+    """Make ``dest`` a partial clone of ``upstream``, as git understands one: a left-out
+    file's blob may be missing (a skip-worktree entry), so building a tree (patchctl's
+    commits and the user's own) does not demand it. Without this a missing blob at the
+    root made every commit fail ("error building trees"). Set last: nothing before it
+    may try to fetch a missing blob."""
+    run_git(["config", "remote.upstream.url", str(upstream.absolute())], repo=dest)
+    run_git(["config", "remote.upstream.promisor", "true"], repo=dest)
+    return dest
+
+
+def _wanted_paths(repo: Path, commit: str,
+                  wanted: Callable[[str], bool]) -> tuple[list[str], list[str]]:
+    """The files of ``commit`` for which ``wanted`` is true: (blobs ``repo`` has, the rest)."""
+    blobs: dict[str, str] = {}
+    for entry in run_git(["ls-tree", "-r", "-z", "--end-of-options", commit],
+                         repo=repo).stdout.split("\0"):
+        meta, _, path = entry.partition("\t")
+        if path and meta.split()[1] == "blob" and wanted(path):
+            blobs[path] = meta.split()[2]
+    if not blobs:
+        return [], []
+    out = run_git(["cat-file", "--batch-check=%(objectname)"], repo=repo,
+                  input="".join(f"{b}\n" for b in blobs.values())).stdout.split("\n")
+    present = {line for line in out if line and not line.endswith(" missing")}
+    return ([p for p, b in blobs.items() if b in present],
+            [p for p, b in blobs.items() if b not in present])
+
+
+def sparse_patterns(globs: Sequence[str]) -> list[str]:
+    """Scope globs (``*`` within a name, ``**`` across directories) as sparse-checkout
+    patterns, which read ``*``, ``?`` and ``[...]`` alike and ``**`` only as a whole
+    path segment; a glob they would read otherwise (``a**b``) is left out."""
+    out = []
+    for glob in globs:
+        parts = glob.strip("/").split("/")
+        if glob.strip() and all(p == "**" or "**" not in p for p in parts):
+            out.append("/" + "/".join(parts))
+    return out
+
+
+def _sparse_escape(path: str) -> str:
+    """A literal path as a sparse-checkout (gitignore-style) pattern."""
+    out = []
+    for ch in path:
+        out.append("\\" + ch if ch in "*?[]!#\\" else ch)
+    return "".join(out)
+
+
+def apply_with_markers(work: Path, patch: Path, *, strip: int) -> ApplyRun:
+    """``git apply --3way`` in a work tree: conflicts are left as markers and unmerged paths.
+
+    When a three-way merge is impossible (the patch's preimage blobs are not in
+    the repository), fall back to ``--reject`` so the failed hunks land in .rej files.
+    """
+    r = run_git(["apply", "--3way", f"-p{strip}", str(patch)], repo=work, check=False)
+    if r.returncode != 0 and not worktree_status(work).unmerged:
+        r = run_git(["apply", "--reject", f"-p{strip}", str(patch)], repo=work, check=False)
+    return ApplyRun(r.returncode, r.stdout, r.stderr)
+
+
+@dataclass(frozen=True)
+class WorktreeStatus:
+    unmerged: list[str]
+    unstaged: list[str]  # tracked files changed but not staged
+    untracked: list[str]
+
+
+def worktree_status(work: Path) -> WorktreeStatus:
+    out = run_git(["status", "--porcelain=v1", "-z", "--untracked-files=all"], repo=work).stdout
+    unmerged, unstaged, untracked = [], [], []
+    fields = iter(out.split("\0"))
+    for entry in fields:
+        if len(entry) < 4:
+            continue
+        xy, path = entry[:2], entry[3:]
+        if xy[0] in "RC":
+            next(fields, None)  # the rename's source path
+        if "U" in xy or xy in ("AA", "DD"):
+            unmerged.append(path)
+        elif xy == "??":
+            untracked.append(path)
+        elif xy[1] != " ":
+            unstaged.append(path)
+    return WorktreeStatus(unmerged, unstaged, untracked)
+
+
+def index_tree(work: Path) -> str:
+    """The tree of what is staged in ``work``'s own index."""
+    return run_git(["write-tree"], repo=work).stdout.strip()
+
+
+def snapshot_tree(work: Path) -> str:
+    """The tree of ``work`` as it is on disk (committed, staged or not, untracked but not
+    ignored), built in a throwaway index so the user's own index is left alone.
+
+    In a sparse work tree every file on disk counts, inside the sparse patterns or
+    not (``add --sparse``); a file left out of the work tree by design (skip-worktree
+    in the work tree's own index and absent) is kept as HEAD has it, never deleted.
+    A file the user staged counts even where .gitignore ignores it (`git add -f`, as
+    llama.cpp's ``/models/*`` asks for a file under models/)."""
+    tags = _index_tags(work)
+    skipped = [path for tag, path in tags if tag == "S" and not os.path.lexists(work / path)]
+    with tempfile.TemporaryDirectory(prefix="patchctl-snap-") as tmp:
+        env = git_env(GIT_INDEX_FILE=str(Path(tmp) / "index"))
+        run_git(["read-tree", "HEAD"], repo=work, env=env)
+        if skipped:
+            run_git(["update-index", "--skip-worktree", "-z", "--stdin"], repo=work, env=env,
+                    input="".join(f"{p}\0" for p in skipped))
+        sparse = ["--sparse"] if (work / ".git" / "info" / "sparse-checkout").is_file() else []
+        run_git(["add", "-A", *sparse, "."], repo=work, env=env)  # --sparse: git 2.34
+        have = set(run_git(["ls-files", "-z"], repo=work, env=env).stdout.split("\0"))
+        forced = [path for _, path in tags if path not in have and os.path.lexists(work / path)]
+        if forced:  # staged by the user although ignored
+            run_git(["add", "-f", *sparse, "--pathspec-from-file=-", "--pathspec-file-nul"],
+                    repo=work, env={**env, "GIT_LITERAL_PATHSPECS": "1"},
+                    input="".join(f"{p}\0" for p in forced))
+        # a blob the upstream lacks is left out by design; its tree entry stays as HEAD's
+        return run_git(["write-tree", *(["--missing-ok"] if skipped else [])], repo=work,
+                       env=env).stdout.strip()
+
+
+def _index_tags(work: Path) -> list[tuple[str, str]]:
+    """(``ls-files -t`` tag, path) of each entry of ``work``'s own index."""
+    out = run_git(["ls-files", "-t", "-z"], repo=work).stdout.split("\0")
+    return [(e[0], e[2:]) for e in out if len(e) > 2]
+
+
+def commit_index(work: Path, message: str, *, author: str) -> str:
+    """Commit what is staged in ``work`` (fixed committer, the patch's author)."""
+    env = dict(git_env(**_IDENTITY))
+    name, _, email = author.partition("<")
+    if email:
+        env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()
+    run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
+    return run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
+
+
+def work_head(work: Path) -> str:
+    """The commit at HEAD of a work tree patchctl made (the rebase work tree)."""
+    return run_git(["rev-parse", "--verify", "HEAD^{commit}"], repo=work).stdout.strip()
+
+
+def reset_work(work: Path, commit: str, *, keep: bool) -> None:
+    """Move ``work``'s branch back to ``commit``. ``keep``: the index and files stay as
+    they are (what was committed since becomes staged); else both are reset to
+    ``commit`` and untracked files (.rej leftovers) removed."""
+    if keep:
+        run_git(["reset", "-q", "--soft", commit], repo=work)
+    else:
+        run_git(["reset", "-q", "--hard", commit], repo=work)
+        run_git(["clean", "-q", "-f", "-d"], repo=work)
