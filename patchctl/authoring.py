@@ -376,7 +376,8 @@ def _load_edit(project: Path) -> EditState | None:
 
 
 def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
-                target: str, header: str | None, scope: Sequence[str] = ()) -> EditResult:
+                target: str, header: str | None, scope: Sequence[str] = (),
+                full: bool = False) -> EditResult:
     work = edit_dir(project, create=True) / "work"
     discarded = _discarding(project, work) if reset else ""
     state = None if reset else _load_edit(project)  # --reset clears any state, even a bad one
@@ -396,7 +397,7 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
     gitrepo.scratch_checkout(  # a sparse work tree still holds the patch's Scope
         upstream, work, pin.commit, needed=touched,
         wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None,
-        patterns=gitrepo.sparse_patterns(scope))
+        patterns=gitrepo.sparse_patterns(scope), full=full)
     applied: list[str] = []
     base = pin.commit
     for i, p in enumerate(patches[:upto]):
@@ -426,17 +427,17 @@ def _discarding(project: Path, work: Path) -> str:
 
 
 def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,
-               reset: bool = False) -> EditResult:
+               reset: bool = False, full: bool = False) -> EditResult:
     with stackwrite.stack_lock(project, f"edit in {stack.root}"):
         i = _find(stack, name)
         return _start_edit(project, stack, upstream, i + 1, reset=reset,
-                           target=stack.series()[i].name, header=None)
+                           target=stack.series()[i].name, header=None, full=full)
 
 
 def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern: str,
               scope: list[str], subject: str | None = None, reset: bool = False,
               assisted_by: Sequence[str] = (), body: str = "",
-              trailers: Sequence[tuple[str, str]] = ()) -> EditResult:
+              trailers: Sequence[tuple[str, str]] = (), full: bool = False) -> EditResult:
     """Open the edit work tree on top of the whole stack for a patch not yet written;
     ``refresh`` writes it and appends it to the series. NAME may carry the next
     number (``0004-foo``); ``trailers`` join (or, for Upstream-Status, replace) the
@@ -462,7 +463,7 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
                       *((k, v) for k, v in extra if k != "Upstream-Status"),
                       *(("Assisted-by", t) for t in assisted_by)])
         return _start_edit(project, stack, upstream, len(names), reset=reset, target=file,
-                           header=header, scope=scope)
+                           header=header, scope=scope, full=full)
 
 
 def _new_file_name(names: list[str], name: str) -> tuple[str, str]:

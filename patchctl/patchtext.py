@@ -159,6 +159,32 @@ def set_trailer(header: str, key: str, value: str | None, *, mail_form: bool = T
     return "\n".join(out) + "\n"
 
 
+def set_body(header: str, body: str) -> str:
+    """``header`` (mail-form ``header_text`` output) with the message body, the text
+    between the mail headers and the trailer block, replaced by ``body`` (removed when
+    blank). The mail headers and the trailer block are kept verbatim; a non-ASCII body
+    gets the MIME headers format-patch writes for it."""
+    lines = header.rstrip("\n").split("\n") if header.strip() else []
+    cut = lines.index("") if "" in lines else len(lines)
+    head, rest = lines[:cut], lines[cut + 1:]
+    start = len(rest)
+    while start > 0 and rest[start - 1].strip():
+        start -= 1
+    block = rest[start:]
+    if not (block and all(_TRAILER.match(ln) or ln[:1] in " \t" for ln in block)):
+        block = []
+    if not body.isascii() and not any(ln.lower().startswith("content-type:") for ln in head):
+        head += ["MIME-Version: 1.0", "Content-Type: text/plain; charset=UTF-8",
+                 "Content-Transfer-Encoding: 8bit"]
+    out = [*head, ""]
+    if body.strip():
+        out += [body.strip("\n"), ""]
+    out += block
+    while out and out[-1] == "":
+        out.pop()
+    return "\n".join(out) + "\n"
+
+
 def reparse(text: str, *, name: str, path: Path, strip: int = 1) -> Patch:
     return parse_patch(text.encode("utf-8", "surrogateescape"), path=path, name=name, strip=strip)
 

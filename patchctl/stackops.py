@@ -264,13 +264,21 @@ def _header_of(patch: Patch, **extra: Any) -> HeaderResult:
 
 
 def set_header(project: Path, stack: Stack, name: str,
-               settings: Sequence[tuple[str, str | None]]) -> HeaderResult:
-    """Set (value) or remove (None) trailers of NAME, validated as verify validates them:
-    a change that adds a lint error is refused. The diff, and so the fingerprint, stays."""
+               settings: Sequence[tuple[str, str | None]], *,
+               body: str | None = None) -> HeaderResult:
+    """Set (value) or remove (None) trailers of NAME, and replace its body (the text
+    between subject and trailers) when ``body`` is given, validated as verify validates
+    them: a change that adds a lint error is refused. The diff, and so the fingerprint,
+    stays."""
     with transaction(project, stack, "header --set") as t:
         i = t.index_of(name)
         old = t.patches[i]
         header = patchtext.header_text(old)
+        if body is not None:
+            if not old.mail_form:
+                raise InputError(f"{old.name}: --message needs a format-patch header; "
+                                 "this one is DEP-3 (edit its Description: instead)")
+            header = patchtext.set_body(header, body)
         for key, value in settings:
             header = patchtext.set_trailer(header, check_key(key),
                                            None if value is None else check_value(key, value),
@@ -287,7 +295,8 @@ def set_header(project: Path, stack: Stack, name: str,
         if text == old.text:
             return _header_of(old, warnings=[f.message for f in added])
         order = [*t.patches[:i], new, *t.patches[i + 1:]]
-        t.commit("header", f"set {', '.join(k for k, _ in settings)} of {old.name}", order,
+        what = [*(["body"] if body is not None else []), *(k for k, _ in settings)]
+        t.commit("header", f"set {', '.join(what)} of {old.name}", order,
                  changes={f"patches/{old.name}": text.encode("utf-8", "surrogateescape")})
         return _header_of(new, changed=True, warnings=[f.message for f in added])
 

@@ -687,6 +687,32 @@ def test_new_checks_out_the_scope_in_a_sparse_work_tree(cli, tmp_path: Path, pat
     assert "+Better text." in text and "page0000" not in text and "README" not in text
 
 
+def test_edit_full_writes_every_readable_file(cli, tmp_path: Path, patches) -> None:
+    """Bug: on an upstream lacking some blobs (llama.cpp's mirror without its models/*.gguf)
+    the edit work tree held only the files the stack touches and the Scope, so the
+    upstream could not be built there to test the patch; `--full` writes every file the
+    upstream has (found writing the filtered-state patch of llama.cpp)."""
+    project = _lacking(cli, tmp_path, patches, "docs/page0000.md")
+    r = cli("-C", str(project), "new", "notes", "--concern", "notes", "--scope", "docs/NOTES.md",
+            "--full", "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    for path in ("README.md", "CMakeLists.txt", "docs/page0001.md"):  # outside the Scope
+        assert (work / path).is_file()
+    assert not (work / "docs/page0000.md").exists()  # its blob is missing
+    assert git(work, "status", "--porcelain") == ""
+    (work / "docs/NOTES.md").write_text("notes\n")
+    assert cli("-C", str(project), "refresh").code == 0
+    text = (project / "stack/patches/0004-notes.patch").read_text()
+    assert "+++ b/docs/NOTES.md" in text and "page0000" not in text and "README" not in text
+    r = cli("-C", str(project), "edit", "2", "--full", "--json")
+    assert r.code == 0, r.err
+    assert (work / "README.md").is_file() and not (work / "docs/page0000.md").exists()
+    r = cli("-C", str(project), "edit", "2", "--json")  # sparse again without --full
+    assert r.code == 0, r.err
+    assert not (work / "README.md").exists()
+
+
 def test_edit_and_new_when_the_upstream_lacks_a_root_level_blob(cli, tmp_path: Path,
                                                                 patches) -> None:
     """Bug: with a root-level blob missing from the upstream (a mirror without its largest

@@ -40,6 +40,17 @@ CPU_LANE_TESTS = {
     "compute.smoke.threads1", "compute.smoke.threads2", "compute.smoke.threads4",
     "identity.json_matches_lock", "identity.text", "capabilities.only_certified",
     "stamp.missing", "stamp.fingerprint", "stamp.edited", "stamp.accepts", "selftest.worker",
+    "frame.codec",
+}
+# The stage mode's CTests, registered only in a consumer build against llama.cpp.
+STAGE_TESTS = {
+    "pipeline.write_model", "pipeline.two_stage", "pipeline.three_stage", "pipeline.uneven",
+    *(f"pipeline.refuses.{name}" for name in (
+        "truncated", "checksum", "width", "magic", "tokens", "silent", "next-dies", "head-drops",
+        "head-vanishes")),
+    "pipeline.write_other_model", "pipeline.checkpoint.resume_middle",
+    "pipeline.checkpoint.resume_first",
+    "pipeline.checkpoint.refusals",
 }
 
 
@@ -179,7 +190,8 @@ def cpu_lane(tmp_path_factory: pytest.TempPathFactory) -> Lane:
 def test_cpu_preset_configures_builds_and_passes_ctest(cpu_lane: Lane) -> None:
     assert (cpu_lane.build / "bin" / "worker").is_file()
     # CTest 3.x says "100% tests passed, 0 tests failed out of 10"; 4.x drops the middle.
-    assert re.search(r"100% tests passed(, 0 tests failed)? out of 11", cpu_lane.ctest_out)
+    assert re.search(rf"100% tests passed(, 0 tests failed)? out of {len(CPU_LANE_TESTS)}\n",
+                     cpu_lane.ctest_out)
     for name in CPU_LANE_TESTS:
         assert f" {name} " in cpu_lane.ctest_out, name
     # The identity header is generated into the build tree, never the source.
@@ -195,7 +207,7 @@ def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
         "short": FINGERPRINT[:16],
         "patches": [{"file": f, "strip": s, "digest": d} for f, s, d in PATCHES],
     }
-    assert identity["protocol_version"] == 1
+    assert identity["protocol_version"] == 2
     assert identity["engine_version"] == "0.1.0"
     assert identity["build_type"] == "Release"
     assert identity["compiler"]["id"] and identity["compiler"]["version"]
@@ -209,7 +221,7 @@ def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
 @pytest.mark.slow
 def test_version_text_names_the_fingerprint(cpu_lane: Lane) -> None:
     text = run([cpu_lane.build / "bin" / "worker", "--version"]).stdout
-    assert text.startswith("worker 0.1.0 (protocol 1)\n")
+    assert text.startswith("worker 0.1.0 (protocol 2)\n")
     assert f"stack: {FINGERPRINT[:16]} (pcfp2 {FINGERPRINT}), 2 patches" in text
     assert "upstream build: none (standalone CPU lane)" in text
 
@@ -287,8 +299,12 @@ def test_compute_smoke_constants_match_an_independent_reference() -> None:
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
         z ^= z >> 31
         values.append(((z >> 40) - (1 << 23)) / 8388608.0)
-    payload = b"".join(struct.pack("<f", v) for v in values)
-    header = b"WKHS" + struct.pack("<HHIIQ", 1, 1, n_tokens, n_embd, len(payload))
+    # Protocol 2: a boundary-state frame (kind 2, float32) of sequence 0, step 0,
+    # next token -1, whose payload is the positions 0..n_tokens-1, then the values.
+    payload = b"".join(struct.pack("<i", i) for i in range(n_tokens))
+    payload += b"".join(struct.pack("<f", v) for v in values)
+    header = b"WKHS" + struct.pack("<HHHHIIIIiQ", 2, 1, 2, 0, n_tokens, n_embd, 0, 0, -1,
+                                   len(payload))
     assert fnv1a64(payload, fnv1a64(header)) == constant("kExpectedFrameChecksum")
 
     row_sums = []
@@ -650,9 +666,21 @@ def test_llama_cpp_consumer_path(cli, tmp_path: Path) -> None:
     configured = configure(NATIVE, build, "-DCMAKE_BUILD_TYPE=Release",
                            f"-DWORKER_UPSTREAM_DIR={tree}")
     assert f"upstream tree {tree} matches the lock" in flat(configured.stdout)
-    run([CMAKE, "--build", build, "--target", "worker"], timeout=3600)
+    assert "worker: stage mode on" in configured.stdout
+    run([CMAKE, "--build", build], timeout=3600)
     identity = worker_json(build, "--version")
     assert identity["upstream_build"] == {"dir": str(tree), "target": "llama",
                                           "tree": stamp["tree"]}
     expected = json.loads(cli("-C", str(REPO), "fingerprint", "--json").out)
     assert identity["stack"] == expected
+
+    # The stage mode (issue 12): pipelines of worker processes on the tiny model,
+    # bit-identical to the full model, and every refusal with its exit code.
+    ctest = run([CTEST, "--test-dir", build, "-R", "^(pipeline|frame)\\.", "--output-on-failure"],
+                timeout=600)
+    for name in STAGE_TESTS | {"frame.codec"}:
+        assert f" {name} " in ctest.stdout, name
+    report = worker_json(build, "--self-test")
+    checks = {c["name"]: c for c in report["checks"]}
+    assert checks["pipeline.two_stage"]["status"] == "pass", checks["pipeline.two_stage"]
+    assert "bit-identical to the full model" in checks["pipeline.two_stage"]["detail"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from patchctl.patchtext import reparse, set_trailer, trailers
+from patchctl.patchtext import reparse, set_body, set_trailer, trailers
 
 MAIL = (
     "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001\n"
@@ -29,6 +29,23 @@ def test_set_trailer_never_touches_mail_headers_and_starts_a_block_when_none() -
     assert set_trailer(MAIL, "From", "B").startswith(MAIL.split("\n\n")[0] + "\n\nWhy.")
     bare = "From: A <a@example.invalid>\nSubject: [PATCH] x\n\nJust prose here.\n"
     assert set_trailer(bare, "Concern", "x") == bare + "\nConcern: x\n"
+
+
+def test_set_body_keeps_the_mail_headers_and_the_trailers() -> None:
+    """Bug: a patch's body could be written only by `new -m`; `header -m` replaces it."""
+    heads, _, rest = MAIL.partition("\n\n")
+    block = rest.partition("\n\n")[2]
+    out = set_body(MAIL, "First paragraph.\n\nSecond: not a trailer, it is prose.\n")
+    assert out == f"{heads}\n\nFirst paragraph.\n\nSecond: not a trailer, it is prose.\n\n{block}"
+    assert trailers(reparse(out + DIFF, name="p", path=Path("p"))) == \
+        trailers(reparse(MAIL + DIFF, name="p", path=Path("p")))
+    assert set_body(MAIL, "") == f"{heads}\n\n{block}"
+    assert set_body(f"{heads}\n\n{block}", "Why.") == MAIL
+    bare = "From: A <a@example.invalid>\nSubject: [PATCH] x\n"
+    assert set_body(bare, "Because.\n") == bare + "\nBecause.\n"
+    assert set_body(bare, "caf\u00e9") == (
+        "From: A <a@example.invalid>\nSubject: [PATCH] x\nMIME-Version: 1.0\n"
+        "Content-Type: text/plain; charset=UTF-8\nContent-Transfer-Encoding: 8bit\n\ncaf\u00e9\n")
 
 
 def test_set_trailer_in_a_dep3_header() -> None:

@@ -172,6 +172,32 @@ def test_header_set_is_validated_as_verify_validates_it(cli, tiny: Path) -> None
     assert r.code == 0 and "should say where it was submitted" in r.err  # a warning, as verify
 
 
+def test_header_message_replaces_the_body(cli, tiny: Path) -> None:
+    """Bug: a patch's body could be set only by `new -m`; changing it afterwards meant
+    editing the patch file in stack/ by hand, outside any transaction (found writing
+    the filtered-state patch of llama.cpp)."""
+    fp = json.loads(cli("-C", str(tiny), "fingerprint", "--json").out)["fingerprint"]
+    before = (tiny / "stack/patches" / T2).read_text()
+    r = cli("-C", str(tiny), "header", "bump", "-m", "Why it bumps.\n\nAnd how.")
+    assert r.code == 0, r.err
+    text = (tiny / "stack/patches" / T2).read_text()
+    assert "\n\nWhy it bumps.\n\nAnd how.\n\n" in text
+    assert text.split("\n---\n", 1)[1] == before.split("\n---\n", 1)[1]  # stat and diff
+    r = cli("-C", str(tiny), "header", "bump", "--json")
+    assert json.loads(r.out)["trailers"] == [list(t) for t in trailers_of(before)]
+    assert json.loads(cli("-C", str(tiny), "fingerprint", "--json").out)["fingerprint"] == fp
+    verifies(cli, tiny)
+    assert cli("-C", str(tiny), "header", "bump", "-m", "").code == 0
+    assert "Why it bumps." not in (tiny / "stack/patches" / T2).read_text()
+    verifies(cli, tiny)
+
+
+def trailers_of(text: str) -> list[tuple[str, str]]:
+    from patchctl.patchtext import reparse, trailers
+
+    return trailers(reparse(text, name=T2, path=Path(T2)))
+
+
 def test_header_set_in_a_50_patch_stack(cli, big: Path) -> None:
     assert cli("-C", str(big), "header", "0033", "--set", "Upstream-Status=Denied").code == 0
     r = cli("-C", str(big), "header", "0033", "--json")

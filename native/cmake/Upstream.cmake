@@ -46,4 +46,15 @@ function(worker_add_upstream dir target)
       "(its top-level CMakeLists.txt defines: ${defined}).\n"
       "Name the library to link with -DWORKER_UPSTREAM_TARGET=<target>.")
   endif()
+
+  # The upstream's headers are not ours to keep warning-free under our flags
+  # (-Wshadow): our targets see them as system headers.
+  foreach(t IN ITEMS "${target}" ggml ggml-base)
+    if(TARGET "${t}")
+      get_target_property(dirs "${t}" INTERFACE_INCLUDE_DIRECTORIES)
+      if(dirs)
+        set_property(TARGET "${t}" APPEND PROPERTY INTERFACE_SYSTEM_INCLUDE_DIRECTORIES ${dirs})
+      endif()
+    endif()
+  endforeach()
 endfunction()

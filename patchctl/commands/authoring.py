@@ -78,12 +78,16 @@ def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None
               help="Add a trailer (e.g. Reproducer=reproducers/x, Upstream-Status=Submitted "
               "[url]), checked as verify checks it; repeat for more.")
 @click.option("--reset", is_flag=True, help="Discard an open edit that was not refreshed.")
+@click.option("--full", is_flag=True, help="Write every file the upstream has into the "
+              "work tree, to build it there (by default, on an upstream that lacks some "
+              "blobs, it holds the files the stack touches and the patch's Scope).")
 @upstream_option
 @json_option
 @click.pass_context
 def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
         subject: str | None, assisted_by: tuple[str, ...], message: str,
-        trailers: tuple[str, ...], reset: bool, upstream: str | None, as_json: bool) -> None:
+        trailers: tuple[str, ...], reset: bool, full: bool, upstream: str | None,
+        as_json: bool) -> None:
     """Start a new patch after the last one: opens the edit work tree with the whole stack
     applied (the Scope's files included); make the change there, then `patchctl refresh`
     writes the patch. NAME may carry the next number (0004-foo)."""
@@ -99,7 +103,7 @@ def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
     repo = resolve_upstream(upstream, stack.pin(), stack)
     result = new_patch(project_dir(ctx), stack, repo, name, concern=concern, scope=list(scope),
                        subject=subject, reset=reset, assisted_by=assisted_by, body=message,
-                       trailers=pairs)
+                       trailers=pairs, full=full)
     _edit_report(result, as_json)
 
 
@@ -107,10 +111,13 @@ def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
 @click.argument("name", shell_complete=complete_patch)
 @click.option("--reset", is_flag=True, help="Discard the open edit (refreshed or not, "
               "or left by an older patchctl), saying what it discards.")
+@click.option("--full", is_flag=True, help="Write every file the upstream has into the "
+              "work tree, to build it there (by default, on an upstream that lacks some "
+              "blobs, it holds the files the stack touches and the patch's Scope).")
 @upstream_option
 @json_option
 @click.pass_context
-def edit(ctx: click.Context, name: str, reset: bool, upstream: str | None,
+def edit(ctx: click.Context, name: str, reset: bool, full: bool, upstream: str | None,
          as_json: bool) -> None:
     """Open a work tree at the pin with the patches up to NAME applied as commits.
 
@@ -121,7 +128,7 @@ def edit(ctx: click.Context, name: str, reset: bool, upstream: str | None,
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
-    result = edit_patch(project_dir(ctx), stack, repo, name, reset=reset)
+    result = edit_patch(project_dir(ctx), stack, repo, name, reset=reset, full=full)
     _edit_report(result, as_json)
 
 

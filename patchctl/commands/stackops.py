@@ -186,11 +186,14 @@ def _settings(values: tuple[str, ...]) -> list[tuple[str, str]]:
 @click.option("--unset", multiple=True, metavar="KEY", help="Remove every KEY: trailer.")
 @click.option("--get", metavar="KEY", help="Print only KEY's values, one per line (exit 1 "
               "when there is none; --json prints the whole header).")
+@click.option("-m", "--message", metavar="TEXT", help="Replace the patch's body (the text "
+              "between subject and trailers); '' removes it.")
 @json_option
 @click.pass_context
 def header(ctx: click.Context, name: str, settings: tuple[str, ...],
-           unset: tuple[str, ...], get: str | None, as_json: bool) -> int:
-    """Print patch NAME's subject, author and trailers, or change trailers.
+           unset: tuple[str, ...], get: str | None, message: str | None,
+           as_json: bool) -> int:
+    """Print patch NAME's subject, author and trailers, or change trailers or the body.
 
     A change is validated as `patchctl verify` validates it (for example
     `--set 'Upstream-Status=Submitted [url]'`) and refused when it adds an
@@ -200,8 +203,8 @@ def header(ctx: click.Context, name: str, settings: tuple[str, ...],
 
     stack = stack_of(ctx)
     changes = [*_settings(settings), *((k, None) for k in unset)]
-    result = (set_header(project_dir(ctx), stack, name, changes) if changes
-              else read_header(stack, name))
+    result = (set_header(project_dir(ctx), stack, name, changes, body=message)
+              if changes or message is not None else read_header(stack, name))
     values = [v for k, v in result.trailers if get is not None and k.lower() == get.lower()]
     if as_json:
         emit_json(result.to_dict())

@@ -19,7 +19,7 @@ from patchctl.gitrepo.index import ApplyRun
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
                      needed: Sequence[str] = (),
                      wanted: Callable[[str], bool] | None = None,
-                     patterns: Sequence[str] = ()) -> Path:
+                     patterns: Sequence[str] = (), full: bool = False) -> Path:
     """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
@@ -30,7 +30,8 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     that index are still whole. Paths for which ``wanted`` is true (a patch's
     Scope) are written too, where their blobs can be read, and ``patterns``
     (``sparse_patterns`` of that Scope) keep a file created there inside the
-    sparse work tree, for git status and git add as for patchctl.
+    sparse work tree, for git status and git add as for patchctl. With ``full``
+    every file whose blob can be read is written (to build the upstream there).
     """
     run_git(["init", "-q", "--", str(dest)])
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
@@ -40,14 +41,14 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
     # The files are written through the upstream itself: in a partial clone that is
     # where the promisor remote is configured, so missing blobs are fetched there.
-    full = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
-                    "read-tree", "-u", "--reset", commit],
-                   env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
-                   check=False)
-    if full.returncode == 0:
+    whole = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
+                     "read-tree", "-u", "--reset", commit],
+                    env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
+                    check=False)
+    if whole.returncode == 0:
         return _partial_clone_of(upstream, dest)
-    if not needed or "unable to read" not in full.stderr:
-        raise GitError(full.argv, full.returncode, full.stderr)
+    if not needed or "unable to read" not in whole.stderr:
+        raise GitError(whole.argv, whole.returncode, whole.stderr)
     for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
         if entry.name == ".git":
             continue
@@ -56,6 +57,9 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
         else:
             entry.unlink()
     readable, missing = _wanted_paths(dest, commit, wanted) if wanted else ([], [])
+    if full:
+        readable, missing = [], _wanted_paths(dest, commit, lambda _: True)[1]
+        patterns = ["/*"]
     run_git(["config", "core.sparseCheckout", "true"], repo=dest)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "sparse-checkout").write_text(

@@ -1,17 +1,27 @@
-// The worker's wire frame for a block of hidden states (n_tokens x n_embd).
+// The worker's wire frame (protocol 2): one message between a pipeline's
+// driver and its stages, or between two stages.
 //
-// Layout, all integers little-endian whatever the host:
+// Layout, all integers little-endian whatever the host (docs/FORMATS.md):
 //
 //   offset  size  field
 //        0     4  magic "WKHS"
 //        4     2  version (kProtocolVersion)
-//        6     2  dtype (1 = float32)
-//        8     4  n_tokens
-//       12     4  n_embd
-//       16     8  payload size in bytes (n_tokens * n_embd * 4)
-//       24     8  checksum: FNV-1a 64 of bytes 0..23, then of the payload
-//       32     -  payload: the values row by row, each as its IEEE-754
-//                 binary32 bit pattern
+//        6     2  dtype: 1 float32, 2 int32, 3 bytes (UTF-8 text)
+//        8     2  kind: 1 tokens, 2 boundary state, 3 logits, 4 end, 5 error
+//       10     2  reserved, 0
+//       12     4  n_tokens (rows)
+//       16     4  n_embd (row width: the residual width n_embd_boundary of a
+//                 state, n_vocab of logits, 1 for tokens, the text's length
+//                 in bytes for an error)
+//       20     4  sequence id
+//       24     4  step (0 for the prompt, then one per generated token)
+//       28     4  next token: the greedy choice of a logits frame, else -1
+//       32     8  payload size in bytes
+//       40     8  checksum: FNV-1a 64 of bytes 0..39, then of the payload
+//       48     -  payload: n_tokens int32 positions, then n_tokens * n_embd
+//                 values of dtype (float32 as its IEEE-754 bit pattern)
+//
+// An end frame has no rows; an error frame has one row (position 0) of text.
 #pragma once
 
 #include <array>
@@ -25,12 +35,18 @@ namespace worker {
 
 // Bumped whenever the frame layout (or anything else on the wire) changes;
 // `worker --version` reports it so peers can refuse a mismatch.
-inline constexpr std::uint16_t kProtocolVersion = 1;
+// 1: hidden-state frames only. 2: kinds, positions, sequence id and step.
+inline constexpr std::uint16_t kProtocolVersion = 2;
 
 inline constexpr std::array<std::uint8_t, 4> kFrameMagic{'W', 'K', 'H', 'S'};
-inline constexpr std::size_t kFrameHeaderSize = 32;
+inline constexpr std::size_t kFrameHeaderSize = 48;
+// Refused before any allocation: a corrupt size field must not exhaust memory.
+inline constexpr std::uint64_t kMaxPayloadBytes = 1ULL << 31;
 
-enum class DType : std::uint16_t { kFloat32 = 1 };
+enum class DType : std::uint16_t { kFloat32 = 1, kInt32 = 2, kBytes = 3 };
+enum class FrameKind : std::uint16_t { kTokens = 1, kState = 2, kLogits = 3, kEnd = 4, kError = 5 };
+
+const char* kind_name(FrameKind kind);
 
 struct HiddenState {
   std::uint32_t n_tokens = 0;
@@ -42,16 +58,62 @@ struct HiddenState {
 HiddenState make_test_hidden_state(std::uint32_t n_tokens,
                                    std::uint32_t n_embd, std::uint64_t seed);
 
-// Throws std::invalid_argument when values.size() != n_tokens * n_embd.
-std::vector<std::uint8_t> encode_frame(const HiddenState& state);
+struct Frame {
+  FrameKind kind = FrameKind::kEnd;
+  std::uint32_t seq_id = 0;
+  std::uint32_t step = 0;
+  std::int32_t next_token = -1;
+  std::uint32_t n_tokens = 0;
+  std::uint32_t n_embd = 0;
+  std::vector<std::int32_t> positions;  // n_tokens
+  std::vector<float> values;            // state, logits: n_tokens * n_embd
+  std::vector<std::int32_t> tokens;     // tokens: n_tokens
+  std::string text;                     // error: the message
+};
+
+// Frames of each kind, consistent by construction.
+Frame tokens_frame(std::uint32_t seq_id, std::uint32_t step, std::int32_t pos0,
+                   std::vector<std::int32_t> tokens);
+Frame state_frame(FrameKind kind, std::uint32_t seq_id, std::uint32_t step,
+                  std::int32_t pos0, const HiddenState& state);
+Frame end_frame(std::uint32_t seq_id);
+Frame error_frame(std::uint32_t seq_id, std::string message);
+
+// The frame's dtype, from its kind.
+DType dtype_of(FrameKind kind);
+
+// Throws std::invalid_argument when the frame is inconsistent (sizes that do
+// not match the dims, data of the wrong dtype for the kind).
+std::vector<std::uint8_t> encode_frame(const Frame& frame);
+
+// The fixed header, checked on its own so a reader knows how many payload
+// bytes follow (or refuses before reading them).
+struct FrameHeader {
+  FrameKind kind = FrameKind::kEnd;
+  DType dtype = DType::kFloat32;
+  std::uint32_t n_tokens = 0;
+  std::uint32_t n_embd = 0;
+  std::uint32_t seq_id = 0;
+  std::uint32_t step = 0;
+  std::int32_t next_token = -1;
+  std::uint64_t payload = 0;
+  std::uint64_t checksum = 0;
+};
+
+// Empty on success, else why the header is refused (never throws).
+std::string parse_header(const std::uint8_t* data, std::size_t size, FrameHeader& out);
 
 struct DecodedFrame {
-  std::optional<HiddenState> state;  // empty when the frame is rejected
-  std::uint64_t checksum = 0;        // as stored in the header
-  std::string error;                 // why it was rejected
+  std::optional<Frame> frame;  // empty when the frame is rejected
+  std::uint64_t checksum = 0;  // as stored in the header
+  std::string error;           // why it was rejected
 };
 
 // Never throws on bad input: a peer's bytes are data, not a programming error.
 DecodedFrame decode_frame(const std::uint8_t* data, std::size_t size);
+
+// A frame that decoded but is not what this end expects: another kind, or a
+// row width other than the model's (n_embd 0: any). Empty when it fits.
+std::string check_frame(const Frame& frame, FrameKind kind, std::uint32_t n_embd);
 
 }  // namespace worker

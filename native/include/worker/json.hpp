@@ -26,6 +26,8 @@ class Value {
   Value(bool b) : data_(b) {}
   Value(int i) : data_(static_cast<std::int64_t>(i)) {}
   Value(std::int64_t i) : data_(i) {}
+  // Written with 6 significant digits (measurements); never parsed back.
+  Value(double d) : data_(d) {}
   Value(std::string s) : data_(std::move(s)) {}
   Value(std::string_view s) : data_(std::string(s)) {}
   Value(const char* s) : data_(std::string(s)) {}
@@ -47,7 +49,7 @@ class Value {
  private:
   void write(std::string& out, int depth) const;
 
-  std::variant<std::nullptr_t, bool, std::int64_t, std::string, Array, Object>
+  std::variant<std::nullptr_t, bool, std::int64_t, double, std::string, Array, Object>
       data_ = nullptr;
 };
 

@@ -3,6 +3,7 @@
 // the same checks, so the constants live in one place (src/core/selftest.cpp).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -21,14 +22,15 @@ struct SelfTestCheck {
 // constants bit for bit.
 std::vector<SelfTestCheck> compute_checks(unsigned threads);
 
-// The hook for the stage mode (issue 12): a 2-stage pipeline on a tiny model
-// must give logits bit-identical to the full model in one process. There is
-// no stage mode yet, so it reports "skipped" and says so.
+// pipeline.two_stage in a build without the stage mode (the standalone CPU
+// lane, no llama.cpp): "skipped", saying why. A consumer build passes its own
+// check to self_test() instead (src/stage/: a 2-stage pipeline of two child
+// workers on a tiny model, bit-identical to the full model in one process).
 SelfTestCheck pipeline_check();
 
 // Everything --self-test runs: SHA-256 test vectors, compute_checks for 1, 2
-// and 4 threads, and pipeline_check().
-std::vector<SelfTestCheck> self_test();
+// and 4 threads, and `pipeline` (pipeline_check() when empty).
+std::vector<SelfTestCheck> self_test(const std::function<SelfTestCheck()>& pipeline = {});
 
 bool all_passed(const std::vector<SelfTestCheck>& checks);  // skipped is not failed
 json::Value self_test_json(const std::vector<SelfTestCheck>& checks);

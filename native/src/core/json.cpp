@@ -1,6 +1,7 @@
 #include "worker/json.hpp"
 
 #include <charconv>
+#include <cmath>
 #include <cstdio>
 #include <system_error>
 #include <type_traits>
@@ -52,6 +53,10 @@ void Value::write(std::string& out, int depth) const {
           out += v ? "true" : "false";
         } else if constexpr (std::is_same_v<T, std::int64_t>) {
           out += std::to_string(v);
+        } else if constexpr (std::is_same_v<T, double>) {
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.6g", std::isfinite(v) ? v : 0.0);
+          out += buf;
         } else if constexpr (std::is_same_v<T, std::string>) {
           out += quote(v);
         } else if constexpr (std::is_same_v<T, Array>) {

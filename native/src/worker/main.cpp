@@ -15,6 +15,11 @@
 #include "worker/selftest.hpp"
 #include "worker/startup.hpp"
 
+#ifdef WORKER_HAVE_STAGE
+#include "../stage/checkpoint.hpp"
+#include "../stage/pipeline.hpp"
+#endif
+
 #ifndef WORKER_BUILD_TYPE
 #error "WORKER_BUILD_TYPE must be defined by the build ($<CONFIG>)"
 #endif
@@ -39,9 +44,12 @@ constexpr std::string_view kUsage =
     "                   model/split sha256s this run requires\n"
     "  --json           print JSON instead of text\n"
     "\n"
+    "  --stage, --drive, --write-tiny-model  the pipeline stage mode (see below;\n"
+    "                   only in a worker built with WORKER_UPSTREAM_DIR)\n"
+    "\n"
     "exit codes: 0 ok, 2 usage, 3 output error, 10 package fails its checksums\n"
     "or manifest, 11 this CPU cannot run the lane, 12 recipe does not match,\n"
-    "13 self-test failed\n";
+    "13 self-test failed, 20-25 stage mode (below)\n";
 
 int usage_error(std::string_view message) {
   std::cerr << "worker: " << message << "\n" << kUsage;
@@ -49,6 +57,20 @@ int usage_error(std::string_view message) {
 }
 
 enum class Mode { kNone, kVersion, kCapabilities, kCheck, kSelfTest };
+
+// --stage, --drive and --write-tiny-model take the rest of the command line.
+bool is_stage_mode(std::string_view arg) {
+  return arg == "--stage" || arg == "--drive" || arg == "--write-tiny-model";
+}
+
+void print_usage(std::ostream& out) {
+  out << kUsage;
+#ifdef WORKER_HAVE_STAGE
+  out << worker::stage::kStageUsage;
+#endif
+}
+
+
 
 // Every mode but --version and --help passes the gate first; --version stays
 // available so `patchctl release verify` can read the identity of a damaged
@@ -77,6 +99,35 @@ std::optional<worker::Refusal> gate(const worker::BuildIdentity& id, const char*
   return std::nullopt;
 }
 
+int stage_modes(int argc, char** argv, const worker::BuildIdentity& id) {
+  std::string mode;
+  std::vector<std::string> rest;
+  for (int i = 1; i < argc; ++i) {
+    if (is_stage_mode(argv[i]) && mode.empty()) {
+      mode = argv[i];
+    } else {
+      rest.emplace_back(argv[i]);
+    }
+  }
+#ifdef WORKER_HAVE_STAGE
+  std::vector<worker::GateStep> steps;
+  if (std::optional<worker::Refusal> refused = gate(id, argv[0], "", steps)) {
+    std::cerr << "worker: " << refused->message << "\n";
+    return refused->exit_code;
+  }
+  worker::stage::set_stack_fingerprint(id.fingerprint);
+  if (mode == "--stage") return worker::stage::stage_main(rest);
+  if (mode == "--drive") return worker::stage::drive_main(rest, worker::executable_path(argv[0]));
+  return worker::stage::write_tiny_model_main(rest);
+#else
+  (void)id;
+  std::cerr << "worker: " << mode << " needs a worker built against llama.cpp "
+            << "(configure with -DWORKER_UPSTREAM_DIR=<tree made by `patchctl apply --into`>); "
+            << "this one is the standalone CPU lane\n";
+  return 2;
+#endif
+}
+
 worker::json::Value steps_json(const std::vector<worker::GateStep>& steps) {
   worker::json::Array items;
   for (const auto& s : steps) {
@@ -89,6 +140,14 @@ worker::json::Value steps_json(const std::vector<worker::GateStep>& steps) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") break;
+    if (is_stage_mode(argv[i])) {
+      worker::BuildIdentity id = worker::generated::build_identity();
+      id.build_type = WORKER_BUILD_TYPE;
+      return stage_modes(argc, argv, id);
+    }
+  }
   Mode mode = Mode::kNone;
   bool as_json = false;
   std::string recipe;
@@ -111,7 +170,7 @@ int main(int argc, char** argv) {
       as_json = true;
       continue;
     } else if (arg == "--help" || arg == "-h") {
-      std::cout << kUsage;
+      print_usage(std::cout);
       return 0;
     } else {
       return usage_error("unknown argument: " + std::string(arg));
@@ -158,7 +217,14 @@ int main(int argc, char** argv) {
       for (const auto& s : steps) std::cout << s.name << ": " << s.status << ", " << s.detail << "\n";
     }
   } else {
+#ifdef WORKER_HAVE_STAGE
+    const std::string exe = worker::executable_path(argv[0]);
+    worker::stage::set_stack_fingerprint(id.fingerprint);
+    const std::vector<worker::SelfTestCheck> checks =
+        worker::self_test([&exe] { return worker::stage::pipeline_check(exe); });
+#else
     const std::vector<worker::SelfTestCheck> checks = worker::self_test();
+#endif
     if (as_json) {
       worker::json::Value doc = worker::self_test_json(checks);
       worker::json::Object out{{"gate", steps_json(steps)}};

@@ -1,0 +1,73 @@
+#include "args.hpp"
+
+#include <charconv>
+
+namespace worker::stage {
+namespace {
+
+bool to_int(const std::string& text, long long& out) {
+  const char* end = text.data() + text.size();
+  const auto r = std::from_chars(text.data(), end, out);
+  return !text.empty() && r.ec == std::errc() && r.ptr == end;
+}
+
+}  // namespace
+
+bool Args::value(const std::string& flag, std::string& out) {
+  if (done()) {
+    error = flag + " needs a value";
+    return false;
+  }
+  out = args_[i_++];
+  return true;
+}
+
+bool Args::integer(const std::string& flag, long long lo, long long hi, long long& out) {
+  std::string text;
+  if (!value(flag, text)) return false;
+  if (!to_int(text, out) || out < lo || out > hi) {
+    error = flag + " takes an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+            ", got `" + text + "`";
+    return false;
+  }
+  return true;
+}
+
+std::optional<std::pair<std::int32_t, std::int32_t>> parse_range(const std::string& text,
+                                                                 std::string& error) {
+  const auto colon = text.find(':');
+  long long a = 0, b = 0;
+  if (colon == std::string::npos || !to_int(text.substr(0, colon), a) ||
+      !to_int(text.substr(colon + 1), b) || a < 0 || b <= a || b > 1000000) {
+    error = "a layer range is START:END with 0 <= START < END, got `" + text + "`";
+    return std::nullopt;
+  }
+  return std::make_pair(static_cast<std::int32_t>(a), static_cast<std::int32_t>(b));
+}
+
+std::optional<std::vector<std::pair<std::int32_t, std::int32_t>>> parse_split(
+    const std::string& text, std::string& error) {
+  std::vector<std::pair<std::int32_t, std::int32_t>> out;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const auto comma = text.find(',', from);
+    const std::string part = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    auto r = parse_range(part, error);
+    if (!r) return std::nullopt;
+    if (!out.empty() && out.back().second != r->first) {
+      error = "the ranges of --split must be contiguous: " + std::to_string(out.back().second) +
+              " is followed by " + std::to_string(r->first);
+      return std::nullopt;
+    }
+    if (out.empty() && r->first != 0) {
+      error = "the first range of --split must start at layer 0";
+      return std::nullopt;
+    }
+    out.push_back(*r);
+    if (comma == std::string::npos) break;
+    from = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace worker::stage

@@ -1,0 +1,300 @@
+// The command lines of the stage modes: --drive, --write-tiny-model, the
+// usage text, and the self-test's pipeline.two_stage check.
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+
+#include "args.hpp"
+#include "driver.hpp"
+#include "pipeline.hpp"
+#include "tiny_model.hpp"
+#include "worker/json.hpp"
+
+namespace worker::stage {
+
+const char* const kStageUsage =
+    "\n"
+    "stage mode (a worker built with WORKER_UPSTREAM_DIR):\n"
+    "  worker --stage --model FILE --layers START:END [--listen HOST:PORT]\n"
+    "         [--next HOST:PORT] [--threads N] [--ctx N] [--timeout-ms MS]\n"
+    "         [--recover-ms MS] [--checkpoint FILE] [--resume FILE]\n"
+    "  worker --drive --model FILE (--local | --split A:B,B:C,... | --connect HOST:PORT)\n"
+    "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
+    "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
+    "         [--logits-out FILE] [--json]\n"
+    "  worker --write-tiny-model FILE [--seed N]\n"
+    "\n"
+    "  --stage          serve the layers [START, END) of the GGUF model FILE: read\n"
+    "                   tokens (first stage) or boundary-state frames, forward the\n"
+    "                   state to --next, relay its reply; the last stage answers\n"
+    "                   with the logits and the greedy next token\n"
+    "  --layers START:END  the layer range this stage loads and runs\n"
+    "  --listen HOST:PORT  where to accept the previous stage or the driver\n"
+    "                   (default 127.0.0.1:0: a port the OS picks); the stage\n"
+    "                   prints `listening HOST:PORT` once the model is loaded\n"
+    "  --next HOST:PORT the next stage (omit on the last stage)\n"
+    "  --threads N      compute threads (default 1)\n"
+    "  --ctx N          context size in tokens (default 256)\n"
+    "  --timeout-ms MS  limit of every connect, accept, read and write (default 30000)\n"
+    "  --recover-ms MS  when a neighbour disconnects, wait this long for it to come\n"
+    "                   back (reconnect to --next and resend; accept a new\n"
+    "                   previous stage) instead of failing (default 0: fail);\n"
+    "                   for --drive --connect: reconnect to the first stage\n"
+    "  --checkpoint FILE  after every step, save this stage's sequence state with\n"
+    "                   its layer range, model sha256, stack fingerprint and step\n"
+    "  --resume FILE    start from a checkpoint of the same range, model and stack\n"
+    "  --drive          run a prompt, then greedy single-token steps, through a\n"
+    "                   pipeline and report logits, tokens and timings\n"
+    "  --local          the whole model in this process (the reference)\n"
+    "  --split A:B,...  spawn one stage process per range (ports from the OS)\n"
+    "  --connect HOST:PORT  a running pipeline's first stage\n"
+    "  --prompt N       prompt tokens (default 8), drawn from SplitMix64(--seed)\n"
+    "  --steps N        greedy single-token steps after the prompt (default 4)\n"
+    "  --step-delay-ms MS  pause before each step (default 0)\n"
+    "  --check-local    also run the whole model in this process and require\n"
+    "                   bit-identical logits (exit 1 when they differ)\n"
+    "  --logits-out FILE  every logit of every step, float32 little-endian\n"
+    "  --write-tiny-model FILE  write the 4-layer llama test model, weights from\n"
+    "                   SplitMix64(--seed) (default: the tests' model)\n"
+    "\n"
+    "stage exit codes: 20 malformed, truncated, corrupt or wrong-width frame,\n"
+    "21 peer disconnected or unreachable, 22 timeout, 23 model or range failed,\n"
+    "24 a stage further down reported an error, 25 checkpoint refused\n";
+
+namespace {
+
+int usage(const std::string& why) {
+  std::cerr << "worker: " << why << "\n" << kStageUsage;
+  return 2;
+}
+
+json::Value stage_json(const StageReport& s, std::int64_t& boundary_bytes, std::int64_t& boundary_tokens,
+                       std::int64_t& width) {
+  json::Object out{{"layers", "[" + std::to_string(s.start) + ", " + std::to_string(s.end) + ")"},
+                   {"endpoint", s.endpoint},
+                   {"exit", s.exit_code}};
+  json::ParseResult parsed = json::parse(s.stats);
+  if (parsed.value) {
+    const json::Value& v = *parsed.value;
+    const auto get = [&](const char* key) {
+      const json::Value* m = v.get(key);
+      return m != nullptr && m->as_int() != nullptr ? *m->as_int() : 0;
+    };
+    if (get("frames_to_next") > 0) {
+      boundary_bytes += get("bytes_to_next");
+      boundary_tokens += get("tokens");
+      width = get("n_embd_boundary");
+    }
+    out.emplace_back("stats", v);
+  }
+  return out;
+}
+
+}  // namespace
+
+int drive_main(const std::vector<std::string>& args, const std::string& exe) {
+  DriveOptions o;
+  Args a(args);
+  std::string logits_out;
+  bool as_json = false, check_local = false;
+  int modes = 0;
+  while (!a.done()) {
+    const std::string flag = a.flag();
+    std::string text;
+    long long n = 0;
+    if (flag == "--model") {
+      if (!a.value(flag, o.model)) return usage(a.error);
+    } else if (flag == "--local") {
+      o.mode = DriveOptions::kLocal;
+      ++modes;
+    } else if (flag == "--split") {
+      if (!a.value(flag, text)) return usage(a.error);
+      auto split = parse_split(text, a.error);
+      if (!split) return usage("--split: " + a.error);
+      o.split = *split;
+      o.mode = DriveOptions::kSpawn;
+      ++modes;
+    } else if (flag == "--connect") {
+      if (!a.value(flag, text)) return usage(a.error);
+      auto ep = net::parse_endpoint(text, a.error);
+      if (!ep) return usage("--connect: " + a.error);
+      o.connect = *ep;
+      o.mode = DriveOptions::kConnect;
+      ++modes;
+    } else if (flag == "--prompt" || flag == "--steps") {
+      if (!a.integer(flag, flag == "--prompt" ? 1 : 0, 4096, n)) return usage(a.error);
+      (flag == "--prompt" ? o.prompt : o.steps) = static_cast<int>(n);
+    } else if (flag == "--seed") {
+      if (!a.integer(flag, 0, INT64_MAX, n)) return usage(a.error);
+      o.seed = static_cast<std::uint64_t>(n);
+    } else if (flag == "--threads") {
+      if (!a.integer(flag, 1, 256, n)) return usage(a.error);
+      o.threads = static_cast<int>(n);
+    } else if (flag == "--ctx") {
+      if (!a.integer(flag, 16, 1 << 20, n)) return usage(a.error);
+      o.n_ctx = static_cast<std::uint32_t>(n);
+    } else if (flag == "--timeout-ms" || flag == "--step-delay-ms" || flag == "--recover-ms") {
+      if (!a.integer(flag, flag == "--timeout-ms" ? 1 : 0, 86400000, n)) return usage(a.error);
+      (flag == "--timeout-ms" ? o.timeout_ms : flag == "--recover-ms" ? o.recover_ms : o.step_delay_ms) =
+          static_cast<int>(n);
+    } else if (flag == "--check-local") {
+      check_local = true;
+    } else if (flag == "--logits-out") {
+      if (!a.value(flag, logits_out)) return usage(a.error);
+    } else if (flag == "--json") {
+      as_json = true;
+    } else {
+      return usage("unknown argument for --drive: " + flag);
+    }
+  }
+  if (o.model.empty()) return usage("--drive needs --model FILE");
+  if (modes != 1) return usage("--drive needs exactly one of --local, --split and --connect");
+  if (static_cast<std::uint32_t>(o.prompt + o.steps) > o.n_ctx) {
+    return usage("--prompt + --steps exceed --ctx " + std::to_string(o.n_ctx));
+  }
+
+  DriveResult r;
+  if (auto e = drive(o, exe, r)) {
+    std::cerr << "worker: drive: " << e->message << "\n";
+    return e->code;
+  }
+  json::Value identical = nullptr;
+  std::string difference;
+  if (check_local) {
+    DriveOptions lo = o;
+    lo.mode = DriveOptions::kLocal;
+    lo.step_delay_ms = 0;
+    DriveResult local;
+    if (auto e = drive(lo, exe, local)) {
+      std::cerr << "worker: drive: the local reference: " << e->message << "\n";
+      return e->code;
+    }
+    difference = first_difference(r.logits, local.logits, r.n_vocab);
+    if (difference.empty() && r.tokens != local.tokens) difference = "the greedy tokens differ";
+    identical = difference.empty();
+  }
+  if (!logits_out.empty()) {
+    if (auto e = write_logits(logits_out, r.logits)) {
+      std::cerr << "worker: drive: " << e->message << "\n";
+      return 3;
+    }
+  }
+  std::int64_t boundary_bytes = 0, boundary_tokens = 0, width = 0;
+  json::Array stages;
+  for (const StageReport& s : r.stages) stages.push_back(stage_json(s, boundary_bytes, boundary_tokens, width));
+  json::Array tokens;
+  for (std::int32_t t : r.tokens) tokens.emplace_back(t);
+  const int n_tok = o.prompt + o.steps;
+  const double per_token = boundary_tokens > 0 ? static_cast<double>(boundary_bytes) / static_cast<double>(boundary_tokens) : 0.0;
+  json::Object boundary{{"boundaries", static_cast<std::int64_t>(r.stages.empty() ? 0 : r.stages.size() - 1)},
+                        {"n_embd_boundary", width},
+                        {"wire_bytes", boundary_bytes},
+                        {"bytes_per_token", per_token},
+                        {"payload_bytes_per_token", static_cast<std::int64_t>(width > 0 ? 4 + 4 * width : 0)},
+                        {"weights_per_token_bytes_ratio", per_token > 0 ? static_cast<double>(r.weight_bytes) / per_token : 0.0}};
+  const char* mode = o.mode == DriveOptions::kLocal ? "local" : o.mode == DriveOptions::kSpawn ? "spawn" : "connect";
+  json::Object doc{{"mode", mode},
+                   {"model", o.model},
+                   {"n_layer", static_cast<std::int64_t>(r.n_layer)},
+                   {"n_vocab", static_cast<std::int64_t>(r.n_vocab)},
+                   {"weights_bytes", static_cast<std::int64_t>(r.weight_bytes)},
+                   {"stages", std::move(stages)},
+                   {"prompt_tokens", o.prompt},
+                   {"steps", o.steps},
+                   {"threads", o.threads},
+                   {"tokens", std::move(tokens)},
+                   {"logits_rows", static_cast<std::int64_t>(r.logits.size() / (r.n_vocab ? r.n_vocab : 1))},
+                   {"logits_fnv1a64", logits_digest(r.logits)},
+                   {"seconds", r.total_s},
+                   {"prompt_seconds", r.prompt_s},
+                   {"tokens_per_s", r.total_s > 0 ? n_tok / r.total_s : 0.0},
+                   {"steps_per_s", r.total_s > r.prompt_s ? o.steps / (r.total_s - r.prompt_s) : 0.0},
+                   {"boundary", std::move(boundary)},
+                   {"reconnects", r.reconnects},
+                   {"identical_to_local", identical}};
+  if (as_json) {
+    std::cout << json::Value(std::move(doc)).dump() << "\n";
+  } else {
+    std::cout << "drive: " << mode << ", " << r.stages.size() << " stage process(es), " << o.prompt
+              << " prompt tokens + " << o.steps << " steps in " << r.total_s << " s ("
+              << (r.total_s > 0 ? n_tok / r.total_s : 0.0) << " tokens/s)\n"
+              << "logits: " << r.logits.size() / (r.n_vocab ? r.n_vocab : 1) << " rows, fnv1a64 "
+              << logits_digest(r.logits) << "\n";
+    if (width > 0) std::cout << "boundary: " << per_token << " bytes per token per boundary\n";
+    if (check_local) {
+      std::cout << (difference.empty() ? "bit-identical to the full model in one process\n"
+                                       : "DIFFERENT from the full model: " + difference + "\n");
+    }
+  }
+  if (!difference.empty()) {
+    std::cerr << "worker: drive: logits differ from the full model: " << difference << "\n";
+    return 1;
+  }
+  std::cout.flush();
+  return std::cout ? 0 : 3;
+}
+
+int write_tiny_model_main(const std::vector<std::string>& args) {
+  TinyModelSpec spec;
+  std::string file;
+  Args a(args);
+  while (!a.done()) {
+    const std::string arg = a.flag();
+    long long n = 0;
+    if (arg == "--seed") {
+      if (!a.integer(arg, 0, INT64_MAX, n)) return usage(a.error);
+      spec.seed = static_cast<std::uint64_t>(n);
+    } else if (file.empty() && arg.rfind("--", 0) != 0) {
+      file = arg;
+    } else {
+      return usage("--write-tiny-model takes FILE [--seed N], not " + arg);
+    }
+  }
+  if (file.empty()) return usage("--write-tiny-model takes FILE [--seed N]");
+  if (std::string why = write_tiny_model(file, spec); !why.empty()) {
+    std::cerr << "worker: " << why << "\n";
+    return 3;
+  }
+  return 0;
+}
+
+SelfTestCheck pipeline_check(const std::string& exe) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path dir = fs::temp_directory_path(ec) / ("worker-selftest-" + std::to_string(::getpid()));
+  fs::create_directories(dir, ec);
+  const std::string model = (dir / "tiny-llama.gguf").string();
+  SelfTestCheck check{"pipeline.two_stage", "fail", ""};
+  if (std::string why = write_tiny_model(model); !why.empty()) {
+    check.detail = why;
+  } else {
+    DriveOptions o;
+    o.model = model;
+    o.mode = DriveOptions::kSpawn;
+    o.split = {{0, 2}, {2, 4}};
+    DriveResult piped, local;
+    std::optional<WireError> e = drive(o, exe, piped);
+    if (!e) {
+      o.mode = DriveOptions::kLocal;
+      e = drive(o, exe, local);
+    }
+    if (e) {
+      check.detail = e->message;
+    } else if (std::string diff = first_difference(piped.logits, local.logits, piped.n_vocab);
+               !diff.empty()) {
+      check.detail = "stages [0, 2) + [2, 4) differ from the full model: " + diff;
+    } else {
+      check.status = "pass";
+      check.detail = "tiny llama, 2 stage processes [0, 2) + [2, 4): " +
+                     std::to_string(piped.logits.size() / piped.n_vocab) +
+                     " logit rows bit-identical to the full model (fnv1a64 " +
+                     logits_digest(piped.logits) + ")";
+    }
+  }
+  fs::remove_all(dir, ec);
+  return check;
+}
+
+}  // namespace worker::stage

@@ -1,0 +1,272 @@
+// `worker --drive`: run a prompt and greedy single-token steps through a
+// pipeline (stage processes it spawns, one it connects to, or the whole model
+// in this process) and report the logits, the tokens and the measurements.
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "args.hpp"
+#include "driver.hpp"
+#include "engine.hpp"
+#include "pipeline.hpp"
+#include "tiny_model.hpp"
+#include "worker/checksum.hpp"
+#include "worker/prng.hpp"
+#include "worker/spawn.hpp"
+
+namespace worker::stage {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// One request/response to the head of the pipeline.
+class Hop {
+ public:
+  virtual ~Hop() = default;
+  virtual std::optional<WireError> request(const Frame& in, Frame& reply) = 0;
+};
+
+class LocalHop : public Hop {
+ public:
+  explicit LocalHop(Engine& e) : engine_(e) {}
+  std::optional<WireError> request(const Frame& in, Frame& reply) override {
+    return engine_.run(in, reply);
+  }
+
+ private:
+  Engine& engine_;
+};
+
+class SocketHop : public Hop {
+ public:
+  SocketHop(net::Socket s, net::Endpoint head, int timeout_ms, int recover_ms)
+      : s_(std::move(s)), head_(std::move(head)), who_("the stage at " + net::to_string(head_)),
+        timeout_ms_(timeout_ms), recover_ms_(recover_ms) {}
+  std::optional<WireError> request(const Frame& in, Frame& reply) override {
+    for (int attempt = 0;; ++attempt) {
+      std::optional<WireError> e = net::write_frame(s_.fd(), in, timeout_ms_);
+      if (!e) {
+        net::FrameRead r = net::read_frame(s_.fd(), timeout_ms_, who_);
+        if (r.frame) {
+          reply = std::move(*r.frame);
+          if (reply.kind == FrameKind::kError) {
+            return WireError{kExitRemote, "a stage reported: " + reply.text};
+          }
+          return std::nullopt;
+        }
+        e = r.error;
+      }
+      // --recover-ms: the first stage may be restarting from its checkpoint.
+      if (recover_ms_ <= 0 || e->code != kExitPeer || attempt > 0) return e;
+      WireError why;
+      s_ = net::connect_to(head_, recover_ms_, why);
+      if (!s_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
+      reconnects += 1;
+    }
+  }
+  int reconnects = 0;
+
+ private:
+  net::Socket s_;
+  net::Endpoint head_;
+  std::string who_;
+  int timeout_ms_;
+  int recover_ms_;
+};
+
+std::optional<WireError> run_sequence(Hop& hop, const DriveOptions& o, std::uint32_t n_vocab,
+                                      DriveResult& r) {
+  SplitMix64 rng(o.seed);
+  std::vector<std::int32_t> prompt;
+  for (int i = 0; i < o.prompt; ++i) prompt.push_back(static_cast<std::int32_t>(rng.next() % n_vocab));
+  r.tokens = prompt;
+  std::int32_t pos = 0;
+  const auto t0 = Clock::now();
+  for (int step = 0; step <= o.steps; ++step) {
+    if (step > 0 && o.step_delay_ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
+    }
+    std::vector<std::int32_t> batch = step == 0 ? prompt : std::vector<std::int32_t>{r.tokens.back()};
+    const Frame req = tokens_frame(o.seq_id, static_cast<std::uint32_t>(step), pos, batch);
+    Frame reply;
+    if (auto e = hop.request(req, reply)) return e;
+    if (std::string bad = check_frame(reply, FrameKind::kLogits, n_vocab); !bad.empty()) {
+      return WireError{kExitFrame, "reply to step " + std::to_string(step) + ": " + bad};
+    }
+    if (reply.n_tokens != req.n_tokens || reply.positions != req.positions || reply.step != req.step) {
+      return WireError{kExitFrame, "reply to step " + std::to_string(step) +
+                                       " is for other tokens (positions or step differ)"};
+    }
+    const std::int32_t greedy =
+        argmax(reply.values.data() + static_cast<std::size_t>(reply.n_tokens - 1) * n_vocab, n_vocab);
+    if (reply.next_token != greedy) {
+      return WireError{kExitFrame, "reply to step " + std::to_string(step) + " names token " +
+                                       std::to_string(reply.next_token) + ", its logits give " +
+                                       std::to_string(greedy)};
+    }
+    r.logits.insert(r.logits.end(), reply.values.begin(), reply.values.end());
+    r.tokens.push_back(greedy);
+    pos += static_cast<std::int32_t>(req.n_tokens);
+    if (step == 0) r.prompt_s = seconds_since(t0);
+  }
+  r.total_s = seconds_since(t0);
+  r.tokens.pop_back();  // the choice after the last step was never fed back
+  return std::nullopt;
+}
+
+struct Pipeline {
+  std::vector<Child> children;  // last stage first
+  net::Endpoint head;
+  ~Pipeline() {
+    for (Child& c : children) kill_child(c);
+  }
+};
+
+std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptions& o,
+                                        Pipeline& p, DriveResult& r) {
+  std::optional<net::Endpoint> next;
+  for (auto it = o.split.rbegin(); it != o.split.rend(); ++it) {
+    const std::string range = std::to_string(it->first) + ":" + std::to_string(it->second);
+    std::vector<std::string> argv = {exe, "--stage", "--model", o.model, "--layers", range,
+                                     "--listen", "127.0.0.1:0", "--threads",
+                                     std::to_string(o.threads), "--ctx", std::to_string(o.n_ctx),
+                                     "--timeout-ms", std::to_string(o.timeout_ms)};
+    if (next) {
+      argv.push_back("--next");
+      argv.push_back(net::to_string(*next));
+    }
+    std::string error;
+    // The stages' stderr is ours to read: a stage that fails tells the driver
+    // (an error frame, relayed), so the driver prints the one line.
+    Child c = spawn_child(argv, true, error);
+    if (c.pid < 0) return WireError{kExitPeer, "cannot start stage " + range + ": " + error};
+    p.children.push_back(c);
+    std::string line;
+    if (!read_line(c.stdout_fd, o.timeout_ms, line, error) || line.rfind("listening ", 0) != 0) {
+      std::string why = read_all(c.stderr_fd, 2000);
+      while (!why.empty() && why.back() == '\n') why.pop_back();
+      const int code = wait_child(p.children.back(), 2000);
+      if (why.rfind("worker: ", 0) == 0) why = why.substr(8);
+      return WireError{code > 0 && code < 128 ? code : kExitModel,
+                       "stage " + range + " did not start (exit " + std::to_string(code) + "): " +
+                           (why.empty() ? error : why)};
+    }
+    std::string bad;
+    auto ep = net::parse_endpoint(line.substr(10), bad);
+    if (!ep) return WireError{kExitPeer, "stage " + range + " printed `" + line + "`"};
+    next = *ep;
+    r.stages.push_back({it->first, it->second, net::to_string(*ep), -1, ""});
+  }
+  std::reverse(r.stages.begin(), r.stages.end());
+  p.head = *next;
+  return std::nullopt;
+}
+
+std::uint64_t logits_hash(const std::vector<float>& logits) {
+  std::vector<std::uint8_t> bytes(logits.size() * 4);
+  for (std::size_t i = 0; i < logits.size(); ++i) {
+    std::uint32_t b = 0;
+    std::memcpy(&b, &logits[i], 4);
+    for (int k = 0; k < 4; ++k) bytes[4 * i + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(b >> (8 * k));
+  }
+  return fnv1a64(bytes.data(), bytes.size());
+}
+
+}  // namespace
+
+std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, DriveResult& r) {
+  GgufSummary summary;
+  if (std::string why = read_gguf_summary(o.model, summary); !why.empty()) {
+    return WireError{kExitModel, why};
+  }
+  r.n_vocab = summary.n_vocab;
+  r.n_layer = summary.n_layer;
+  r.weight_bytes = summary.weight_bytes;
+  if (o.mode == DriveOptions::kSpawn && o.split.back().second != static_cast<std::int32_t>(summary.n_layer)) {
+    return WireError{kExitModel, "--split ends at layer " + std::to_string(o.split.back().second) +
+                                     ", the model has " + std::to_string(summary.n_layer)};
+  }
+  if (o.mode == DriveOptions::kLocal) {
+    WireError e;
+    EngineOptions eo{o.model, 0, 0, o.threads, o.n_ctx};
+    auto engine = Engine::load(eo, e);
+    if (!engine) return e;
+    LocalHop hop(*engine);
+    return run_sequence(hop, o, summary.n_vocab, r);
+  }
+  Pipeline p;
+  net::Endpoint head = o.connect;
+  if (o.mode == DriveOptions::kSpawn) {
+    if (auto e = spawn_pipeline(exe, o, p, r)) return e;
+    head = p.head;
+  }
+  WireError e;
+  net::Socket s = net::connect_to(head, o.timeout_ms, e);
+  if (!s.valid()) return e;
+  SocketHop hop(std::move(s), head, o.timeout_ms, o.recover_ms);
+  std::optional<WireError> failed = run_sequence(hop, o, summary.n_vocab, r);
+  r.reconnects = hop.reconnects;
+  if (failed) return failed;
+  Frame ack;
+  if (auto err = hop.request(end_frame(o.seq_id), ack)) return err;
+  if (ack.kind != FrameKind::kEnd) {
+    return WireError{kExitFrame, std::string("the pipeline answered end with a ") + kind_name(ack.kind) + " frame"};
+  }
+  // The stages print their statistics and exit once the end is acknowledged.
+  for (std::size_t i = 0; i < p.children.size(); ++i) {
+    Child& c = p.children[i];
+    StageReport& sr = r.stages[r.stages.size() - 1 - i];
+    sr.stats = read_all(c.stdout_fd, o.timeout_ms);
+    sr.exit_code = wait_child(c, o.timeout_ms);
+    if (sr.exit_code != 0) {
+      return WireError{kExitRemote, "stage [" + std::to_string(sr.start) + ", " + std::to_string(sr.end) +
+                                        ") exited with " + std::to_string(sr.exit_code)};
+    }
+  }
+  p.children.clear();
+  return std::nullopt;
+}
+
+std::string logits_digest(const std::vector<float>& logits) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(logits_hash(logits)));
+  return buf;
+}
+
+std::optional<WireError> write_logits(const std::string& file, const std::vector<float>& logits) {
+  std::ofstream f(file, std::ios::binary | std::ios::trunc);
+  for (float v : logits) {
+    std::uint32_t b = 0;
+    std::memcpy(&b, &v, 4);
+    const char le[4] = {static_cast<char>(b), static_cast<char>(b >> 8), static_cast<char>(b >> 16),
+                        static_cast<char>(b >> 24)};
+    f.write(le, 4);
+  }
+  if (!f) return WireError{kExitModel, "cannot write " + file};
+  return std::nullopt;
+}
+
+// Empty when a and b are the same bits; else where they first differ.
+std::string first_difference(const std::vector<float>& a, const std::vector<float>& b,
+                             std::uint32_t n_vocab) {
+  if (a.size() != b.size()) {
+    return std::to_string(a.size()) + " logits against " + std::to_string(b.size());
+  }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::memcmp(&a[i], &b[i], 4) != 0) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "row %zu, token %zu: %a against %a", i / n_vocab, i % n_vocab,
+                    static_cast<double>(a[i]), static_cast<double>(b[i]));
+      return buf;
+    }
+  }
+  return {};
+}
+
+}  // namespace worker::stage

@@ -1,0 +1,205 @@
+#include "engine.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "llama.h"
+#include "tiny_model.hpp"
+
+namespace worker::stage {
+namespace {
+
+// llama.cpp's log: errors are kept for our one-line messages; everything is
+// shown only with WORKER_LLAMA_LOG=1.
+std::string g_llama_errors;
+
+void log_callback(ggml_log_level level, const char* text, void* /*user*/) {
+  if (level == GGML_LOG_LEVEL_ERROR) g_llama_errors += text;
+  static const bool verbose = [] {
+    const char* v = std::getenv("WORKER_LLAMA_LOG");
+    return v != nullptr && std::string(v) == "1";
+  }();
+  if (verbose) std::fputs(text, stderr);
+}
+
+std::string last_llama_error() {
+  std::string e = g_llama_errors;
+  while (!e.empty() && (e.back() == '\n' || e.back() == ' ')) e.pop_back();
+  const auto nl = e.rfind('\n');
+  return nl == std::string::npos ? e : e.substr(nl + 1);
+}
+
+bool silent_progress(float /*progress*/, void* /*user*/) { return true; }
+
+WireError model_error(std::string message) { return WireError{kExitModel, std::move(message)}; }
+
+}  // namespace
+
+std::int32_t argmax(const float* row, std::uint32_t n) {
+  return n == 0 ? -1 : static_cast<std::int32_t>(std::max_element(row, row + n) - row);
+}
+
+std::string Engine::range_text() const {
+  return "[" + std::to_string(layer_start_) + ", " + std::to_string(layer_end_) + ")";
+}
+
+void init_llama() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llama_log_set(log_callback, nullptr);
+    llama_backend_init();
+  });
+}
+
+std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
+  init_llama();
+  GgufSummary summary;
+  if (std::string why = read_gguf_summary(o.model, summary); !why.empty()) {
+    error = model_error(why);
+    return nullptr;
+  }
+  const auto n_layer = static_cast<std::int32_t>(summary.n_layer);
+  std::int32_t start = o.layer_start;
+  std::int32_t end = o.layer_end == 0 && start == 0 ? n_layer : o.layer_end;
+  if (start < 0 || start >= end || end > n_layer) {
+    error = model_error("layer range [" + std::to_string(start) + ", " + std::to_string(end) +
+                        ") does not fit the model's " + std::to_string(n_layer) + " layers");
+    return nullptr;
+  }
+  std::unique_ptr<Engine> e(new Engine());
+  e->layer_start_ = start;
+  e->layer_end_ = end;
+  e->n_layer_ = n_layer;
+
+  llama_model_params mp = llama_model_default_params();
+  mp.progress_callback = silent_progress;
+  ggml_backend_dev_t cpu_only[] = {nullptr};
+  mp.devices = cpu_only;
+  // The whole range loads the whole model the ordinary way (0/0).
+  const bool whole = start == 0 && end == n_layer;
+  mp.layer_start = whole ? 0 : start;
+  mp.layer_end = whole ? 0 : end;
+  g_llama_errors.clear();
+  e->model_ = llama_model_load_from_file(o.model.c_str(), mp);
+  if (e->model_ == nullptr) {
+    error = model_error("cannot load layers " + e->range_text() + " of " + o.model + ": " +
+                        last_llama_error());
+    return nullptr;
+  }
+  llama_context_params cp = llama_context_default_params();
+  cp.n_ctx = o.n_ctx;
+  cp.n_batch = 64;
+  cp.n_ubatch = 64;
+  cp.n_seq_max = 1;
+  cp.n_threads = o.threads;
+  cp.n_threads_batch = o.threads;
+  e->ctx_ = llama_init_from_model(e->model_, cp);
+  if (e->ctx_ == nullptr) {
+    error = model_error("cannot run layers " + e->range_text() + " of " + o.model + ": " +
+                        last_llama_error());
+    return nullptr;
+  }
+  e->n_vocab_ = static_cast<std::uint32_t>(llama_vocab_n_tokens(llama_model_get_vocab(e->model_)));
+  e->n_embd_boundary_ = static_cast<std::uint32_t>(llama_model_n_embd_boundary(e->model_));
+  return e;
+}
+
+Engine::~Engine() {
+  if (ctx_ != nullptr) llama_free(ctx_);
+  if (model_ != nullptr) llama_model_free(model_);
+}
+
+std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
+  const std::string bad = first() ? check_frame(in, FrameKind::kTokens, 1)
+                                  : check_frame(in, FrameKind::kState, n_embd_boundary_);
+  if (!bad.empty()) return WireError{kExitFrame, "stage " + range_text() + ": " + bad};
+  const auto n = static_cast<std::int32_t>(in.n_tokens);
+  if (n_past_ + n > static_cast<std::int32_t>(llama_n_ctx(ctx_))) {
+    return WireError{kExitFrame, "stage " + range_text() + ": " + std::to_string(n) +
+                                     " more tokens overflow the context of " +
+                                     std::to_string(llama_n_ctx(ctx_))};
+  }
+  for (std::int32_t j = 0; j < n; ++j) {
+    if (in.positions[static_cast<std::size_t>(j)] != n_past_ + j) {
+      return WireError{kExitFrame, "stage " + range_text() + ": token " + std::to_string(j) +
+                                       " has position " +
+                                       std::to_string(in.positions[static_cast<std::size_t>(j)]) +
+                                       ", the sequence is at " + std::to_string(n_past_ + j)};
+    }
+  }
+  if (first()) {
+    for (std::int32_t t : in.tokens) {
+      if (t < 0 || static_cast<std::uint32_t>(t) >= n_vocab_) {
+        return WireError{kExitFrame, "stage " + range_text() + ": token id " + std::to_string(t) +
+                                         " is outside the vocabulary of " +
+                                         std::to_string(n_vocab_)};
+      }
+    }
+  }
+  llama_batch batch = llama_batch_init(n, first() ? 0 : static_cast<std::int32_t>(n_embd_boundary_), 1);
+  for (std::int32_t j = 0; j < n; ++j) {
+    if (first()) batch.token[j] = in.tokens[static_cast<std::size_t>(j)];
+    batch.pos[j] = n_past_ + j;
+    batch.n_seq_id[j] = 1;
+    batch.seq_id[j][0] = 0;
+    batch.logits[j] = true;
+  }
+  if (!first()) std::memcpy(batch.embd, in.values.data(), in.values.size() * sizeof(float));
+  batch.n_tokens = n;
+  g_llama_errors.clear();
+  const int rc = llama_decode(ctx_, batch);
+  llama_batch_free(batch);
+  if (rc != 0) {
+    return model_error("stage " + range_text() + ": llama_decode failed (" + std::to_string(rc) +
+                       "): " + last_llama_error());
+  }
+  n_past_ += n;
+
+  out = Frame();
+  out.kind = last() ? FrameKind::kLogits : FrameKind::kState;
+  out.seq_id = in.seq_id;
+  out.step = in.step;
+  out.n_tokens = in.n_tokens;
+  out.n_embd = last() ? n_vocab_ : n_embd_boundary_;
+  out.positions = in.positions;
+  out.values.resize(static_cast<std::size_t>(out.n_tokens) * out.n_embd);
+  for (std::int32_t j = 0; j < n; ++j) {
+    const float* row = last() ? llama_get_logits_ith(ctx_, j) : llama_get_embeddings_ith(ctx_, j);
+    if (row == nullptr) {
+      return model_error("stage " + range_text() + " hands out no " +
+                         (last() ? "logits" : "boundary state") + " for token " +
+                         std::to_string(j));
+    }
+    std::memcpy(out.values.data() + static_cast<std::size_t>(j) * out.n_embd, row,
+                out.n_embd * sizeof(float));
+  }
+  if (last()) {
+    out.next_token = argmax(out.values.data() + static_cast<std::size_t>(n - 1) * out.n_embd, out.n_embd);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::uint8_t> Engine::save_sequence() const {
+  std::vector<std::uint8_t> data(llama_state_seq_get_size(ctx_, 0));
+  const std::size_t n = llama_state_seq_get_data(ctx_, data.data(), data.size(), 0);
+  data.resize(n);
+  return data;
+}
+
+std::optional<WireError> Engine::restore_sequence(const std::vector<std::uint8_t>& data,
+                                                  std::int32_t n_past) {
+  llama_memory_clear(llama_get_memory(ctx_), true);
+  g_llama_errors.clear();
+  if (llama_state_seq_set_data(ctx_, data.data(), data.size(), 0) != data.size()) {
+    return WireError{kExitCheckpoint, "stage " + range_text() +
+                                          ": llama.cpp refused the checkpoint's sequence state: " +
+                                          last_llama_error()};
+  }
+  n_past_ = n_past;
+  return std::nullopt;
+}
+
+}  // namespace worker::stage

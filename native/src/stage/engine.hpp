@@ -1,0 +1,77 @@
+// One stage of a pipeline: a layer range of a GGUF model loaded through the
+// patched llama.cpp (patches 0001 range loading and 0002 boundary I/O), and
+// the decode of one frame into the next.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "worker/frame.hpp"
+#include "worker/net.hpp"
+
+struct llama_model;
+struct llama_context;
+
+namespace worker::stage {
+
+struct EngineOptions {
+  std::string model;
+  std::int32_t layer_start = 0;  // 0/0: the whole model
+  std::int32_t layer_end = 0;
+  int threads = 1;
+  std::uint32_t n_ctx = 256;
+};
+
+class Engine {
+ public:
+  // Loads the range; on failure returns null with a kExitModel error.
+  static std::unique_ptr<Engine> load(const EngineOptions& options, WireError& error);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  bool first() const { return layer_start_ == 0; }
+  bool last() const { return layer_end_ == n_layer_; }
+  std::int32_t layer_start() const { return layer_start_; }
+  std::int32_t layer_end() const { return layer_end_; }
+  std::int32_t n_layer() const { return n_layer_; }
+  std::uint32_t n_vocab() const { return n_vocab_; }
+  // Floats per token of the boundary state this stage takes in (when not
+  // first) and hands out (when not last): llama_model_n_embd_boundary().
+  std::uint32_t n_embd_boundary() const { return n_embd_boundary_; }
+  std::int32_t n_past() const { return n_past_; }
+  std::string range_text() const;  // "[2, 4)"
+
+  // Decodes a tokens frame (first stage) or a boundary-state frame, whose
+  // positions must continue this stage's sequence, into a boundary-state
+  // frame (not last) or a logits frame with the greedy next token (last).
+  std::optional<WireError> run(const Frame& in, Frame& out);
+
+  // The sequence's state (llama_state_seq_get_data), and its restore.
+  std::vector<std::uint8_t> save_sequence() const;
+  std::optional<WireError> restore_sequence(const std::vector<std::uint8_t>& data,
+                                            std::int32_t n_past);
+
+ private:
+  Engine() = default;
+  llama_model* model_ = nullptr;
+  llama_context* ctx_ = nullptr;
+  std::int32_t layer_start_ = 0;
+  std::int32_t layer_end_ = 0;
+  std::int32_t n_layer_ = 0;
+  std::uint32_t n_vocab_ = 0;
+  std::uint32_t n_embd_boundary_ = 0;
+  std::int32_t n_past_ = 0;
+};
+
+// Routes llama.cpp's and ggml's log into our one-line errors (everything is
+// shown with WORKER_LLAMA_LOG=1) and initialises the backend; idempotent.
+void init_llama();
+
+// The greedy choice: the first index of the largest value.
+std::int32_t argmax(const float* row, std::uint32_t n);
+
+}  // namespace worker::stage

@@ -1,0 +1,246 @@
+// `worker --stage`: serve one layer range of a model to the previous stage
+// (or the driver) and forward the boundary state to --next.
+#include <chrono>
+#include <iostream>
+#include <optional>
+
+#include "args.hpp"
+#include "checkpoint.hpp"
+#include "engine.hpp"
+#include "pipeline.hpp"
+#include "worker/checksum.hpp"
+#include "worker/json.hpp"
+#include "worker/net.hpp"
+
+namespace worker::stage {
+namespace {
+
+struct StageOptions {
+  EngineOptions engine;
+  net::Endpoint listen{"127.0.0.1", 0};
+  std::optional<net::Endpoint> next;
+  int timeout_ms = 30000;
+  int recover_ms = 0;
+  std::string checkpoint;
+  std::string resume;
+};
+
+struct Stats {
+  std::int64_t requests = 0, tokens = 0, bytes_in = 0, bytes_to_next = 0, frames_to_next = 0;
+  std::int64_t compute_us = 0, replays = 0, reconnects = 0;
+};
+
+std::uint64_t frame_hash(const Frame& f) {
+  const std::vector<std::uint8_t> wire = encode_frame(f);
+  return fnv1a64(wire.data(), wire.size());
+}
+
+class Stage {
+ public:
+  Stage(StageOptions o, std::unique_ptr<Engine> e, Replay last)
+      : o_(std::move(o)), engine_(std::move(e)), replay_(std::move(last)) {}
+  int serve();
+
+ private:
+  int fail(const WireError& e);
+  std::optional<WireError> exchange(const Frame& out, Frame& reply, std::size_t* sent = nullptr);
+  std::string who_up() const { return engine_->first() ? "the driver" : "the previous stage"; }
+  std::string who_down() const { return "the next stage at " + net::to_string(*o_.next); }
+
+  StageOptions o_;
+  std::unique_ptr<Engine> engine_;
+  net::Socket listener_, up_, down_;
+  Stats stats_;
+  Replay replay_;
+};
+
+int Stage::fail(const WireError& e) {
+  const std::string prefix = "stage " + engine_->range_text() + ": ";
+  const std::string line = e.message.rfind(prefix, 0) == 0 ? e.message : prefix + e.message;
+  if (up_.valid()) {
+    // Best effort: the peer upstream learns why, then sees the disconnect.
+    net::write_frame(up_.fd(), error_frame(0, line), 1000);
+  }
+  std::cerr << "worker: " << line << "\n";
+  return e.code;
+}
+
+std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::size_t* sent) {
+  for (int attempt = 0;; ++attempt) {
+    std::optional<WireError> e = net::write_frame(down_.fd(), out, o_.timeout_ms, sent);
+    if (!e) {
+      net::FrameRead r = net::read_frame(down_.fd(), o_.timeout_ms, who_down());
+      if (r.frame) {
+        reply = std::move(*r.frame);
+        return std::nullopt;
+      }
+      e = r.error;
+    }
+    if (o_.recover_ms <= 0 || e->code != kExitPeer || attempt > 0) return e;
+    // --recover-ms: the next stage may be restarting from its checkpoint.
+    WireError why;
+    down_ = net::connect_to(*o_.next, o_.recover_ms, why);
+    if (!down_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
+    stats_.reconnects += 1;
+  }
+}
+
+int Stage::serve() {
+  WireError e;
+  listener_ = net::listen_on(o_.listen, e);
+  if (!listener_.valid()) return fail(e);
+  std::cout << "listening " << o_.listen.host << ":" << net::local_port(listener_) << std::endl;
+  if (o_.next) {
+    down_ = net::connect_to(*o_.next, o_.timeout_ms, e);
+    if (!down_.valid()) return fail(e);
+  }
+  up_ = net::accept_one(listener_, o_.timeout_ms, e);
+  if (!up_.valid()) return fail(e);
+  for (;;) {
+    net::FrameRead r = net::read_frame(up_.fd(), o_.timeout_ms, who_up());
+    if (!r.frame) {
+      if (o_.recover_ms > 0 && r.error.code == kExitPeer) {
+        // The previous stage went away; wait for its successor.
+        up_ = net::accept_one(listener_, o_.recover_ms, e);
+        if (!up_.valid()) return fail(WireError{kExitPeer, r.error.message + "; nobody reconnected: " + e.message});
+        stats_.reconnects += 1;
+        continue;
+      }
+      return fail(r.error);
+    }
+    stats_.bytes_in += static_cast<std::int64_t>(r.bytes);
+    const Frame& in = *r.frame;
+    if (in.kind == FrameKind::kEnd) {
+      Frame ack = end_frame(in.seq_id);
+      if (o_.next) {
+        if (auto err = exchange(in, ack)) return fail(*err);
+        if (ack.kind != FrameKind::kEnd) {
+          return fail(WireError{kExitFrame, who_down() + " answered end with a " +
+                                                std::string(kind_name(ack.kind)) + " frame"});
+        }
+      }
+      if (auto err = net::write_frame(up_.fd(), ack, o_.timeout_ms)) return fail(*err);
+      json::Object stats{{"stage", engine_->range_text()},
+                         {"requests", stats_.requests},
+                         {"tokens", stats_.tokens},
+                         {"bytes_in", stats_.bytes_in},
+                         {"bytes_to_next", stats_.bytes_to_next},
+                         {"frames_to_next", stats_.frames_to_next},
+                         {"n_embd_boundary", static_cast<std::int64_t>(engine_->n_embd_boundary())},
+                         {"compute_us", stats_.compute_us},
+                         {"replays", stats_.replays},
+                         {"reconnects", stats_.reconnects}};
+      std::cout << json::Value(std::move(stats)).dump() << std::endl;
+      return 0;
+    }
+    if (in.kind == FrameKind::kError) {
+      return fail(WireError{kExitFrame, who_up() + " sent an error frame: " + in.text});
+    }
+    const std::uint64_t hash = frame_hash(in);
+    Frame reply;
+    if (replay_.valid && in.step == replay_.step && in.positions == replay_.positions &&
+        hash == replay_.input_hash) {
+      reply = replay_.reply;
+      stats_.replays += 1;
+    } else {
+      Frame out;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (auto err = engine_->run(in, out)) return fail(*err);
+      stats_.compute_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                               std::chrono::steady_clock::now() - t0).count();
+      stats_.requests += 1;
+      stats_.tokens += in.n_tokens;
+      if (o_.next) {
+        std::size_t sent = 0;
+        if (auto err = exchange(out, reply, &sent)) return fail(*err);
+        stats_.bytes_to_next += static_cast<std::int64_t>(sent);
+        stats_.frames_to_next += 1;
+        if (reply.kind == FrameKind::kError) {
+          net::write_frame(up_.fd(), reply, 1000);
+          std::cerr << "worker: stage " << engine_->range_text() << ": " << who_down()
+                    << " reported: " << reply.text << "\n";
+          return kExitRemote;
+        }
+        if (std::string bad = check_frame(reply, FrameKind::kLogits, engine_->n_vocab()); !bad.empty()) {
+          return fail(WireError{kExitFrame, "reply from " + who_down() + ": " + bad});
+        }
+      } else {
+        reply = std::move(out);
+      }
+      replay_ = Replay{true, in.step, in.positions, hash, reply};
+      if (!o_.checkpoint.empty()) {
+        if (auto err = save_checkpoint(o_.checkpoint, o_.engine.model, *engine_, replay_)) {
+          return fail(*err);
+        }
+      }
+    }
+    if (auto err = net::write_frame(up_.fd(), reply, o_.timeout_ms)) return fail(*err);
+  }
+}
+
+}  // namespace
+
+int stage_main(const std::vector<std::string>& args) {
+  StageOptions o;
+  Args a(args);
+  bool have_model = false, have_layers = false;
+  auto usage = [](const std::string& why) {
+    std::cerr << "worker: " << why << "\n" << kStageUsage;
+    return 2;
+  };
+  while (!a.done()) {
+    const std::string flag = a.flag();
+    std::string text;
+    long long n = 0;
+    if (flag == "--model") {
+      if (!a.value(flag, o.engine.model)) return usage(a.error);
+      have_model = true;
+    } else if (flag == "--layers") {
+      if (!a.value(flag, text)) return usage(a.error);
+      auto r = parse_range(text, a.error);
+      if (!r) return usage("--layers: " + a.error);
+      o.engine.layer_start = r->first;
+      o.engine.layer_end = r->second;
+      have_layers = true;
+    } else if (flag == "--listen" || flag == "--next") {
+      if (!a.value(flag, text)) return usage(a.error);
+      auto ep = net::parse_endpoint(text, a.error);
+      if (!ep) return usage(flag + ": " + a.error);
+      (flag == "--listen" ? o.listen : o.next.emplace()) = *ep;
+    } else if (flag == "--threads") {
+      if (!a.integer(flag, 1, 256, n)) return usage(a.error);
+      o.engine.threads = static_cast<int>(n);
+    } else if (flag == "--ctx") {
+      if (!a.integer(flag, 16, 1 << 20, n)) return usage(a.error);
+      o.engine.n_ctx = static_cast<std::uint32_t>(n);
+    } else if (flag == "--timeout-ms") {
+      if (!a.integer(flag, 1, 86400000, n)) return usage(a.error);
+      o.timeout_ms = static_cast<int>(n);
+    } else if (flag == "--recover-ms") {
+      if (!a.integer(flag, 0, 86400000, n)) return usage(a.error);
+      o.recover_ms = static_cast<int>(n);
+    } else if (flag == "--checkpoint" || flag == "--resume") {
+      if (!a.value(flag, flag == "--checkpoint" ? o.checkpoint : o.resume)) return usage(a.error);
+    } else {
+      return usage("unknown argument for --stage: " + flag);
+    }
+  }
+  if (!have_model || !have_layers) return usage("--stage needs --model FILE and --layers START:END");
+  WireError e;
+  std::unique_ptr<Engine> engine = Engine::load(o.engine, e);
+  if (!engine) {
+    std::cerr << "worker: stage: " << e.message << "\n";
+    return e.code;
+  }
+  Replay last;
+  if (!o.resume.empty()) {
+    if (auto err = resume_checkpoint(o.resume, o.engine.model, *engine, last)) {
+      std::cerr << "worker: stage " << engine->range_text() << ": " << err->message << "\n";
+      return err->code;
+    }
+  }
+  Stage stage(std::move(o), std::move(engine), std::move(last));
+  return stage.serve();
+}
+
+}  // namespace worker::stage
