@@ -28,7 +28,7 @@ from patchctl.errors import PatchctlError, redact, redact_bytes
 # (runtime pin), artifact and split hashes, the commands and raw metrics.
 SCHEMA = schemas.EVIDENCE
 # What readers accept: /2 only adds keys to /1.
-READABLE_SCHEMAS = ("patchctl.evidence/1", SCHEMA)
+READABLE_SCHEMAS = (*schemas.OLDER_EVIDENCE, SCHEMA)
 
 
 def tool_versions() -> dict[str, str]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+from typing import Protocol
 
-from patchctl.patchfile import Patch
 from patchctl.stack import LOCK_FORMAT, Lock, LockedPatch, Pin, render_lock
 
 ALGORITHM = "pcfp2"
@@ -19,14 +19,25 @@ _RETIRED = {"pcfp1": "pcfp1 ignored binary payloads and mode changes"}
 SHORT = 16
 
 
-def fingerprint(pin_commit: str, patches: Sequence[Patch]) -> str:
+class Digested(Protocol):
+    """What the fingerprint reads of a patch: a ``Patch`` or verify's ``Summary``."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def strip(self) -> int: ...
+    @property
+    def digest(self) -> str: ...
+
+
+def fingerprint(pin_commit: str, patches: Sequence[Digested]) -> str:
     text = f"{ALGORITHM}\npin {pin_commit}\n" + "".join(
         f"patch {p.strip} {p.digest}\n" for p in patches
     )
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
-def make_lock(pin: Pin, patches: Sequence[Patch]) -> Lock:
+def make_lock(pin: Pin, patches: Sequence[Digested]) -> Lock:
     return Lock(
         algorithm=ALGORITHM,
         name=pin.name,

@@ -194,6 +194,17 @@ def refuse_special(path: Path, mode: int, hint: str) -> None:
 
 def open_regular(path: Path, hint: str = "remove or replace it") -> int:
     """An fd for reading ``path``, refused (not blocked on) when it is a FIFO, socket or device."""
+    fd, _ = _open_checked(path, hint)
+    try:
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _open_checked(path: Path, hint: str) -> tuple[int, os.stat_result]:
+    """``open_regular``'s fd, still non-blocking, and its stat."""
     # O_NONBLOCK: opening a FIFO with no writer would wait forever; a socket fails (ENXIO).
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
@@ -202,17 +213,25 @@ def open_regular(path: Path, hint: str = "remove or replace it") -> int:
             refuse_special(path, os.stat(path).st_mode, hint)
         raise e
     try:
-        refuse_special(path, os.fstat(fd).st_mode, hint)
-        os.set_blocking(fd, True)
+        st = os.fstat(fd)
+        refuse_special(path, st.st_mode, hint)
     except BaseException:
         os.close(fd)
         raise
-    return fd
+    return fd, st
 
 
 def read_regular(path: Path, hint: str = "remove or replace it") -> bytes:
-    with os.fdopen(open_regular(path, hint), "rb") as f:
-        return f.read()
+    fd, st = _open_checked(path, hint)
+    # os.read, not a buffered file object, and no fcntl back to blocking (O_NONBLOCK means
+    # nothing to a regular file): a third of the cost on 2,000 small patches
+    try:
+        chunks = [os.read(fd, st.st_size + 1)]
+        while chunks[-1]:
+            chunks.append(os.read(fd, 1 << 16))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 # -- stage beside, then swap in ------------------------------------------------------------

@@ -1,12 +1,16 @@
-"""Parsed patches cached by content, so re-reading an unchanged stack skips the parse.
+"""What verify reads from each patch, cached by content, so an unchanged stack skips the parse.
 
-A stack of 2,000 patches takes longer to parse than git takes to apply and
-reverse it; ``verify`` on a stack that did not change reads the parsed form
-back instead. The cache lives in the user's cache dir (never in the project):
-``<cache>/parsed/<hash of the stack dir>.json``. An entry is keyed by the patch's
-name, strip level and the sha256 of its bytes, and the whole file by the
-parser's own source, so any change to a patch or to the parser parses again.
-Losing or corrupting the cache costs only time.
+A stack of 2,000 patches takes longer to parse and lint than git takes to apply
+and reverse it. ``verify`` needs only a few facts of each patch (its trailers,
+size, digest, paths and lint findings: a ``Summary``); on a stack that did not
+change it reads them back instead of parsing. The cache lives in the user's
+cache dir (never in the project): ``<cache>/parsed/<hash of the stack dir>.json``.
+An entry is keyed by the patch's name, strip level and the sha256 of its bytes,
+and the whole file by the source of the parser, the linter and this module, so
+any change to a patch or to that code parses again. Lint findings are cached as
+``lint_patch`` gives them without upstream symlinks; a patch that touches one of
+upstream's symlinks (or a path under one) is parsed and linted again with them
+(``Summary.touches``). Losing or corrupting the cache costs only time.
 """
 
 from __future__ import annotations
@@ -14,33 +18,77 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from patchctl import fsutil, patchfile
-from patchctl.patchfile import FileDiff, Hunk, Patch
+from patchctl import fsutil, lint, patchfile
+from patchctl.lint import Finding, lint_patch, parent_dirs
+from patchctl.patchfile import Patch
 
-FORMAT = 1  # the layout of a cached entry
-KEEP = 16  # stacks whose parsed patches are kept
+FORMAT = 2  # the layout of a cached entry
+KEEP = 16  # stacks whose summaries are kept
 
 
-def _parser_key() -> str:
-    source = Path(patchfile.__file__).read_bytes()
-    return f"{FORMAT}:{hashlib.sha256(source).hexdigest()}"
+class Summary(NamedTuple):
+    """The facts of one patch that verify reports, fingerprints and lints (a NamedTuple:
+    2,000 of them are made per run, and a frozen dataclass costs three times as much)."""
+
+    name: str
+    path: Path
+    strip: int
+    digest: str
+    files: int  # file diffs (git apply reports offsets by file, in this order)
+    paths: tuple[str, ...]  # every path the diffs name, source and target, in order
+    concern: str | None
+    upstream_status: str | None
+    added: int
+    removed: int
+    findings: tuple[Finding, ...]  # lint_patch(patch), no upstream symlinks given
+
+    def patch(self) -> Patch:
+        """The whole parsed patch (to explain a failure): read and parsed again."""
+        return patchfile.read_patch(self.path, name=self.name, strip=self.strip)
+
+    def touches(self, links: frozenset[str]) -> bool:
+        """Does a path of this patch, or a directory above one, name one of ``links``?"""
+        return bool(links) and any(
+            p in links or any(d in links for d in parent_dirs(p)) for p in self.paths)
+
+    def lint(self, links: frozenset[str]) -> list[Finding]:
+        """``lint_patch`` with upstream's symlinks: the cached findings unless a path of
+        this patch meets one of them."""
+        if self.touches(links):
+            return lint_patch(self.patch(), upstream_symlinks=links)
+        return list(self.findings)
+
+
+def summarize(patch: Patch) -> Summary:
+    return Summary(name=patch.name, path=patch.path, strip=patch.strip, digest=patch.digest,
+                   files=len(patch.files), paths=tuple(p for f in patch.files for p in f.paths),
+                   concern=patch.concern, upstream_status=patch.upstream_status,
+                   added=patch.added, removed=patch.removed,
+                   findings=tuple(lint_patch(patch)))
+
+
+def _code_key() -> str:
+    h = hashlib.sha256()
+    for module in (patchfile, lint):
+        h.update(Path(module.__file__ or "").read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return f"{FORMAT}:{h.hexdigest()}"
 
 
 class ParseCache:
-    """Read patches through the cache; ``save()`` writes what was parsed anew."""
+    """Read patches' summaries through the cache; ``save()`` writes what was parsed anew."""
 
     def __init__(self, stack_root: Path, cache_dir: Path | None = None) -> None:
         from patchctl.gitrepo.cache import default_cache_dir
 
         name = hashlib.sha256(str(stack_root.absolute()).encode()).hexdigest()[:16]
         self.path = (cache_dir or default_cache_dir()) / "parsed" / f"{name}.json"
-        self.key = _parser_key()
-        self.entries: dict[str, dict[str, Any]] = {}
-        self.used: dict[str, dict[str, Any]] = {}
+        self.key = _code_key()
+        self.entries: dict[str, list[Any]] = {}
+        self.used: dict[str, list[Any]] = {}
         self.changed = False
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -49,30 +97,32 @@ class ParseCache:
         except (OSError, ValueError):
             pass
 
-    def read(self, path: Path, *, name: str, strip: int) -> Patch:
-        """``patchfile.read_patch``, from the cache when the bytes are the same."""
+    def read(self, path: Path, *, name: str, strip: int) -> Summary:
+        """``summarize(patchfile.read_patch(...))``, from the cache when the bytes are the
+        same; raises StackError for a patch that cannot be parsed."""
         data = patchfile.patch_bytes(path)
         key = f"{name}\0{strip}\0{hashlib.sha256(data).hexdigest()}"
         entry = self.entries.get(key)
         if entry is not None:
             try:
-                patch = _from_dict(entry, path)
-            except (KeyError, TypeError, ValueError):
-                patch = None
-            if patch is not None:
+                summary = _from_entry(entry, name=name, path=path, strip=strip)
+            except (IndexError, KeyError, TypeError, ValueError):
+                summary = None
+            if summary is not None:
                 self.used[key] = entry
-                return patch
-        patch = patchfile.parse_patch(data, path=path, name=name, strip=strip)
-        self.used[key] = _to_dict(patch)
+                return summary
+        summary = summarize(patchfile.parse_patch(data, path=path, name=name, strip=strip))
+        self.used[key] = _to_entry(summary)
         self.changed = True
-        return patch
+        return summary
 
     def save(self) -> None:
         """Keep the entries read this time (a stack's old versions drop out)."""
         if not self.changed and len(self.used) == len(self.entries):
             return
         with contextlib.suppress(OSError):  # a read-only cache: next time parses again
-            fsutil.atomic_write(self.path, json.dumps({"key": self.key, "patches": self.used}))
+            fsutil.atomic_write(self.path, json.dumps({"key": self.key, "patches": self.used},
+                                                      separators=(",", ":")))
             _prune(self.path.parent)
 
 
@@ -83,20 +133,18 @@ def _prune(folder: Path, keep: int = KEEP) -> None:
         old.unlink(missing_ok=True)
 
 
-def _to_dict(patch: Patch) -> dict[str, Any]:
-    d = asdict(patch)
-    del d["path"]
-    d["digest"] = patch.digest
-    return d
+def _to_entry(s: Summary) -> list[Any]:
+    return [s.digest, s.files, list(s.paths), s.concern, s.upstream_status, s.added, s.removed,
+            [[f.severity, f.code, f.message, f.line] for f in s.findings]]
 
 
-def _from_dict(d: dict[str, Any], path: Path) -> Patch:
-    files = tuple(
-        FileDiff(**{**f, "hunks": tuple(Hunk(**{**h, "lines": tuple(h["lines"])})
-                                         for h in f["hunks"]),
-                    "mode_lines": tuple(f["mode_lines"])})
-        for f in d["files"])
-    fields = {k: v for k, v in d.items() if k not in ("files", "digest")}
-    patch = Patch(**fields, path=path, files=files)
-    patch.__dict__["digest"] = d["digest"]  # the cached_property, already computed
-    return patch
+def _from_entry(e: list[Any], *, name: str, path: Path, strip: int) -> Summary:
+    digest, files, paths, concern, status, added, removed, findings = e
+    if not (isinstance(digest, str) and isinstance(files, int) and isinstance(paths, list)
+            and isinstance(added, int) and isinstance(removed, int)):
+        raise ValueError("not a summary")
+    return Summary(name=name, path=path, strip=strip, digest=digest, files=files,
+                   paths=tuple(str(p) for p in paths), concern=concern, upstream_status=status,
+                   added=added, removed=removed,
+                   findings=tuple(Finding(str(s), str(c), str(m), ln)
+                                  for s, c, m, ln in findings))

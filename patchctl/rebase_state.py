@@ -18,7 +18,7 @@ from typing import Any
 from patchctl import stackwrite, statefile
 from patchctl.errors import InputError
 from patchctl.rebase import PatchResult
-from patchctl.schemas import REBASE_STATE
+from patchctl.schemas import OLDER_REBASE_STATE, REBASE_STATE
 from patchctl.statefile import NONE
 
 
@@ -82,7 +82,7 @@ def load(project: Path) -> RebaseState | None:
     return statefile.load(state_path(project), REBASE_STATE, RebaseState.from_dict,
                           what="rebase state",
                           again="run `patchctl rebase-pin --abort` and start again",
-                          older=("patchctl.rebase-state/1",))
+                          older=OLDER_REBASE_STATE)
 
 
 def save(project: Path, state: RebaseState) -> None:

@@ -51,10 +51,13 @@ def verify_text(report: VerifyReport) -> str:
         out.append("reverse: the reversed stack restores the pin's tree exactly")
     for f in report.findings:
         out.append(f"{f.severity}: {f.message}")
-    problems = sum(not p.ok(report.strict) for p in report.patches) + sum(
-        f.severity == ERROR or report.strict for f in report.findings)
-    out.append("result: OK" if report.ok else f"result: FAILED ({problems} problem"
-               f"{'s' if problems != 1 else ''}{', strict' if report.strict else ''})")
+    if report.ok:
+        out.append("result: OK")
+    else:
+        problems = sum(not p.ok(report.strict) for p in report.patches) + sum(
+            f.severity == ERROR or report.strict for f in report.findings)
+        out.append(f"result: FAILED ({problems} problem{'s' if problems != 1 else ''}"
+                   f"{', strict' if report.strict else ''})")
     return "\n".join(out) + "\n"
 
 

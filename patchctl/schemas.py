@@ -26,6 +26,29 @@ SPLIT = "patchctl.split/1"
 HEADER = "patchctl.header/1"
 DIFF = "patchctl.diff/1"
 
+CI_GITHUB = "patchctl.ci-github/1"
+CI_LANE = "patchctl.ci-lane/1"  # `ci run --json`, and the same document as the lane's result.json
+CANARY = "patchctl.canary/1"
+RELEASE_BUILD = "patchctl.release-build/1"
+RELEASE_VERIFY = "patchctl.release-verify/1"
+OUTREACH = "patchctl.outreach/1"
+UPSTREAM_STATUS = "patchctl.upstream-status/1"
+
+# files patchctl writes for others to read
+RELEASE = "patchctl.release/1"  # a worker package's manifest.json
+RECIPE = "worker.recipe/1"  # a worker package's recipe.json (the worker's own format)
+OUTREACH_MANIFEST = "patchctl.outreach-manifest/1"  # MANIFEST.json beside the briefs
+
 # private state files under <project>/.patchctl/
 REBASE_STATE = "patchctl.rebase-state/2"
 EDIT_STATE = "patchctl.edit-state/1"
+GITHUB_CACHE = "patchctl.github-cache/1"
+
+# older ids that readers still accept; never written
+OLDER_EVIDENCE = ("patchctl.evidence/1",)
+OLDER_REBASE_STATE = ("patchctl.rebase-state/1",)
+
+
+def family(schema: str) -> str:
+    """The id without its number (``patchctl.rebase/``): any version of that document."""
+    return schema.rpartition("/")[0] + "/"

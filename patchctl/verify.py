@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,13 +22,14 @@ from patchctl import gitrepo, grades, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
-from patchctl.lint import ERROR, WARNING, Finding, lint_patch, parent_dirs
+from patchctl.lint import ERROR, WARNING, Finding
+from patchctl.parsecache import Summary
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
 
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
 
-_WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:]+?)\.$")
+_WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:\n]+?)\.$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,9 @@ class VerifyReport:
 
 
 Progress = Callable[[str], None]
+# a batched forward pass split into its patches, and git's whitespace warnings
+_Graded = tuple[list[tuple[PatchReport, gitrepo.Applied]],
+                list[tuple[PatchReport, Finding]]]
 
 
 def verify(
@@ -112,32 +116,41 @@ def verify(
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}; "
                          "fetch it there or fix stack/upstream.toml")
     repo, pin_tree = found
-    calls = 2  # rev-parse for the git dir and the pin's tree; ls-tree for symlinks
+    calls = 1  # rev-parse for the git dir and the pin's tree
 
+    # the patch files as git gets them: plain strings (2,000 pathlib joins cost ~10 ms
+    # before git can start); check_patch_name's names are already normalized paths.
+    root = str(stack.patches_dir)
+    files = [f"{root}/{e.name}" for e in entries]
+    fp, lock_state, lock_finding = None, "unknown", None
     with gitrepo.temp_index(repo) as index:
-        index.read_tree(pin_tree)
         # git proves the whole stack on a thread while the patches are parsed and
         # linted here: a clean stack costs the batched floor, not floor + parsing.
         early = None
         if entries and len({e.strip for e in entries}) == 1:
             if progress:
                 progress(f"applying {len(entries)} patches")
-            early = index.round_trip_in_background(
-                [stack.patches_dir / e.name for e in entries], strip=entries[0].strip)
+            early = index.round_trip_in_background(files, strip=entries[0].strip,
+                                                   base=pin_tree)
         try:
             reports, patches = _load(stack, entries)
-            links = frozenset(gitrepo.symlinks_among(repo, pin.commit,
-                                                     _ancestors(patches.values())))
+            links, listed = gitrepo.tree_symlinks(repo, pin_tree)  # once per pin tree
+            calls += listed
             for report in reports:
                 patch = patches.get(report.index)
                 if patch is not None:
-                    report.findings += lint_patch(patch, upstream_symlinks=links)
+                    report.findings += patch.lint(links)
+            if len(patches) == len(reports):
+                ordered = [patches[r.index] for r in reports]
+                fp = fingerprint(pin.commit, ordered)
+                lock_state, lock_finding = _check_lock(stack, pin, ordered)
+            run = _Run(repo, reports, patches, progress)
+            run.index = index
+            graded = run.prepare(early.forward_run()) if early is not None else None
         finally:
             if early is not None:
                 early.wait()
-        run = _Run(repo, reports, patches, progress)
-        run.index = index
-        if early is None or not run.take(early, pin_tree):
+        if early is None or graded is None or not run.take(early, graded, pin_tree):
             index.read_tree(pin_tree)
             run.run(pin_tree, batch=early is None)
         mode = "batched" if run.batched else "per-patch"
@@ -148,15 +161,11 @@ def verify(
         stack_findings.append(Finding(ERROR, "reverse",
                                       f"reversing the stack gives tree {run.reversed_tree}, "
                                       f"not the pin's tree {pin_tree}"))
-    fp, lock_state = None, "unknown"
-    if len(patches) == len(reports):
-        fp = fingerprint(pin.commit, [patches[r.index] for r in reports])
-        lock_state, finding = _check_lock(stack, pin, [patches[r.index] for r in reports])
-        if finding:
-            stack_findings.append(finding)
+    if lock_finding:
+        stack_findings.append(lock_finding)
     return VerifyReport(
         stack=str(stack.root),
-        upstream=str(upstream),
+        upstream=str(repo),  # its git directory, as git names it
         pin=pin,
         pin_tree=pin_tree,
         reversed_tree=run.reversed_tree,
@@ -172,55 +181,43 @@ def verify(
 
 
 def _load(stack: Stack, entries: Sequence[SeriesEntry],
-          ) -> tuple[list[PatchReport], dict[int, Patch]]:
+          ) -> tuple[list[PatchReport], dict[int, Summary]]:
     from patchctl.parsecache import ParseCache
 
     cache = ParseCache(stack.root)
     reports: list[PatchReport] = []
-    patches: dict[int, Patch] = {}
+    patches: dict[int, Summary] = {}
+    patches_dir = stack.patches_dir
     for i, entry in enumerate(entries, start=1):
-        path = stack.patches_dir / entry.name
-        if not path.is_file():
-            raise StackError(f"{stack.series_path}:{entry.line}: series names {entry.name!r}, "
-                             f"but {path} is missing or not a file")
+        path = patches_dir / entry.name
         report = PatchReport(index=i, name=entry.name, path=str(path))
         try:
             patch = cache.read(path, name=entry.name, strip=entry.strip)
         except StackError as e:
+            if not path.is_file():  # checked only now: one stat less per patch
+                raise StackError(f"{stack.series_path}:{entry.line}: series names "
+                                 f"{entry.name!r}, but {path} is missing or not a file") from None
             report.grade = INVALID
             report.failure = Failure(reason=str(e).removeprefix(f"{entry.name}: "))
         else:
             patches[i] = patch
             report.concern, report.upstream_status = patch.concern, patch.upstream_status
             report.files, report.added, report.removed = (
-                len(patch.files), patch.added, patch.removed)
+                patch.files, patch.added, patch.removed)
             report.digest = patch.digest
         reports.append(report)
     cache.save()
     return reports, patches
 
 
-def _ancestors(patches: Iterable[Patch]) -> list[str]:
-    seen: dict[str, None] = {}
-    for patch in patches:
-        for f in patch.files:
-            for path in f.paths:
-                if path.startswith("/") or ".." in path.split("/"):
-                    continue  # lint reports it; git would refuse to even list it
-                for parent in parent_dirs(path):
-                    seen[parent] = None
-                seen[path] = None
-    return list(seen)
-
-
 class _Run:
     """The apply/reverse passes over one temporary index (gitrepo's apply_series)."""
 
-    def __init__(self, repo: Path, reports: list[PatchReport], patches: dict[int, Patch],
+    def __init__(self, repo: Path, reports: list[PatchReport], patches: dict[int, Summary],
                  progress: Callable[[str], None] | None) -> None:
         self.repo = repo
         self.reports: list[PatchReport] = reports
-        self.patches: dict[int, Patch] = patches
+        self.patches: dict[int, Summary] = patches
         self.progress = progress
         self.index: gitrepo.TempIndex
         self.reversed_tree: str | None = None
@@ -228,23 +225,33 @@ class _Run:
 
     def _item(self, r: PatchReport) -> gitrepo.SeriesItem:
         p = self.patches[r.index]
-        return gitrepo.SeriesItem(p.path, p.strip, len(p.files))
+        return gitrepo.SeriesItem(p.path, p.strip, p.files)
 
-    def _grade(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]]) -> None:
+    def _grade(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]],
+               warnings: Sequence[tuple[PatchReport, Finding]] | None = None) -> None:
         for r, a in pairs:
             r.offsets = list(a.offsets)
             r.grade = grades.clean(r.offsets)
-        self._read_warnings(pairs)
+        for r, finding in self._warnings(pairs) if warnings is None else warnings:
+            r.findings.append(finding)
 
-    def take(self, early: gitrepo.RoundTrip, pin_tree: str) -> bool:
-        """Grade every patch from the background round trip; False when it did not
-        prove the stack (then ``run`` says which patch failed, one by one)."""
-        if early.forward is None or not early.forward.ok or early.tree != pin_tree or \
-                len(self.patches) != len(self.reports):
-            return False
+    def prepare(self, forward: gitrepo.ApplyRun | None) -> _Graded | None:
+        """Each patch's part of a batched forward pass that applied, and git's
+        whitespace warnings (read while git reverses it); None when it did not apply or
+        a patch could not be parsed."""
+        if forward is None or not forward.ok or len(self.patches) != len(self.reports):
+            return None
         items = [self._item(r) for r in self.reports]
-        self._grade(list(zip(self.reports, gitrepo.applied_from(early.forward, items),
-                             strict=True)))
+        pairs = list(zip(self.reports, gitrepo.applied_from(forward, items), strict=True))
+        return pairs, self._warnings(pairs)
+
+    def take(self, early: gitrepo.RoundTrip, graded: _Graded, pin_tree: str) -> bool:
+        """Grade every patch from the background round trip (``prepare``'s result); False
+        when it did not prove the stack (then ``run`` says which patch failed, one by
+        one)."""
+        if early.tree != pin_tree:
+            return False
+        self._grade(*graded)
         self.reversed_tree = early.tree
         self.batched = True
         return True
@@ -301,21 +308,24 @@ class _Run:
             self.index.read_tree(after)
             before = after
 
-    def _read_warnings(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]]) -> None:
+    def _warnings(self, pairs: Sequence[tuple[PatchReport, gitrepo.Applied]],
+                  ) -> list[tuple[PatchReport, Finding]]:
         """Whitespace warnings from `git apply`, mapped back to patches by file name
         (each git run read once, however many patches it carried)."""
         by_path = {str(self.patches[r.index].path): r for r, _ in pairs}
         runs = {id(a.run): a.run for _, a in pairs if a.run is not None}
+        out = []
         for run in runs.values():
-            for line in run.stderr.splitlines():
-                if (m := _WS.match(line)) and m.group("file") in by_path:
-                    report = by_path[m.group("file")]
-                    report.findings.append(Finding(WARNING, "whitespace",
-                                                   f"adds whitespace error: {m.group('what')}",
-                                                   int(m.group("line"))))
+            for m in _WS.finditer(run.stderr):  # one scan of git's whole output
+                if m.group("file") in by_path:
+                    out.append((by_path[m.group("file")],
+                                Finding(WARNING, "whitespace",
+                                        f"adds whitespace error: {m.group('what')}",
+                                        int(m.group("line")))))
+        return out
 
     def _explain(self, report: PatchReport, error: gitrepo.ApplyError | None) -> Failure:
-        return explain_failure(self.patches[report.index], error)
+        return explain_failure(self.patches[report.index].patch(), error)
 
 
 def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
@@ -339,7 +349,7 @@ def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
 
 
 def _check_lock(stack: Stack, pin: Pin,
-                patches: list[Patch]) -> tuple[str, Finding | None]:
+                patches: list[Summary]) -> tuple[str, Finding | None]:
     from patchctl.fingerprint import make_lock, staleness
     from patchctl.stack import render_lock
 

@@ -240,7 +240,7 @@ def test_verify_batched_equals_per_patch(upstream_tiny, tmp_path_factory, monkey
     batched = verify_mod.verify(find_stack(project), upstream_tiny.path)
     run = verify_mod._Run.run
     with monkeypatch.context() as m:  # no round trip, no batch: one `git apply` per patch
-        m.setattr(verify_mod._Run, "take", lambda self, early, pin_tree: False)
+        m.setattr(verify_mod._Run, "take", lambda self, early, graded, pin_tree: False)
         m.setattr(verify_mod._Run, "run",
                   lambda self, pin_tree, batch=True: run(self, pin_tree, batch=False))
         single = verify_mod.verify(find_stack(project), upstream_tiny.path)

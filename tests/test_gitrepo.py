@@ -143,6 +143,44 @@ def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream:
         assert back.ok and back.batched and index.write_tree() == upstream.tree(base)
 
 
+def test_tree_symlinks_lists_every_link_once_per_tree(tmp_path: Path, upstream: Upstream) -> None:
+    """verify lints writes through upstream's symlinks from this set: every link in the
+    tree, nested ones included; a tree is listed by git once, then read from the cache."""
+    import os
+
+    from tests.builders import commit_all
+
+    base_tree = upstream.tree()
+    os.symlink("src", upstream.path / "linked")
+    (upstream.path / "docs").mkdir(exist_ok=True)
+    os.symlink("../README.md", upstream.path / "docs" / "readme-link")
+    tree = gitrepo.tree_of(upstream.path, commit_all(upstream.path, "two links"))
+    cache = tmp_path / "cache"
+    first = gitrepo.tree_symlinks(upstream.path, tree, cache_dir=cache)
+    assert first == (frozenset({"linked", "docs/readme-link"}), 1)
+    assert gitrepo.tree_symlinks(upstream.path, tree, cache_dir=cache) == (first[0], 0)
+    assert gitrepo.tree_symlinks(upstream.path, base_tree, cache_dir=cache) == (frozenset(), 1)
+    assert gitrepo.tree_symlinks(upstream.path, base_tree, cache_dir=cache) == (frozenset(), 0)
+    with pytest.raises(ValueError):
+        gitrepo.tree_symlinks(upstream.path, "../../etc", cache_dir=cache)
+
+
+def test_spooled_git_output_equals_piped(upstream: Upstream) -> None:
+    """run_git(spool=True) (git apply -v's many lines go to temp files, not pipes) gives
+    the same stdout, stderr, exit status and stdin handling as the piped form."""
+    from patchctl.gitrepo.core import run_git
+
+    for args, data in ((["hash-object", "--stdin"], "some text\n"),
+                       (["cat-file", "-t", "no-such-object"], None),
+                       (["rev-parse", "--absolute-git-dir"], None)):
+        piped = run_git(args, repo=upstream.path, input=data, check=False)
+        spooled = run_git(args, repo=upstream.path, input=data, check=False, spool=True)
+        assert (spooled.returncode, spooled.stdout, spooled.stderr) == \
+            (piped.returncode, piped.stdout, piped.stderr)
+    assert piped.stdout.strip() and run_git(["cat-file", "-t", "nope"], repo=upstream.path,
+                                            check=False, spool=True).stderr
+
+
 def test_a_git_error_is_one_line(tmp_path: Path) -> None:
     """Bug: a failed `git commit -m MESSAGE` printed the multi-line message inside its
     error, so the CLI's "one line per error" was several."""

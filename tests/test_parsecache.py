@@ -1,11 +1,12 @@
-"""The parse cache: an unchanged patch is read back, anything else is parsed again."""
+"""The parse cache: an unchanged patch's summary is read back, anything else is parsed again."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from patchctl.parsecache import ParseCache
+from patchctl.lint import lint_patch
+from patchctl.parsecache import ParseCache, summarize
 from patchctl.patchfile import read_patch
 
 
@@ -22,9 +23,30 @@ def test_cached_patches_equal_parsed_ones(project: Path, tmp_path: Path) -> None
     again = ParseCache(project / "stack", tmp_path / "c")
     warm = _all(again, project)
     assert not again.changed  # every patch came from the cache
-    fresh = [read_patch(p.path, name=p.name) for p in cold]
+    fresh = [summarize(read_patch(p.path, name=p.name)) for p in cold]
     assert warm == cold == fresh
-    assert [p.digest for p in warm] == [p.digest for p in fresh]
+    assert [p.patch() for p in warm] == [read_patch(p.path, name=p.name) for p in cold]
+
+
+def test_cached_lint_findings_come_back_and_symlinks_lint_again(tmp_path: Path) -> None:
+    """Lint findings are cached as lint_patch gives them without upstream symlinks; a
+    patch whose path is, or lies under, one of upstream's symlinks is linted again with
+    them (a warm run must not lose the `symlink` error)."""
+    stack = tmp_path / "stack"
+    (stack / "patches").mkdir(parents=True)
+    path = stack / "patches" / "0001-x.patch"
+    path.write_text("Subject: x\n\nScope: other/y.c\n\n"
+                    "--- a/linked/new.c\n+++ b/linked/new.c\n@@ -0,0 +1 @@\n+x\n")
+    cache = ParseCache(stack, tmp_path / "c")
+    cold = cache.read(path, name=path.name, strip=1)
+    cache.save()
+    warm = ParseCache(stack, tmp_path / "c").read(path, name=path.name, strip=1)
+    assert warm == cold and {f.code for f in warm.findings} >= {"scope", "missing-trailer"}
+    for links in (frozenset(), frozenset({"other"}), frozenset({"linked"}),
+                  frozenset({"linked/new.c"})):
+        assert warm.lint(links) == lint_patch(read_patch(path), upstream_symlinks=links)
+    assert warm.touches(frozenset({"linked"})) and not warm.touches(frozenset({"link"}))
+    assert any(f.code == "symlink" for f in warm.lint(frozenset({"linked"})))
 
 
 def test_a_changed_patch_or_parser_is_parsed_again(project: Path, tmp_path: Path) -> None:
@@ -49,7 +71,7 @@ def test_a_damaged_cache_costs_only_time(project: Path, tmp_path: Path) -> None:
     cache.save()
     data = json.loads(cache.path.read_text())
     for entry in data["patches"].values():
-        entry["files"] = "garbage"
+        entry[1] = "garbage"
     cache.path.write_text(json.dumps(data))
     again = ParseCache(project / "stack", tmp_path / "c")
     assert _all(again, project) == _all(ParseCache(project / "stack", tmp_path / "d"), project)
@@ -64,5 +86,7 @@ def test_verify_reports_the_same_cold_and_warm(cli, project: Path) -> None:
         assert r.code == 0, r.err
         data = json.loads(r.out)
         data.pop("seconds")
-        runs.append(data)
-    assert runs[0] == runs[1]
+        runs.append((data.pop("git_calls"), data))
+    assert runs[0][1] == runs[1][1]
+    # the second run reads the pin tree's symlinks from the cache: no ls-tree
+    assert runs[0][0] == runs[1][0] + 1

@@ -18,9 +18,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchctl import schemas
 from patchctl.errors import InputError
 
-SCHEMA = "patchctl.canary/1"
+SCHEMA = schemas.CANARY
 BROKEN = "conflict"
 NEW, STILL, FIXED, APPLIES, LANDED = "newly broken", "still broken", "fixed", "applies", \
     "landed"
@@ -90,13 +91,14 @@ def load_report(path: Path, *, what: str = "report") -> dict[str, Any]:
 
 
 def check_report(data: object, *, source: Path | str) -> None:
-    ok = isinstance(data, dict) and str(data.get("schema", "")).startswith("patchctl.rebase/") \
+    ok = isinstance(data, dict) \
+        and str(data.get("schema", "")).startswith(schemas.family(schemas.REBASE)) \
         and isinstance(data.get("patches"), list) \
         and all(isinstance(p, dict) and isinstance(p.get("name"), str)
                 and isinstance(p.get("grade"), str) for p in data["patches"]) \
         and all(isinstance(data.get(k), str) for k in ("old", "new"))
     if not ok:
-        raise InputError(f"{source} is not a rebase-pin report (schema patchctl.rebase/1); "
+        raise InputError(f"{source} is not a rebase-pin report (schema {schemas.REBASE}); "
                          "give the output of `patchctl rebase-pin NEW --check --bisect --json`")
 
 
@@ -108,7 +110,7 @@ def load_status(path: Path) -> dict[str, Any]:
         raise InputError(f"status report {path} is not readable JSON ({e}); give the output "
                          "of `patchctl upstream-status --ref TIP --json`") from None
     ok = isinstance(data, dict) and \
-        str(data.get("schema", "")).startswith("patchctl.upstream-status/") and \
+        str(data.get("schema", "")).startswith(schemas.family(schemas.UPSTREAM_STATUS)) and \
         isinstance(data.get("patches"), list) and \
         all(isinstance(p, dict) and isinstance(p.get("file"), str) for p in data["patches"])
     if not ok:

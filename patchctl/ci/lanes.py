@@ -20,11 +20,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil
+from patchctl import fsutil, schemas
 from patchctl.errors import InputError
 from patchctl.stack import Stack
 
-SCHEMA = "patchctl.ci-lane/1"
+SCHEMA = schemas.CI_LANE
 PASSED, FAILED, SKIPPED, NOT_RUN = "passed", "failed", "skipped", "not-run"
 NATIVE_DIR = "native"
 # The variable native/ reads the `apply --into` tree from (native/README.md).

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import __version__, fsutil
+from patchctl import __version__, fsutil, schemas
 from patchctl.ci.lanes import LANES, lane_named
 from patchctl.errors import InputError
 
@@ -154,7 +154,7 @@ class WriteResult:
         return "stale" not in self.files.values()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "patchctl.ci-github/1", "ok": self.ok, "out": self.out,
+        return {"schema": schemas.CI_GITHUB, "ok": self.ok, "out": self.out,
                 "files": self.files, "command": self.command}
 
 

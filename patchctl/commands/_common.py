@@ -41,12 +41,15 @@ def stack_of(ctx: click.Context) -> Stack:
     return find_stack(project_dir(ctx))
 
 
-def resolve_upstream(spec: str | None, pin: Pin, stack: Stack | None = None) -> Path:
+def resolve_upstream(spec: str | None, pin: Pin, stack: Stack | None = None, *,
+                     checked: bool = True) -> Path:
     """A local git directory holding the pin.
 
     ``spec`` (or the pin file's URL) is a local clone, a git bundle, or a URL;
     bundles and URLs are fetched once into the cache. A relative path in the
-    pin file is relative to the project directory.
+    pin file is relative to the project directory. Without ``checked``, a local
+    clone is returned as given, not yet asked for its git directory: for a caller
+    whose first git call does that anyway (verify's ``gitrepo.commit_and_tree``).
     """
     from patchctl import gitrepo
 
@@ -59,7 +62,7 @@ def resolve_upstream(spec: str | None, pin: Pin, stack: Stack | None = None) -> 
         return gitrepo.cached_upstream(spec, pin.commit, progress=progress)
     if path.is_file():
         return gitrepo.cached_bundle(path, pin.commit)
-    return gitrepo.git_dir(path)
+    return gitrepo.git_dir(path) if checked else path
 
 
 def _completion_project(ctx: click.Context) -> Path:

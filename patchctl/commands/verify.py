@@ -40,7 +40,7 @@ def verify(ctx: click.Context, upstream: str | None, as_json: bool, junit: Path 
     from patchctl.verify import verify as run_verify
 
     stack = stack_of(ctx)
-    repo = resolve_upstream(upstream, stack.pin(), stack)
+    repo = resolve_upstream(upstream, stack.pin(), stack, checked=False)
     with stack_read_lock(project_dir(ctx), wait=progress):  # one consistent stack
         report = run_verify(stack, repo, strict=strict, progress=progress)
     end_progress()

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
+import re
 import subprocess
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.errors import EnvironmentFailure, GitError, InputError
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
 
 _KEEP_GIT_VARS = {
     "GIT_EXEC_PATH",
@@ -96,24 +101,31 @@ def run_git(
     input: str | None = None,
     check: bool = True,
     timeout: float | None = None,
+    spool: bool = False,
 ) -> Result:
     """Run ``git [-C repo] args`` under the controlled config. With ``check``, a non-zero
-    exit raises GitError; past ``timeout`` seconds it is killed (EnvironmentFailure)."""
+    exit raises GitError; past ``timeout`` seconds it is killed (EnvironmentFailure).
+    With ``spool``, git writes its output to unnamed temp files, not pipes: ``git apply
+    -v`` writes a line at a time, unbuffered, and thousands of pipe writes each waking
+    this process cost git more than its work on a 2,000-patch batch."""
     argv = ["git", *_FIXED_CONFIG]
     if repo is not None:
         argv += ["-C", str(repo)]
     argv += [str(a) for a in args]
     try:
-        proc = subprocess.run(
-            argv,
-            input=input,
-            capture_output=True,
-            text=True,
-            errors="surrogateescape",
-            env=env or git_env(),
-            check=False,
-            timeout=timeout,
-        )
+        if spool:
+            proc = _spooled(argv, env=env or git_env(), input=input, timeout=timeout)
+        else:
+            proc = subprocess.run(
+                argv,
+                input=input,
+                capture_output=True,
+                text=True,
+                errors="surrogateescape",
+                env=env or git_env(),
+                check=False,
+                timeout=timeout,
+            )
     except FileNotFoundError as e:
         raise EnvironmentFailure("git is not installed or not on PATH; install git >= 2.30") from e
     except subprocess.TimeoutExpired as e:
@@ -124,6 +136,20 @@ def run_git(
     if check and proc.returncode != 0:
         raise GitError(argv, proc.returncode, proc.stderr)
     return result
+
+
+def _spooled(argv: list[str], *, env: dict[str, str], input: str | None,
+             timeout: float | None) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run`` with stdout and stderr in unnamed temp files (see ``run_git``)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        data = None if input is None else input.encode("utf-8", "surrogateescape")
+        proc = subprocess.run(argv, input=data, stdout=out, stderr=err, env=env, check=False,
+                              timeout=timeout)
+        texts = []
+        for f in (out, err):
+            f.seek(0)
+            texts.append(f.read().decode("utf-8", "surrogateescape"))
+    return subprocess.CompletedProcess(argv, proc.returncode, texts[0], texts[1])
 
 
 def run_git_bytes(args: Sequence[str | os.PathLike[str]], *, repo: Path | None = None,
@@ -255,16 +281,28 @@ def subject(repo: Path, commit: str) -> str:
                    repo=repo).stdout.strip()
 
 
-def symlinks_among(repo: Path, treeish: str, paths: Sequence[str]) -> set[str]:
-    """Which of ``paths`` are symbolic links in ``treeish``."""
-    if not paths:
-        return set()
-    out = run_git(["ls-tree", "-z", "--full-tree", treeish, "--", *paths], repo=repo).stdout
-    links = set()
-    for entry in out.split("\0"):
-        if entry.startswith("120000 "):
-            links.add(entry.split("\t", 1)[1])
-    return links
+def tree_symlinks(repo: Path, tree: str, *,
+                  cache_dir: Path | None = None) -> tuple[frozenset[str], int]:
+    """Every symbolic link in the tree ``tree`` (a tree id), and the git processes that
+    took (0 or 1). A tree id names its contents for good, so the answer is kept in the
+    cache dir (``<cache>/symlinks/<tree>``: the paths, NUL-separated) and each tree is
+    listed once."""
+    from patchctl import fsutil
+
+    if not _OBJECT_ID.fullmatch(tree):
+        raise ValueError(f"not a tree id: {tree!r}")
+    kept = (cache_dir or fsutil.cache_dir()) / "symlinks" / tree
+    try:
+        text = kept.read_text(encoding="utf-8", errors="surrogateescape")
+    except (OSError, UnicodeDecodeError):
+        pass
+    else:
+        return frozenset(p for p in text.split("\0") if p), 0
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", tree], repo=repo).stdout
+    links = frozenset(e.split("\t", 1)[1] for e in out.split("\0") if e.startswith("120000 "))
+    with contextlib.suppress(OSError):  # a read-only cache: listed again next time
+        fsutil.atomic_write(kept, "\0".join(sorted(links)).encode("utf-8", "surrogateescape"))
+    return links, 1
 
 
 def last_line(text: str | bytes | None) -> str:

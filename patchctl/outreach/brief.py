@@ -9,17 +9,18 @@ sorted and free of clocks, so the same inputs give the same bytes.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
-from patchctl import gitrepo
+from patchctl import gitrepo, schemas
 from patchctl.fingerprint import fingerprint
 from patchctl.outreach import facts, policy
-from patchctl.patchfile import Patch
+from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
 
-SCHEMA = "patchctl.outreach/1"
+SCHEMA = schemas.OUTREACH
 
 # Identifiers an added line uses that are too common to be worth a pointer.
 _STOP = {
@@ -117,7 +118,7 @@ class PatchBrief:
     reviewers: list[Reviewer]
     authors: list[Reviewer]
     missing: list[str]
-    port: dict | None = None  # filled by --onto
+    port: dict[str, Any] | None = None  # filled by --onto
 
     @property
     def added(self) -> int:
@@ -154,12 +155,12 @@ class Brief:
     def owners(self) -> list[str]:
         return sorted({r.name for p in self.patches for r in p.reviewers})
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, **asdict(self)}
 
 
 def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = (),
-          *, progress=None) -> Brief:
+          *, progress: Callable[[str], None] | None = None) -> Brief:
     """The brief for the named patches (all when none are named), at the stack's pin."""
     pin = stack.pin()
     upstream = gitrepo.git_dir(upstream)
@@ -176,7 +177,8 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     files = gitrepo.read_files(upstream, base, policy.ALL_FILES)
     rules_all = policy.find_rules(files)
     template_path = next((p for p in policy.TEMPLATE_FILES if files.get(p)), None)
-    template = policy.template_sections(files[template_path]) if template_path else []
+    template_text = files.get(template_path) if template_path else None
+    template = policy.template_sections(template_text) if template_text else []
     owners_path = next((p for p in policy.CODEOWNERS_FILES if files.get(p)), None)
     ref = gitrepo.commit_ref(upstream, base)
     fp = fingerprint(base, all_patches)
@@ -345,7 +347,7 @@ def _introduced(patch: Patch, api: list[facts.ApiItem]) -> set[str]:
     return names
 
 
-def _identifiers(hunk, introduced: set[str]) -> list[str]:
+def _identifiers(hunk: Hunk, introduced: set[str]) -> list[str]:
     """Up to 12 distinctive identifiers the hunk's added code uses (not in strings or
     comments, not declared by the patch), in order of appearance."""
     ids: list[str] = []

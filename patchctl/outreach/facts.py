@@ -12,6 +12,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import Any
 
 from patchctl.errors import StackError
 from patchctl.evidence import READABLE_SCHEMAS
@@ -312,7 +313,7 @@ def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[Evidence
     return runs
 
 
-def _reproduce_steps(entry: dict) -> list[str]:
+def _reproduce_steps(entry: dict[str, Any]) -> list[str]:
     """One line per side of a reproduce record: its result, where a build failed, timings."""
     out = []
     for role in ("before", "after"):

@@ -15,14 +15,19 @@ import json
 import os
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from patchctl import fsutil
+from patchctl import fsutil, schemas
+
+if TYPE_CHECKING:
+    import requests
 
 DEFAULT_API = "https://api.github.com"
 CACHE_FILE = "github-cache.json"
-CACHE_SCHEMA = "patchctl.github-cache/1"
+CACHE_SCHEMA = schemas.GITHUB_CACHE
 _REF = re.compile(r"(?:https?://github\.com/)?([\w.-]+)/([\w.-]+?)(?:#|/(?:issues|pull)/)(\d+)")
 
 
@@ -39,7 +44,7 @@ class Settings:
     def from_env(cls) -> Settings:
         env = os.environ
 
-        def number(name: str, default: str, kind: type[float] | type[int] = float):
+        def number(name: str, default: str, kind: type[float] | type[int] = float) -> float:
             try:
                 return kind(env.get(name, default))
             except ValueError as e:
@@ -50,7 +55,7 @@ class Settings:
         return cls(api=env.get("PATCHCTL_GITHUB_API", DEFAULT_API).rstrip("/"),
                    token=env.get("GITHUB_TOKEN") or None,
                    timeout=number("PATCHCTL_GITHUB_TIMEOUT", "10"),
-                   retries=number("PATCHCTL_GITHUB_RETRIES", "3", int),
+                   retries=int(number("PATCHCTL_GITHUB_RETRIES", "3", int)),
                    backoff=number("PATCHCTL_GITHUB_BACKOFF", "1"),
                    max_wait=number("PATCHCTL_GITHUB_MAX_WAIT", "60"))
 
@@ -73,7 +78,8 @@ def _scrub(text: str, token: str | None) -> str:
     return text.replace(token, "***") if token else text
 
 
-def fetch(ref: tuple[str, str, int], settings: Settings, session=None, sleep=time.sleep) -> dict:
+def fetch(ref: tuple[str, str, int], settings: Settings, session: requests.Session | None = None,
+          sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
     """The issue or pull request's state; on failure ``{"error": "..."}`` (never raises)."""
     import requests
 
@@ -116,11 +122,12 @@ def fetch(ref: tuple[str, str, int], settings: Settings, session=None, sleep=tim
     return {"error": _scrub(f"{error} (after {settings.retries + 1} tries)", settings.token)}
 
 
-def _without_token(answer: dict, token: str | None) -> dict:
+def _without_token(answer: dict[str, Any], token: str | None) -> dict[str, Any]:
     """``answer`` with the token scrubbed wherever a server echoed it (a title, a date)."""
     if not token:
         return answer
-    return json.loads(_scrub(json.dumps(answer), json.dumps(token)[1:-1]))
+    scrubbed: dict[str, Any] = json.loads(_scrub(json.dumps(answer), json.dumps(token)[1:-1]))
+    return scrubbed
 
 
 def _reset_time(reset: str) -> str:
@@ -131,7 +138,7 @@ def _reset_time(reset: str) -> str:
         return "later"
 
 
-def _rate_limit_wait(r) -> float | None:
+def _rate_limit_wait(r: requests.Response) -> float | None:
     """Seconds to wait when the answer is a rate limit, else None."""
     if r.status_code not in (403, 429):
         return None
@@ -143,7 +150,7 @@ def _rate_limit_wait(r) -> float | None:
     return None if r.status_code == 403 else 1.0
 
 
-def _state(data: dict) -> dict:
+def _state(data: dict[str, Any]) -> dict[str, Any]:
     pr = data.get("pull_request")
     merged = bool(pr and pr.get("merged_at"))
     return {
@@ -160,7 +167,7 @@ def _state(data: dict) -> dict:
 # -- the cache ------------------------------------------------------------------------
 
 
-def load_cache(path: Path) -> dict[str, dict]:
+def load_cache(path: Path) -> dict[str, dict[str, Any]]:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
@@ -182,17 +189,18 @@ def _cached_answer(value: object) -> bool:
         return False
 
 
-def save_cache(path: Path, answers: dict[str, dict]) -> None:
+def save_cache(path: Path, answers: dict[str, dict[str, Any]]) -> None:
     fsutil.atomic_write(path, json.dumps({"schema": CACHE_SCHEMA, "answers": answers},
                                          indent=2, sort_keys=True) + "\n")
 
 
 def lookup(refs: list[str], cache_path: Path, *, online: bool,
-           settings: Settings | None = None, sleep=time.sleep) -> dict[str, dict]:
+           settings: Settings | None = None,
+           sleep: Callable[[float], None] = time.sleep) -> dict[str, dict[str, Any]]:
     """State per reference text: fetched when ``online`` (kept in the cache when good),
     else the cached answer; each with ``fetched_at`` and ``age`` (seconds)."""
     cache = load_cache(cache_path)
-    out: dict[str, dict] = {}
+    out: dict[str, dict[str, Any]] = {}
     settings = settings or Settings.from_env()
     session = None
     if online:

@@ -15,11 +15,13 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from patchctl import schemas
 from patchctl.stack import Stack
 
 MANIFEST = "MANIFEST.json"
-SCHEMA = "patchctl.outreach-manifest/1"
+SCHEMA = schemas.OUTREACH_MANIFEST
 _OWNED_SUFFIXES = (".md", ".diff")
 CODE = Path(__file__).resolve().parent
 
@@ -30,7 +32,7 @@ class WriteResult:
     files: list[str]
     removed: list[str]
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"out": self.out, "files": self.files, "removed": self.removed}
 
 
@@ -44,7 +46,7 @@ class CheckResult:
     def ok(self) -> bool:
         return not self.stale
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"out": self.out, "ok": self.ok, "stale": self.stale, "command": self.command}
 
 
@@ -87,7 +89,7 @@ def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
 
 
 def write(project: Path, stack: Stack, out: Path, files: dict[str, str], *,
-          meta: dict, evidence_files: list[str],
+          meta: dict[str, Any], evidence_files: list[str],
           beside: dict[Path, str] | None = None) -> WriteResult:
     """Replace the briefs in ``out`` with ``files`` (name -> text) and a manifest, at once.
 

@@ -9,14 +9,21 @@ to: REF itself for the first patch, REF plus the patches before it otherwise.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 from patchctl import gitrepo
 from patchctl.errors import InputError
 from patchctl.stack import Stack
 
+if TYPE_CHECKING:
+    from patchctl.outreach.brief import Brief
 
-def port(stack: Stack, upstream, brief, ref: str, *, progress=None) -> dict[str, str]:
+
+def port(stack: Stack, upstream: Path, brief: Brief, ref: str, *,
+         progress: Callable[[str], None] | None = None) -> dict[str, str]:
     """Grade the briefed patches on ``ref``; returns file name -> ported diff text."""
     from patchctl import rebase
 

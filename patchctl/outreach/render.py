@@ -11,6 +11,13 @@ from __future__ import annotations
 import hashlib
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import jinja2
+
+    from patchctl.outreach.brief import Brief, PatchBrief
+    from patchctl.outreach.status import StatusReport
 
 TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
 _MD_SPECIAL = re.compile(r"([\\`*_{}\[\]<>#+!|~%])")
@@ -50,7 +57,7 @@ def shell(argv: list[str]) -> str:
     return " ".join(shlex.quote(a) for a in argv)
 
 
-def environment():
+def environment() -> jinja2.Environment:
     import jinja2
 
     env = jinja2.Environment(
@@ -68,16 +75,16 @@ def environment():
     return env
 
 
-def render_patch(brief, patch) -> str:
+def render_patch(brief: Brief, patch: PatchBrief) -> str:
     return _tidy(environment().get_template("outreach-patch.md.j2").render(b=brief, p=patch))
 
 
-def render_handoff(brief, briefs_dir: str) -> str:
+def render_handoff(brief: Brief, briefs_dir: str) -> str:
     return _tidy(environment().get_template("outreach-handoff.md.j2").render(
         b=brief, briefs_dir=briefs_dir))
 
 
-def render_series(brief) -> str:
+def render_series(brief: Brief) -> str:
     return _tidy(environment().get_template("outreach-series.md.j2").render(b=brief))
 
 
@@ -92,7 +99,7 @@ def template_hashes() -> dict[str, str]:
             for p in sorted(TEMPLATES.glob("outreach-*.j2"))}
 
 
-def status_text(report) -> str:
+def status_text(report: StatusReport) -> str:
     """upstream-status as plain text (a report for the terminal, not Markdown)."""
     out = [f"{report.name} @ {report.pin[:12]}: {len(report.patches)} patches"]
     out.append("by Upstream-Status: " + (", ".join(f"{k} {v}" for k, v in report.counts.items())

@@ -15,15 +15,17 @@ import datetime as dt
 import email.utils
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
-from patchctl import gitrepo
+from patchctl import gitrepo, schemas
 from patchctl.lint import UPSTREAM_STATUS_KINDA, UPSTREAM_STATUS_STRICT
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack
 
-SCHEMA = "patchctl.upstream-status/1"
+SCHEMA = schemas.UPSTREAM_STATUS
 _URL = re.compile(r"https?://\S+|\b[\w.-]+/[\w.-]+#\d+\b")
 SUPERSEDED_AT = 0.5  # share of the patch's added lines already upstream
 
@@ -39,8 +41,8 @@ class PatchStatus:
     references: list[str]  # URLs and owner/repo#N from the status, Forwarded:, Bug:
     date: str | None  # the patch's Date:, ISO
     pending_days: int | None
-    upstream: dict | None = None  # --ref: landed / superseded / applies / conflict ...
-    online: list[dict] = field(default_factory=list)
+    upstream: dict[str, Any] | None = None  # --ref: landed / superseded / applies / conflict ...
+    online: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -64,7 +66,7 @@ class StatusReport:
     def ok(self) -> bool:
         return not self.malformed
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         return {"schema": SCHEMA, **asdict(self), "malformed": self.malformed,
                 "unreferenced": self.unreferenced, "ok": self.ok}
 
@@ -99,12 +101,13 @@ def report(stack: Stack, *, today: dt.date | None = None) -> StatusReport:
     pin = stack.pin()
     today = today or dt.date.today()
     rows = [patch_status(i, p, today) for i, p in enumerate(stack.patches(), start=1)]
-    counts = Counter(r.status or r.problem.split(":")[0] for r in rows if r.status or r.problem)
+    counts = Counter(r.status or (r.problem or "").split(":")[0]
+                     for r in rows if r.status or r.problem)
     return StatusReport(pin.name, pin.commit, None, None, dict(sorted(counts.items())), rows)
 
 
 def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
-            progress=None) -> None:
+            progress: Callable[[str], None] | None = None) -> None:
     """Fill in, for each patch, what upstream did to it between the pin and ``ref``."""
     from patchctl import rebase
     from patchctl.errors import InputError
@@ -125,7 +128,7 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
         rebase.name_and_bisect(steps, searcher, bisect=True)
     for row, step in zip(result.patches, steps, strict=True):
         r = step.result
-        info: dict = {"grade": r.grade}
+        info: dict[str, Any] = {"grade": r.grade}
         if r.landed:
             info["verdict"] = "landed"
             info["commit"] = asdict(r.landed.commit) if r.landed.commit else None

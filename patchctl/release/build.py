@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import __version__, fsutil, gitrepo
+from patchctl import __version__, fsutil, gitrepo, schemas
 from patchctl.errors import EXIT_FINDINGS, EnvironmentFailure, InputError, PatchctlError, StackError
 from patchctl.evidence import worker_identity
 from patchctl.fingerprint import make_lock, short
@@ -56,7 +56,7 @@ class ReleaseResult:
     self_test: dict[str, Any]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"schema": "patchctl.release-build/1", "archive": str(self.archive),
+        return {"schema": schemas.RELEASE_BUILD, "archive": str(self.archive),
                 "package": self.package, "lane": self.lane, "fingerprint": self.fingerprint,
                 "commit": self.commit, "source_date_epoch": self.source_date_epoch,
                 "bytes": self.size, "sha256": self.sha256, "seconds": round(self.seconds, 3),

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import hostinfo
+from patchctl import hostinfo, schemas
 from patchctl.errors import InputError
 from patchctl.release import layout
 
@@ -34,7 +34,7 @@ class VerifyReport:
 
     def to_dict(self) -> dict[str, Any]:
         stack = (self.identity or {}).get("stack", {})
-        return {"schema": "patchctl.release-verify/1", "package": str(self.package),
+        return {"schema": schemas.RELEASE_VERIFY, "package": str(self.package),
                 "ok": self.ok, "findings": self.findings, "files": self.files,
                 "lane": self.lane, "fingerprint": stack.get("fingerprint")}
 

@@ -15,10 +15,11 @@ import os
 import tarfile
 from pathlib import Path
 
+from patchctl import schemas
 from patchctl.errors import InputError
 
-SCHEMA = "patchctl.release/1"
-RECIPE_SCHEMA = "worker.recipe/1"
+SCHEMA = schemas.RELEASE
+RECIPE_SCHEMA = schemas.RECIPE
 MANIFEST = "manifest.json"
 SUMS = "SHA256SUMS"
 BUILDINFO = "BUILDINFO"
