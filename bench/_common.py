@@ -23,6 +23,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchctl.stack import PIN_FILE, Pin, parse_pin
+
+
+def production_pin() -> Pin:
+    """The pin of this repository's own stack (stack/upstream.toml): what the
+    llama.cpp benches measure at unless PATCHCTL_LLAMA_PIN says otherwise."""
+    path = Path(__file__).resolve().parents[1] / "stack" / PIN_FILE
+    return parse_pin(path.read_text(), source=path)
+
+
 # Fixed identity and dates: generated commits (and so patch files) are byte-identical
 # from run to run.
 FIXED_DATE = "1767225600 +0000"  # 2026-01-01T00:00:00Z

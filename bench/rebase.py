@@ -53,14 +53,16 @@ from _common import (
     ls_tree,
     machine_facts,
     median,
+    production_pin,
     read_blobs,
     run,
     write_project,
 )
 
 SCHEMA = "patchctl.bench.rebase/1"
-LLAMA_PIN = "45155597aa23243c5f6d10064bd9bca3eaddee16"
-LLAMA_URL = "https://github.com/ggml-org/llama.cpp"
+PRODUCTION = production_pin()
+LLAMA_PIN = PRODUCTION.commit
+LLAMA_URL = PRODUCTION.url
 KINDS = ("break", "break", "break", "near", "near", "near", "far", "far")
 
 

@@ -51,6 +51,7 @@ from _common import (
     measure_round_robin,
     median,
     plan_patches,
+    production_pin,
     read_blobs,
     run,
     timed,
@@ -59,8 +60,9 @@ from _common import (
 
 SCHEMA = "patchctl.bench.verify/1"
 SIZES = (20, 200, 2000)
-LLAMA_PIN = "45155597aa23243c5f6d10064bd9bca3eaddee16"
-LLAMA_URL = "https://github.com/ggml-org/llama.cpp"
+PRODUCTION = production_pin()
+LLAMA_PIN = PRODUCTION.commit
+LLAMA_URL = PRODUCTION.url
 
 # name -> (what, limit). A ratio passes when value <= limit.
 TARGETS = {
