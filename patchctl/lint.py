@@ -199,4 +199,3 @@ def _glob_regex(pattern: str) -> re.Pattern[str]:
 def _line_of(patch: Patch, offset: int) -> int:
     header = "\n".join(patch.text.split("\n")[: patch.diff_line - 1])
     return header.count("\n", 0, offset) + 1
-

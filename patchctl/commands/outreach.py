@@ -172,4 +172,3 @@ def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream:
 
         click.echo(status_text(result), nl=False)
     return exit_for(result.ok)
-
