@@ -16,13 +16,12 @@ from __future__ import annotations
 import datetime as dt
 import functools
 import hashlib
-import os
 import re
 import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -33,20 +32,23 @@ from patchctl.fingerprint import fingerprint
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack, select_names
+from patchctl.toolchain import (
+    Progress,
+    Toolchain,
+    find_toolchain,
+    run_tool,
+)
 
-MIN_CMAKE = (3, 21)
 BEFORE, AFTER = "before", "after"
 # Where a step stopped: it passed, or the stage that failed.
 PASSED, CONFIGURE, BUILD, TEST, NOT_RUN = "passed", "configure", "build", "test", "not-run"
 PROVEN, VACUOUS, BROKEN_AFTER, BUILD_ERROR = (
     "fails-before/passes-after", "vacuous", "broken-after", "build-error")
 TEST_TIMEOUT_S = 300
-INSTALL_HINT = "install them with `pip install cmake ninja`"
 
 _COMPILE = re.compile(r"^\[\d+/\d+\] Building \S+ object (\S+)", re.MULTILINE)
 _UPSTREAM_OBJECT = re.compile(r"(^|/)upstream/")
 _FAILED = re.compile(r"^FAILED: (?:\[code=\d+\] )?(\S+)", re.MULTILINE)
-_STATUS = re.compile(r"^\[(\d+)/(\d+)\]")
 _COMPILER_SET = re.compile(r'^set\(CMAKE_(C|CXX)_(COMPILER(?:_ID|_VERSION)?) "([^"]*)"\)',
                            re.MULTILINE)
 # Configure failures that say nothing about the patch: the machine lacks a compiler.
@@ -66,19 +68,6 @@ endif()
 enable_testing()
 add_subdirectory("${PATCHCTL_REPRODUCER}" reproducer)
 """
-
-Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Toolchain:
-    cmake: str
-    cmake_version: str
-    ctest: str
-    ninja: str
-    ninja_version: str
-    ccache: str | None
-
 
 @dataclass
 class Step:
@@ -280,39 +269,6 @@ def reproducer_dir(project: Path, patch: Patch) -> Path:
     return path
 
 
-def find_toolchain() -> Toolchain:
-    """cmake >= 3.21, its ctest, and ninja, from PATH; ccache when installed."""
-    cmake = shutil.which("cmake")
-    if cmake is None:
-        raise EnvironmentFailure(f"cmake is not on PATH: reproducers need CMake >= 3.21 and "
-                                 f"ninja; {INSTALL_HINT}")
-    cmake_version = _version(cmake, r"cmake version (\d+(?:\.\d+)+)")
-    if tuple(int(x) for x in cmake_version.split(".")[:2]) < MIN_CMAKE:
-        raise EnvironmentFailure(f"{cmake} is CMake {cmake_version}; reproducers need >= 3.21: "
-                                 "`pip install -U cmake`")
-    ctest = shutil.which("ctest", path=str(Path(cmake).parent)) or shutil.which("ctest")
-    ninja = shutil.which("ninja")
-    if ctest is None or ninja is None:
-        missing = "ctest" if ctest is None else "ninja"
-        raise EnvironmentFailure(f"{missing} is not on PATH; {INSTALL_HINT}")
-    return Toolchain(cmake=cmake, cmake_version=cmake_version, ctest=ctest, ninja=ninja,
-                     ninja_version=_version(ninja, r"(\d+(?:\.\d+)+)"),
-                     ccache=shutil.which("ccache"))
-
-
-def _version(tool: str, pattern: str) -> str:
-    try:
-        proc = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60,
-                              check=False)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise EnvironmentFailure(f"cannot run `{tool} --version` ({e}); {INSTALL_HINT}") from e
-    m = re.search(pattern, proc.stdout + proc.stderr)
-    if proc.returncode != 0 or not m:
-        raise EnvironmentFailure(f"`{tool} --version` failed or said nothing usable; "
-                                 f"{INSTALL_HINT}")
-    return m.group(1)
-
-
 # -- the source tree --------------------------------------------------------------------
 
 
@@ -431,33 +387,6 @@ def _own_objects(ninja: str, build: Path) -> list[str]:
 
 def _say_as(say: Progress, label: str, msg: str) -> None:
     say(f"{label}: {msg}")
-
-
-def run_tool(argv: list[str], say: Progress | None = None, *,
-             env: dict[str, str] | None = None) -> tuple[int, str, float]:
-    """Run without a shell (in ``env``, default this process's); stdout and stderr
-    together, streamed so ninja's ``[N/M]`` can drive the progress line."""
-    env = {**(os.environ if env is None else env), "NINJA_STATUS": "[%f/%t] ",
-           "CLICOLOR_FORCE": "0"}
-    t0 = time.perf_counter()
-    try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace", env=env)
-    except OSError as e:
-        raise EnvironmentFailure(f"cannot run {argv[0]}: {e.strerror}; {INSTALL_HINT}") from e
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if say and (m := _STATUS.match(line)):
-                say(f"building {m.group(1)}/{m.group(2)}")
-        code = proc.wait()
-    finally:
-        if proc.poll() is None:  # interrupted: do not leave a compiler running
-            proc.kill()
-            proc.wait()
-    return code, "".join(lines), time.perf_counter() - t0
 
 
 def _reset_if_foreign(build: Path, source: Path) -> None:

@@ -137,7 +137,7 @@ def diff(project: Path, stack: Stack, upstream: Path | None, name: str | None) -
     """NAME's diff as it applies at the pin; without NAME, the changes made in the open
     edit's work tree since it was opened (or last refreshed). Read-only."""
     if name is None:
-        from patchctl.authoring import edit_dir, open_edit
+        from patchctl.editing import edit_dir, open_edit
 
         state = open_edit(project)
         if state is None:

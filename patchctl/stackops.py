@@ -73,7 +73,7 @@ class Txn:
                renamed: Mapping[str, str] | None = None,
                regenerated: Sequence[str] = ()) -> StackOpResult:
         """Write ``order`` as the new series (plus ``changes``) in one swap, with its lock."""
-        from patchctl.authoring import close_clean_edit
+        from patchctl.editing import close_clean_edit
 
         all_changes: dict[str, bytes | None] = dict(changes or {})
         series = self.stack.series_path.read_text(encoding="utf-8")
@@ -94,7 +94,7 @@ class Txn:
 @contextlib.contextmanager
 def transaction(project: Path, stack: Stack, what: str) -> Iterator[Txn]:
     """The lock held, open work refused, the stack read and snapshotted."""
-    from patchctl.authoring import open_edit
+    from patchctl.editing import open_edit
     from patchctl.rebase_state import refuse_if_in_progress
 
     with stackwrite.stack_lock(project, f"{what} in {stack.root}"):

@@ -14,7 +14,8 @@ from tests.builders import Upstream
 # Modules `--help` must not load: GitPython and unidiff (third-party, imported by
 # patchctl's commands) and patchctl's own command machinery.
 HEAVY = ("git", "unidiff", "patchctl.gitrepo", "patchctl.stack", "patchctl.verify",
-         "patchctl.rebase", "patchctl.materialize", "patchctl.authoring")
+         "patchctl.rebase", "patchctl.materialize", "patchctl.authoring",
+         "patchctl.editing")
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -43,6 +44,7 @@ def test_help_lists_commands_without_heavy_imports() -> None:
     running = _loaded_after("from patchctl.cli import main\n"
                             "import patchctl.commands.verify, patchctl.verify, patchctl.patchfile\n"
                             "import patchctl.rebase, patchctl.authoring, patchctl.materialize\n"
+                            "import patchctl.editing\n"
                             "import git, unidiff")
     assert running == list(HEAVY)  # the probe sees each of them once loaded
     code = ("from patchctl.cli import main\n"

@@ -20,7 +20,7 @@ from patchctl.commands._common import (
 )
 
 if TYPE_CHECKING:  # imported lazily at run time
-    from patchctl.authoring import EditResult
+    from patchctl.editing import EditResult
 
 
 @click.command("import")
@@ -91,7 +91,7 @@ def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
     """Start a new patch after the last one: opens the edit work tree with the whole stack
     applied (the Scope's files included); make the change there, then `patchctl refresh`
     writes the patch. NAME may carry the next number (0004-foo)."""
-    from patchctl.authoring import new_patch
+    from patchctl.editing import new_patch
 
     pairs = []
     for t in trailers:
@@ -124,7 +124,7 @@ def edit(ctx: click.Context, name: str, reset: bool, full: bool, upstream: str |
     Change the files there (commit or not), then `patchctl refresh`. NAME is a
     file name, a number or a unique part of a name (`patchctl series`).
     """
-    from patchctl.authoring import edit_patch
+    from patchctl.editing import edit_patch
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
@@ -154,7 +154,7 @@ def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
     byte-identical. The lock is rewritten. Exit 1 when a later patch no longer
     applies on top of the refreshed one.
     """
-    from patchctl.authoring import refresh_patch
+    from patchctl.editing import refresh_patch
 
     result = refresh_patch(project_dir(ctx), stack_of(ctx), name)
     if as_json:

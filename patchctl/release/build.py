@@ -97,7 +97,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
     stamp_tree = _check_tree(tree, lock.fingerprint)
     license_rel, license_text = _upstream_license(tree, stack)
 
-    from patchctl.reproduce import find_toolchain, run_tool
+    from patchctl.toolchain import find_toolchain, run_tool
 
     tools = find_toolchain()
     env = {k: v for k, v in os.environ.items()
