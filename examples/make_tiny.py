@@ -11,7 +11,6 @@ examples/tiny lock
 from __future__ import annotations
 
 import shutil
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -21,6 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from tests.builders import (  # noqa: E402
     commit_all,
+    git,
     make_project,
     make_upstream,
     standard_patches,
@@ -61,8 +61,7 @@ def main() -> None:
         shutil.rmtree(out / "stack", ignore_errors=True)
         make_project(out, up, patches, pin=pin)
         bundle = out / "tiny-upstream.bundle"
-        subprocess.run(["git", "-C", str(up.path), "bundle", "create", "-q", str(bundle),
-                        "master"], check=True)
+        git(up.path, "bundle", "create", "-q", str(bundle), "master")
     pin = out / "stack" / "upstream.toml"
     text = pin.read_text()
     url = text.split('url = "', 1)[1].split('"', 1)[0]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from patchctl import gitrepo
-from patchctl.errors import GitError
+from patchctl.errors import GitError, InputError
 from tests.builders import Upstream, drop_blob, git
 
 
@@ -207,3 +207,16 @@ def test_commits_in_a_sparse_scratch_checkout_need_no_missing_blob(tmp_path: Pat
     git(work, "commit", "-q", "-m", "a file at the root")  # the user's own commit
     assert git(work, "ls-tree", "--name-only", "HEAD").split() == [
         "CMakeLists.txt", "NEW.md", "README.md", "include", "src"]
+
+
+@pytest.mark.parametrize("commit", ["--hard", "-q", "HEAD~1", "--output=x"])
+def test_reset_work_takes_only_an_object_id(tmp_path: Path, upstream: Upstream,
+                                            commit: str) -> None:
+    """A damaged state file's ``head`` never reaches `git reset` as an option (git 2.39's
+    reset refuses --end-of-options, so the id is checked instead)."""
+    head = gitrepo.work_head(upstream.path)
+    with pytest.raises(InputError, match="not a commit id"):
+        gitrepo.reset_work(upstream.path, commit, keep=False)
+    assert gitrepo.work_head(upstream.path) == head
+    assert not (upstream.path / "x").exists()
+    gitrepo.reset_work(upstream.path, head, keep=True)  # a real id still works

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from patchctl.errors import EnvironmentFailure, GitError, InputError
 
-_OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 id
 
 _KEEP_GIT_VARS = {
     "GIT_EXEC_PATH",
@@ -289,7 +289,7 @@ def tree_symlinks(repo: Path, tree: str, *,
     listed once."""
     from patchctl import fsutil
 
-    if not _OBJECT_ID.fullmatch(tree):
+    if not OBJECT_ID.fullmatch(tree):
         raise ValueError(f"not a tree id: {tree!r}")
     kept = (cache_dir or fsutil.cache_dir()) / "symlinks" / tree
     try:
@@ -298,7 +298,8 @@ def tree_symlinks(repo: Path, tree: str, *,
         pass
     else:
         return frozenset(p for p in text.split("\0") if p), 0
-    out = run_git(["ls-tree", "-r", "-z", "--full-tree", tree], repo=repo).stdout
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", tree],
+                  repo=repo).stdout
     links = frozenset(e.split("\t", 1)[1] for e in out.split("\0") if e.startswith("120000 "))
     with contextlib.suppress(OSError):  # a read-only cache: listed again next time
         fsutil.atomic_write(kept, "\0".join(sorted(links)).encode("utf-8", "surrogateescape"))

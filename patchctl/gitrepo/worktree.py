@@ -10,8 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import GitError
-from patchctl.gitrepo.core import git_env, run_git
+from patchctl.errors import GitError, InputError
+from patchctl.gitrepo.core import OBJECT_ID, git_env, run_git
 from patchctl.gitrepo.history import _IDENTITY
 from patchctl.gitrepo.index import ApplyRun
 
@@ -37,12 +37,12 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
     objects = objects if objects.is_absolute() else upstream / objects
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
-    run_git(["update-ref", "refs/heads/patchctl", commit], repo=dest)
+    run_git(["update-ref", "--end-of-options", "refs/heads/patchctl", commit], repo=dest)
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
     # The files are written through the upstream itself: in a partial clone that is
     # where the promisor remote is configured, so missing blobs are fetched there.
     whole = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
-                     "read-tree", "-u", "--reset", commit],
+                     "read-tree", "-u", "--reset", "--end-of-options", commit],
                     env=git_env(GIT_INDEX_FILE=str((dest / ".git" / "index").absolute())),
                     check=False)
     if whole.returncode == 0:
@@ -66,7 +66,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
         "".join(f"/{_sparse_escape(p)}\n" for p in sorted(set(needed) | set(readable)))
         + "".join(f"{p}\n" for p in patterns)  # where new files may come
         + "".join(f"!/{_sparse_escape(p)}\n" for p in missing if patterns))  # never these
-    run_git(["read-tree", "-u", "--reset", commit], repo=dest)
+    run_git(["read-tree", "-u", "--reset", "--end-of-options", commit], repo=dest)
     return _partial_clone_of(upstream, dest)
 
 
@@ -216,7 +216,11 @@ def work_head(work: Path) -> str:
 def reset_work(work: Path, commit: str, *, keep: bool) -> None:
     """Move ``work``'s branch back to ``commit``. ``keep``: the index and files stay as
     they are (what was committed since becomes staged); else both are reset to
-    ``commit`` and untracked files (.rej leftovers) removed."""
+    ``commit`` and untracked files (.rej leftovers) removed. ``commit`` comes from a
+    state file: it must be a full object id (git 2.39's reset refuses
+    ``--end-of-options``, so nothing option-like may reach it)."""
+    if not OBJECT_ID.fullmatch(commit):
+        raise InputError(f"not a commit id: {commit!r} (the rebase state is damaged)")
     if keep:
         run_git(["reset", "-q", "--soft", commit], repo=work)
     else:
