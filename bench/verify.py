@@ -322,7 +322,8 @@ def check_verify_report(suite: Suite, n: int) -> dict[str, object]:
                     for p in report["patches"] if not p.get("ok") or p["grade"] != "exact"]
         raise BenchError(f"{suite.name}/{n}: the generated stack does not verify clean "
                          f"(exit {proc.returncode}): {problems[:3]} {report.get('findings')}")
-    return {"mode": report["mode"], "git_calls": report["git_calls"],
+    return {"mode": report["mode"], "parts": report.get("parts", 1),
+            "git_calls": report["git_calls"],
             "in_process_seconds": report["seconds"], "lock": report["lock"],
             "grades": grades}
 
@@ -535,7 +536,8 @@ def render_table(result: dict) -> str:
                                                  for n in sizes))
         for n in sizes:
             v = s["verify_report"][str(n)]
-            out.append(f"  verify@{n}: {v['mode']}, {v['git_calls']} git calls, "
+            parts = f" in {v['parts']} parts" if v.get("parts", 1) > 1 else ""
+            out.append(f"  verify@{n}: {v['mode']}{parts}, {v['git_calls']} git calls, "
                        f"{fmt_s(v['in_process_seconds'])} in-process (self-reported, one warm run)")
         rel = s["relative_project_check"]
         if not rel["ok"]:

@@ -1,3 +1,3 @@
-from patchctl.cli import main
+from patchctl.cli import run
 
-main()
+run()

@@ -7,6 +7,7 @@ turned into one line and an exit code in exactly one place: ``main``.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import sys
 import time
@@ -121,3 +122,14 @@ def main(argv: list[str] | None = None) -> None:
                    err=True)
         sys.exit(EXIT_ENVIRONMENT)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def run() -> None:
+    """The console script: ``main`` on the process's own command line. The process ends
+    right after, so what it made is frozen out of the interpreter's last full garbage
+    collection, which would only walk objects that exit frees anyway (~10 ms after a
+    2,000-patch verify)."""
+    try:
+        main()
+    finally:
+        gc.freeze()

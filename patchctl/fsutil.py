@@ -17,6 +17,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,24 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _outlive(fd: int, holder: str, seconds: float = 2.0) -> bool:
+    """Take the lock on ``fd`` that a dead ``holder`` still seems to hold: a process
+    killed while it started a program leaves, for a moment, a child that has not yet
+    exec'd and so still shares the lock (it closes on exec). False at once when the
+    holder lives, or after ``seconds`` (then a verify is reading)."""
+    if not holder.isdigit() or _alive(int(holder)):
+        return False
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            continue
+    return False
+
+
 def umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
@@ -90,10 +109,11 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as e:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
-            raise BusyError(
-                f"{what} is busy: pid {holder} holds {path} (or a verify is reading); "
-                "wait for it to finish"
-            ) from e
+            if not _outlive(fd, holder):
+                raise BusyError(
+                    f"{what} is busy: pid {holder} holds {path} (or a verify is reading); "
+                    "wait for it to finish"
+                ) from e
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         yield
@@ -153,6 +173,14 @@ def cache_dir() -> Path:
         return Path(env)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "patchctl"
+
+
+def stack_cache_file(stack_root: Path, folder: str, suffix: str,
+                     cache: Path | None = None) -> Path:
+    """The file in ``folder`` of the cache that belongs to the stack at ``stack_root``
+    (named by a hash of its absolute path)."""
+    name = hashlib.sha256(str(stack_root.absolute()).encode()).hexdigest()[:16]
+    return (cache or cache_dir()) / folder / f"{name}{suffix}"
 
 
 @contextlib.contextmanager
@@ -226,7 +254,10 @@ def read_regular(path: Path, hint: str = "remove or replace it") -> bytes:
     # os.read, not a buffered file object, and no fcntl back to blocking (O_NONBLOCK means
     # nothing to a regular file): a third of the cost on 2,000 small patches
     try:
-        chunks = [os.read(fd, st.st_size + 1)]
+        first = os.read(fd, st.st_size + 1)
+        if len(first) == st.st_size:  # the size fstat gave: that was all (one read less)
+            return first
+        chunks = [first]  # it changed since the stat, or a short read: read to the end
         while chunks[-1]:
             chunks.append(os.read(fd, 1 << 16))
         return b"".join(chunks)

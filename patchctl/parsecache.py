@@ -10,7 +10,8 @@ and the whole file by the source of the parser, the linter and this module, so
 any change to a patch or to that code parses again. Lint findings are cached as
 ``lint_patch`` gives them without upstream symlinks; a patch that touches one of
 upstream's symlinks (or a path under one) is parsed and linted again with them
-(``Summary.touches``). Losing or corrupting the cache costs only time.
+(``Summary.touches``). ``partition`` keeps its ``<hash>.plan`` beside it, and
+goes with it. Losing or corrupting the cache costs only time.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from patchctl import fsutil, lint, patchfile
 from patchctl.lint import Finding, lint_patch, parent_dirs
 from patchctl.patchfile import Patch
 
-FORMAT = 2  # the layout of a cached entry
+FORMAT = 3  # the layout of a cached entry
 KEEP = 16  # stacks whose summaries are kept
 
 
@@ -44,6 +45,7 @@ class Summary(NamedTuple):
     added: int
     removed: int
     findings: tuple[Finding, ...]  # lint_patch(patch), no upstream symlinks given
+    in_place: bool  # every file diff changes an existing file, same path and mode
 
     def patch(self) -> Patch:
         """The whole parsed patch (to explain a failure): read and parsed again."""
@@ -67,7 +69,16 @@ def summarize(patch: Patch) -> Summary:
                    files=len(patch.files), paths=tuple(p for f in patch.files for p in f.paths),
                    concern=patch.concern, upstream_status=patch.upstream_status,
                    added=patch.added, removed=patch.removed,
-                   findings=tuple(lint_patch(patch)))
+                   findings=tuple(lint_patch(patch)),
+                   in_place=all(_in_place(f) for f in patch.files))
+
+
+def _in_place(f: patchfile.FileDiff) -> bool:
+    """Changes an existing file where it is: no creation, deletion, rename, copy or mode
+    change (a plain diff whose first hunk starts at line 0 may be either; not this)."""
+    first = f.hunks[0] if f.hunks else None
+    return (f.source is not None and f.source == f.target and not f.mode_lines
+            and (first is None or (first.source_start > 0 and first.target_start > 0)))
 
 
 def _code_key() -> str:
@@ -82,10 +93,7 @@ class ParseCache:
     """Read patches' summaries through the cache; ``save()`` writes what was parsed anew."""
 
     def __init__(self, stack_root: Path, cache_dir: Path | None = None) -> None:
-        from patchctl.gitrepo.cache import default_cache_dir
-
-        name = hashlib.sha256(str(stack_root.absolute()).encode()).hexdigest()[:16]
-        self.path = (cache_dir or default_cache_dir()) / "parsed" / f"{name}.json"
+        self.path = _cache_file(stack_root, cache_dir)
         self.key = _code_key()
         self.entries: dict[str, list[Any]] = {}
         self.used: dict[str, list[Any]] = {}
@@ -126,25 +134,31 @@ class ParseCache:
             _prune(self.path.parent)
 
 
+def _cache_file(stack_root: Path, cache_dir: Path | None = None) -> Path:
+    return fsutil.stack_cache_file(stack_root, "parsed", ".json", cache_dir)
+
+
 def _prune(folder: Path, keep: int = KEEP) -> None:
     """At most ``keep`` stacks' files: the least recently written go first."""
     files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
     for old in files[keep:]:
         old.unlink(missing_ok=True)
+        old.with_suffix(".plan").unlink(missing_ok=True)  # partition.plan_file
 
 
 def _to_entry(s: Summary) -> list[Any]:
     return [s.digest, s.files, list(s.paths), s.concern, s.upstream_status, s.added, s.removed,
-            [[f.severity, f.code, f.message, f.line] for f in s.findings]]
+            [[f.severity, f.code, f.message, f.line] for f in s.findings], s.in_place]
 
 
 def _from_entry(e: list[Any], *, name: str, path: Path, strip: int) -> Summary:
-    digest, files, paths, concern, status, added, removed, findings = e
+    digest, files, paths, concern, status, added, removed, findings, in_place = e
     if not (isinstance(digest, str) and isinstance(files, int) and isinstance(paths, list)
-            and isinstance(added, int) and isinstance(removed, int)):
+            and isinstance(added, int) and isinstance(removed, int)
+            and isinstance(in_place, bool)):
         raise ValueError("not a summary")
     return Summary(name=name, path=path, strip=strip, digest=digest, files=files,
                    paths=tuple(str(p) for p in paths), concern=concern, upstream_status=status,
                    added=added, removed=removed,
                    findings=tuple(Finding(str(s), str(c), str(m), ln)
-                                  for s, c, m, ln in findings))
+                                  for s, c, m, ln in findings), in_place=in_place)

@@ -19,9 +19,10 @@ def _table(rows: list[list[str]], header: list[str]) -> list[str]:
 
 def verify_text(report: VerifyReport) -> str:
     pin = report.pin
+    parts = f" in {report.parts} parts at once" if report.parts > 1 else ""
     out = [
         f"verify {pin.name} @ {pin.commit[:12]} (tree {report.pin_tree[:12]}): "
-        f"{len(report.patches)} patches, {report.mode}, {report.git_calls} git calls, "
+        f"{len(report.patches)} patches, {report.mode}{parts}, {report.git_calls} git calls, "
         f"{report.seconds:.3f} s"
     ]
     rows = []

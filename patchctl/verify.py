@@ -6,30 +6,33 @@ must equal the pin's. No work tree is checked out, so a partial clone works
 and the whole proof costs a handful of git processes. When the stack is clean,
 one ``git apply`` call carries all patches each way (the floor); only a
 failure falls back to one call per patch, to say which patch and hunk broke.
+A large stack is proven in parts that share no path, side by side on the cores
+it may use (``partition``), each part one call each way on its own index.
 """
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
-import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from patchctl import gitrepo, grades, schemas
+from patchctl import gitrepo, grades, partition, schemas
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import fingerprint
 from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
 from patchctl.lint import ERROR, WARNING, Finding
-from patchctl.parsecache import Summary
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
 
-BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
+if TYPE_CHECKING:
+    from patchctl.parsecache import ParseCache, Summary
 
-_WS = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:\n]+?)\.$", re.MULTILINE)
+BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
 
 
 @dataclass(frozen=True)
@@ -78,6 +81,7 @@ class VerifyReport:
     findings: list[Finding]  # stack-level
     strict: bool
     mode: str  # batched | per-patch
+    parts: int  # batched: how many parts of the series were proven at once (1: all in one)
     git_calls: int
     seconds: float
 
@@ -108,6 +112,25 @@ def verify(
     strict: bool = False,
     progress: Progress | None = None,
 ) -> VerifyReport:
+    # A verify makes some ten small objects per patch, all alive until the report is
+    # out: the cyclic collector would walk them again and again and find nothing.
+    with _collector_paused():
+        return _verify(stack, upstream, strict=strict, progress=progress)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
+def _verify(stack: Stack, upstream: Path, *, strict: bool,
+            progress: Progress | None) -> VerifyReport:
     started = time.perf_counter()
     pin = stack.pin()
     entries = stack.series()
@@ -122,39 +145,69 @@ def verify(
     # before git can start); check_patch_name's names are already normalized paths.
     root = str(stack.patches_dir)
     files = [f"{root}/{e.name}" for e in entries]
+    batch = bool(entries) and len({e.strip for e in entries}) == 1
+    cores = partition.cores() if batch and len(entries) >= partition.MIN_PATCHES else 1
     fp, lock_state, lock_finding = None, "unknown", None
-    with gitrepo.temp_index(repo) as index:
-        # git proves the whole stack on a thread while the patches are parsed and
-        # linted here: a clean stack costs the batched floor, not floor + parsing.
-        early = None
-        if entries and len({e.strip for e in entries}) == 1:
+    with contextlib.ExitStack() as scope:
+        indexes: list[gitrepo.TempIndex] = []
+
+        def prove(bins: list[list[int]]) -> list[tuple[list[int], gitrepo.RoundTrip]]:
+            """Start git on each bin of the series, on an index of its own."""
+            while len(indexes) < len(bins):
+                indexes.append(scope.enter_context(gitrepo.temp_index(repo)))
             if progress:
-                progress(f"applying {len(entries)} patches")
-            early = index.round_trip_in_background(files, strip=entries[0].strip,
-                                                   base=pin_tree)
+                at_once = f" in {len(bins)} parts at once" if len(bins) > 1 else ""
+                progress(f"applying {len(entries)} patches{at_once}")
+            return [(b, ix.round_trip_in_background([files[i] for i in b],
+                                                    strip=entries[0].strip, base=pin_tree))
+                    for b, ix in zip(bins, indexes, strict=False)]
+
+        # git proves the stack on threads while the patches are parsed and linted here:
+        # a clean stack costs the batched floor, not floor + parsing. A large one goes
+        # in the parts the last run split it into, kept only if they still hold.
+        whole = [list(range(len(entries)))]
+        guess = partition.last_plan(stack.root) if cores > 1 else None
+        if guess is not None and not 1 < len(guess) <= cores:
+            guess = None
+        trips = prove(guess or whole) if batch else []
+        graded = None
         try:
-            reports, patches = _load(stack, entries)
+            reports, patches, cache = _load(stack, entries)
             links, listed = gitrepo.tree_symlinks(repo, pin_tree)  # once per pin tree
             calls += listed
             for report in reports:
                 patch = patches.get(report.index)
                 if patch is not None:
                     report.findings += patch.lint(links)
-            if len(patches) == len(reports):
+            whole_stack = len(patches) == len(reports)
+            if whole_stack:
                 ordered = [patches[r.index] for r in reports]
                 fp = fingerprint(pin.commit, ordered)
                 lock_state, lock_finding = _check_lock(stack, pin, ordered)
+                if cores > 1:
+                    group_of = partition.groups([(p.paths, p.in_place) for p in ordered])
+                    plan = partition.split(group_of, [p.files for p in ordered], cores)
+                    partition.keep_plan(stack.root, plan)
+                    if guess is not None and not partition.holds(guess, group_of):
+                        for _, trip in trips:  # proves another split: start again
+                            trip.wait()
+                        trips = prove(plan or whole)
+            cache.save()
             run = _Run(repo, reports, patches, progress)
-            run.index = index
-            graded = run.prepare(early.forward_run()) if early is not None else None
+            if trips and whole_stack:
+                graded = run.prepare([(b, t.forward_run()) for b, t in trips])
         finally:
-            if early is not None:
-                early.wait()
-        if early is None or graded is None or not run.take(early, graded, pin_tree):
-            index.read_tree(pin_tree)
-            run.run(pin_tree, batch=early is None)
+            for _, trip in trips:
+                trip.wait()
+        if not trips or graded is None or not run.take([t for _, t in trips], graded, pin_tree):
+            if not indexes:
+                indexes.append(scope.enter_context(gitrepo.temp_index(repo)))
+            run.index = indexes[0]
+            run.index.read_tree(pin_tree)
+            run.run(pin_tree, batch=not trips)
         mode = "batched" if run.batched else "per-patch"
-        calls += index.calls
+        parts = len(trips) if run.batched and trips else 1
+        calls += sum(ix.calls for ix in indexes)
 
     stack_findings: list[Finding] = []
     if run.reversed_tree is not None and run.reversed_tree != pin_tree:
@@ -175,14 +228,17 @@ def verify(
         findings=stack_findings,
         strict=strict,
         mode=mode,
+        parts=parts,
         git_calls=calls,
         seconds=round(time.perf_counter() - started, 4),
     )
 
 
 def _load(stack: Stack, entries: Sequence[SeriesEntry],
-          ) -> tuple[list[PatchReport], dict[int, Summary]]:
-    from patchctl.parsecache import ParseCache
+          ) -> tuple[list[PatchReport], dict[int, Summary], ParseCache]:
+    """Each patch's report and summary (read through the parse cache; the caller saves
+    it)."""
+    from patchctl.parsecache import ParseCache  # with json: once git runs
 
     cache = ParseCache(stack.root)
     reports: list[PatchReport] = []
@@ -206,8 +262,7 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry],
                 patch.files, patch.added, patch.removed)
             report.digest = patch.digest
         reports.append(report)
-    cache.save()
-    return reports, patches
+    return reports, patches, cache
 
 
 class _Run:
@@ -235,24 +290,31 @@ class _Run:
         for r, finding in self._warnings(pairs) if warnings is None else warnings:
             r.findings.append(finding)
 
-    def prepare(self, forward: gitrepo.ApplyRun | None) -> _Graded | None:
-        """Each patch's part of a batched forward pass that applied, and git's
-        whitespace warnings (read while git reverses it); None when it did not apply or
-        a patch could not be parsed."""
-        if forward is None or not forward.ok or len(self.patches) != len(self.reports):
+    def prepare(self, forwards: Sequence[tuple[list[int], gitrepo.ApplyRun | None]],
+                ) -> _Graded | None:
+        """Each patch's part of the batched forward passes (one per part of the series:
+        its patches' positions, and git's run) when all applied, and git's whitespace
+        warnings (read while git reverses them); None when one did not apply or a patch
+        could not be parsed."""
+        if (any(f is None or not f.ok for _, f in forwards)
+                or len(self.patches) != len(self.reports)):
             return None
-        items = [self._item(r) for r in self.reports]
-        pairs = list(zip(self.reports, gitrepo.applied_from(forward, items), strict=True))
+        pairs: list[tuple[PatchReport, gitrepo.Applied]] = []
+        for positions, forward in forwards:
+            assert forward is not None
+            reports = [self.reports[i] for i in positions]
+            pairs += zip(reports, gitrepo.applied_from(forward, [self._item(r) for r in reports]),
+                         strict=True)
         return pairs, self._warnings(pairs)
 
-    def take(self, early: gitrepo.RoundTrip, graded: _Graded, pin_tree: str) -> bool:
-        """Grade every patch from the background round trip (``prepare``'s result); False
-        when it did not prove the stack (then ``run`` says which patch failed, one by
-        one)."""
-        if early.tree != pin_tree:
+    def take(self, trips: Sequence[gitrepo.RoundTrip], graded: _Graded, pin_tree: str) -> bool:
+        """Grade every patch from the background round trips (``prepare``'s result);
+        False when they did not prove the stack (then ``run`` says which patch failed,
+        one by one)."""
+        if any(t.tree != pin_tree for t in trips):
             return False
         self._grade(*graded)
-        self.reversed_tree = early.tree
+        self.reversed_tree = pin_tree
         self.batched = True
         return True
 
@@ -316,16 +378,37 @@ class _Run:
         runs = {id(a.run): a.run for _, a in pairs if a.run is not None}
         out = []
         for run in runs.values():
-            for m in _WS.finditer(run.stderr):  # one scan of git's whole output
-                if m.group("file") in by_path:
-                    out.append((by_path[m.group("file")],
-                                Finding(WARNING, "whitespace",
-                                        f"adds whitespace error: {m.group('what')}",
-                                        int(m.group("line")))))
+            last: dict[str, int] = {}  # patch file -> the line of its last warning
+            for w in run.whitespace():
+                report = by_path.get(w.file)
+                if report is None:
+                    continue
+                line = _warned_line(w, last.get(w.file, 0))
+                last[w.file] = line or last.get(w.file, 0)
+                out.append((report, Finding(WARNING, "whitespace",
+                                            f"adds whitespace error: {w.what}", line)))
         return out
 
     def _explain(self, report: PatchReport, error: gitrepo.ApplyError | None) -> Failure:
         return explain_failure(self.patches[report.index].patch(), error)
+
+
+def _warned_line(w: gitrepo.WhitespaceWarning, after: int) -> int | None:
+    """The line of its patch file that git warned of: git's own number where that line
+    is the added line git shows (a run of one patch, or a git that numbers each file
+    from 1), else the first such line after ``after`` (older gits count on across the
+    files of a run); None if the file holds no such line."""
+    try:
+        lines = Path(w.file).read_text(encoding="utf-8", errors="surrogateescape").split("\n")
+    except OSError:
+        return None
+
+    def shown(i: int) -> bool:
+        return lines[i][:1] == "+" and w.text in (lines[i], lines[i][1:])
+
+    if after < w.line <= len(lines) and shown(w.line - 1):
+        return w.line
+    return next((i + 1 for i in range(after, len(lines)) if shown(i)), None)
 
 
 def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:

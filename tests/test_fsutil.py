@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from patchctl import fsutil
-from patchctl.errors import InputError
+from patchctl.errors import BusyError, InputError
 from tests.builders import special_file
 
 
@@ -96,3 +99,52 @@ def test_path_lock_lives_in_the_cache_or_beside_when_it_cannot(tmp_path: Path,
     monkeypatch.setenv("PATCHCTL_CACHE_DIR", str(blocker / "cache"))  # cannot be created
     with fsutil.path_lock(dest, "test"):
         assert (tmp_path / ".d.patchctl-lock").exists()
+
+
+def _flock_holder(lock: Path, seconds: float) -> subprocess.Popen[bytes]:
+    """A real process holding ``lock`` (flock, exclusive) for ``seconds``; it says when."""
+    code = ("import fcntl, os, sys, time\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+            "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+            "print('held', flush=True)\n"
+            "time.sleep(float(sys.argv[2]))\n")
+    proc = subprocess.Popen([sys.executable, "-c", code, str(lock), str(seconds)],
+                            stdout=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stdout.readline() == b"held\n"
+    return proc
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_lock_a_dead_holder_leaves_held_for_a_moment_is_taken(tmp_path: Path) -> None:
+    """Killed while it started a program, a holder leaves the lock held by a child that
+    has not yet exec'd: the next writer waits that moment out instead of failing."""
+    lock = tmp_path / "lock"
+    lock.write_text(str(_dead_pid()))
+    holder = _flock_holder(lock, 0.3)  # shares the lock, as that child would
+    try:
+        with fsutil.exclusive_lock(lock, "the stack"):
+            assert lock.read_text() == str(os.getpid())
+            assert holder.poll() is not None  # it had to let go first
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_a_live_holder_is_refused_at_once(tmp_path: Path) -> None:
+    lock = tmp_path / "lock"
+    holder = _flock_holder(lock, 30)
+    lock.write_text(str(holder.pid))
+    try:
+        started = time.monotonic()
+        with (pytest.raises(BusyError, match=f"pid {holder.pid} holds"),
+              fsutil.exclusive_lock(lock, "the stack")):
+            pass
+        assert time.monotonic() - started < 1.5  # no waiting for a live holder
+    finally:
+        holder.kill()
+        holder.wait()

@@ -8,7 +8,7 @@ import os
 import re
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,14 +108,11 @@ def run_git(
     With ``spool``, git writes its output to unnamed temp files, not pipes: ``git apply
     -v`` writes a line at a time, unbuffered, and thousands of pipe writes each waking
     this process cost git more than its work on a 2,000-patch batch."""
-    argv = ["git", *_FIXED_CONFIG]
-    if repo is not None:
-        argv += ["-C", str(repo)]
-    argv += [str(a) for a in args]
-    try:
-        if spool:
-            proc = _spooled(argv, env=env or git_env(), input=input, timeout=timeout)
-        else:
+    if spool:
+        result = start_git(args, repo=repo, env=env, input=input).wait(timeout)
+    else:
+        argv = _argv(args, repo)
+        with _git_failures(args, timeout):
             proc = subprocess.run(
                 argv,
                 input=input,
@@ -126,30 +123,71 @@ def run_git(
                 check=False,
                 timeout=timeout,
             )
+        result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
+    if check and result.returncode != 0:
+        raise GitError(result.argv, result.returncode, result.stderr)
+    return result
+
+
+def _argv(args: Sequence[str | os.PathLike[str]], repo: Path | None) -> list[str]:
+    return ["git", *_FIXED_CONFIG, *(["-C", str(repo)] if repo is not None else []),
+            *(str(a) for a in args)]
+
+
+@contextlib.contextmanager
+def _git_failures(args: Sequence[str | os.PathLike[str]],
+                  timeout: float | None) -> Iterator[None]:
+    """git missing, or past its time: one EnvironmentFailure that says so."""
+    try:
+        yield
     except FileNotFoundError as e:
         raise EnvironmentFailure("git is not installed or not on PATH; install git >= 2.30") from e
     except subprocess.TimeoutExpired as e:
         raise EnvironmentFailure(
             f"`git {' '.join(str(a) for a in args[:2])}` made no end in {timeout:g} s "
             f"(a stalled server?); check the network, or raise {NETWORK_TIMEOUT_ENV}") from e
-    result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
-    if check and proc.returncode != 0:
-        raise GitError(argv, proc.returncode, proc.stderr)
-    return result
 
 
-def _spooled(argv: list[str], *, env: dict[str, str], input: str | None,
-             timeout: float | None) -> subprocess.CompletedProcess[str]:
-    """``subprocess.run`` with stdout and stderr in unnamed temp files (see ``run_git``)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        data = None if input is None else input.encode("utf-8", "surrogateescape")
-        proc = subprocess.run(argv, input=data, stdout=out, stderr=err, env=env, check=False,
-                              timeout=timeout)
-        texts = []
-        for f in (out, err):
-            f.seek(0)
-            texts.append(f.read().decode("utf-8", "surrogateescape"))
-    return subprocess.CompletedProcess(argv, proc.returncode, texts[0], texts[1])
+class Started:
+    """A git process running with its output spooled to unnamed temp files (``start_git``);
+    ``wait()`` gives its Result, whatever its exit code."""
+
+    def __init__(self, args: Sequence[str | os.PathLike[str]], argv: list[str],
+                 env: dict[str, str], input: str | None) -> None:
+        self._args, self.argv = args, argv
+        self._input = None if input is None else input.encode("utf-8", "surrogateescape")
+        with contextlib.ExitStack() as files:
+            self._files = (files.enter_context(tempfile.TemporaryFile()),
+                           files.enter_context(tempfile.TemporaryFile()))
+            with _git_failures(args, None):
+                self._proc = subprocess.Popen(
+                    argv, stdin=None if input is None else subprocess.PIPE,
+                    stdout=self._files[0], stderr=self._files[1], env=env)
+            self._close = files.pop_all().close  # wait() closes them; an error, at once
+
+    def wait(self, timeout: float | None = None) -> Result:
+        try:
+            with _git_failures(self._args, timeout):
+                try:
+                    self._proc.communicate(self._input, timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    self._proc.kill()
+                    self._proc.wait()
+                    raise
+            texts = []
+            for f in self._files:
+                f.seek(0)
+                texts.append(f.read().decode("utf-8", "surrogateescape"))
+        finally:
+            self._close()
+        return Result(self.argv, self._proc.returncode, texts[0], texts[1])
+
+
+def start_git(args: Sequence[str | os.PathLike[str]], *, repo: Path | None = None,
+              env: dict[str, str] | None = None, input: str | None = None) -> Started:
+    """``run_git(..., spool=True, check=False)`` in two steps: git starts now, and
+    ``Started.wait()`` waits for it (a caller can tell others it is under way first)."""
+    return Started(args, _argv(args, repo), env or git_env(), input)
 
 
 def run_git_bytes(args: Sequence[str | os.PathLike[str]], *, repo: Path | None = None,

@@ -9,17 +9,20 @@ import re
 import shutil
 import tempfile
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl.gitrepo.core import Result, git_env, last_line, run_git
+from patchctl.gitrepo.core import Result, git_env, last_line, run_git, start_git
 
 _CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
 _HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
 
 
+# `git apply --whitespace=warn`: "FILE:LINE: WHAT." then the line itself
+_WHITESPACE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:\n]+?)\.\n(?P<text>.*)$",
+                         re.MULTILINE)
 _FAILED_AT = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
 _ERROR = re.compile(r"^error: (.*)$")
 
@@ -33,6 +36,17 @@ class HunkOffset:
     hunk: int  # 1-based within its file diff
     offset: int  # lines
     line: int  # where it applied
+
+
+@dataclass(frozen=True)
+class WhitespaceWarning:
+    """A line `git apply` warned adds a whitespace error (it names at most five a run)."""
+
+    file: str  # the patch file, as git was given it
+    line: int  # as git numbers it: newer gits count from the first line of each patch
+    # file, older ones (2.39, for one) count on across all the patch files of one run
+    what: str  # "trailing whitespace", "space before tab in indent", ...
+    text: str  # the line as git shows it (without its "+", or "+" alone for a blank)
 
 
 @dataclass(frozen=True)
@@ -68,6 +82,12 @@ class ApplyRun:
                 out.append((file_index, HunkOffset(path, int(m.group(1)), int(m.group(3)),
                                                    int(m.group(2)))))
         return out
+
+    def whitespace(self) -> list[WhitespaceWarning]:
+        """The lines git warned add whitespace errors, in its order (one scan of its
+        whole output)."""
+        return [WhitespaceWarning(m.group("file"), int(m.group("line")), m.group("what"),
+                                  m.group("text")) for m in _WHITESPACE.finditer(self.stderr)]
 
     @property
     def error(self) -> ApplyError | None:
@@ -162,10 +182,12 @@ class TempIndex:
         three_way: bool = False,
         check_only: bool = False,
         verbose: bool = True,
+        started: Callable[[], None] | None = None,
     ) -> ApplyRun:
         """``git apply --cached`` of ``patch_files`` in one process. ``verbose`` (-v) makes
         git name each file and report hunk offsets (``ApplyRun.offsets``); without it,
-        only errors and whitespace warnings."""
+        only errors and whitespace warnings. ``started`` is called once git runs, before
+        this waits for it."""
         args = ["apply", "--cached", *(["-v"] if verbose else []), f"-p{strip}",
                 "--whitespace=warn"]
         if reverse:
@@ -175,7 +197,11 @@ class TempIndex:
         if check_only:
             args.append("--check")
         args += [os.fspath(p) for p in patch_files]
-        r = self._run(args, check=False, spool=True)  # -v: a line per file
+        self.calls += 1
+        git = start_git(args, repo=self.repo, env=self.env)  # spooled: -v, a line per file
+        if started is not None:
+            started()
+        r = git.wait()
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
     def commit(self, tree: str, parent: str, message: str) -> str:
@@ -295,14 +321,16 @@ class RoundTrip:
             if base is not None:
                 index.read_tree(base)
             self.forward = index.apply(patch_files, strip=strip)
-            self._forward_done.set()
-            if self.forward.ok:
-                # the reverse only has to go on (its offsets are not reported): no -v,
-                # which costs git ~15 ms of writes at 2,000 patches
-                self.back = index.apply(patch_files[::-1], strip=strip, reverse=True,
-                                        verbose=False)
-                if self.back.ok:
-                    self.tree = index.write_tree()
+            if not self.forward.ok:
+                return
+            # the reverse only has to go on (its offsets are not reported): no -v, which
+            # costs git ~15 ms of writes at 2,000 patches. The caller hears of the forward
+            # pass once the reverse runs: a thread busy reading it then would hold this
+            # one back from starting git.
+            self.back = index.apply(patch_files[::-1], strip=strip, reverse=True,
+                                    verbose=False, started=self._forward_done.set)
+            if self.back.ok:
+                self.tree = index.write_tree()
         except BaseException as e:  # handed to the caller by wait()
             self._error = e
         finally:
