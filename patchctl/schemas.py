@@ -28,10 +28,13 @@ DIFF = "patchctl.diff/1"
 
 CI_GITHUB = "patchctl.ci-github/1"
 CI_LANE = "patchctl.ci-lane/1"  # `ci run --json`, and the same document as the lane's result.json
+CI_PLAN = "patchctl.ci-plan/1"  # `ci run --list --json`: the steps a lane would run
 CANARY = "patchctl.canary/1"
 RELEASE_BUILD = "patchctl.release-build/1"
 RELEASE_VERIFY = "patchctl.release-verify/1"
 OUTREACH = "patchctl.outreach/1"
+OUTREACH_OUT = "patchctl.outreach-out/1"  # `draft-outreach --out DIR --json`: files written
+OUTREACH_CHECK = "patchctl.outreach-check/1"  # `draft-outreach --check --out DIR --json`
 UPSTREAM_STATUS = "patchctl.upstream-status/1"
 
 # files patchctl writes for others to read

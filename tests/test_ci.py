@@ -98,6 +98,15 @@ def test_list_shows_the_plan_with_the_lanes_backend(cli, tiny: Path) -> None:
     assert f"apply --into {work / 'tree'} --upstream /some/clone '--exclude=models/*.gguf'" \
         in lines["apply"]
     assert lines["verify"].startswith("verify     patchctl -C ")
+    r = cli("-C", str(tiny), "ci", "run", "--lane", "cuda", "--list", "--upstream",
+            "/some/clone", "--exclude", "models/*.gguf", "--json")
+    assert r.code == 0, r.err
+    plan = json.loads(r.out)
+    assert (plan["schema"], plan["lane"], plan["work"]) == ("patchctl.ci-plan/1", "cuda",
+                                                             str(work))
+    assert [s["name"] for s in plan["steps"]] == list(lines)
+    by_name = {s["name"]: s for s in plan["steps"]}
+    assert by_name["configure"]["command"].endswith("-DGGML_CUDA=ON")
     assert not (tiny / ".patchctl").exists()  # --list runs nothing
 
 

@@ -253,8 +253,12 @@ def test_out_dir_manifest_detects_stale_briefs(cli, forbids, tmp_path: Path) -> 
     assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
                str(out)).code == 0
     (out / "old-brief.md").write_text("left from an older series\n")
-    assert cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
-               str(out)).code == 0
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
+            str(out), "--json")
+    assert r.code == 0, r.err
+    written = json.loads(r.out)
+    assert written["schema"] == "patchctl.outreach-out/1"
+    assert "series.md" in written["files"] and written["removed"] == ["old-brief.md"]
     assert not (out / "old-brief.md").exists()  # a rewrite replaces the set at once
     ok = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
     assert ok.code == 0, ok.out
@@ -273,7 +277,9 @@ def test_out_dir_manifest_detects_stale_briefs(cli, forbids, tmp_path: Path) -> 
     brief = out / "series.md"
     brief.write_text(brief.read_text() + "edited\n")
     again = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out), "--json")
-    assert "output series.md was edited after it was written" in json.loads(again.out)["stale"]
+    checked = json.loads(again.out)
+    assert checked["schema"] == "patchctl.outreach-check/1" and checked["ok"] is False
+    assert "output series.md was edited after it was written" in checked["stale"]
 
 
 def test_onto_ports_and_grades_each_patch(cli, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import click
 
+from patchctl import schemas
 from patchctl.ci.workflows import DEFAULT_CRON, DEFAULT_LANES, DEFAULT_OUT
 from patchctl.commands._common import (
     complete_ref,
@@ -120,8 +121,9 @@ def run(ctx: click.Context, lane: str, upstream: str | None, work: Path | None,
     steps = lanes.plan(project, stack, the_lane, work=work, upstream=upstream, exclude=exclude)
     if list_only:
         if as_json:
-            emit_json([{"name": s.name, "command": s.display(), "skip": s.skip}
-                       for s in steps])
+            emit_json({"schema": schemas.CI_PLAN, "lane": the_lane.name, "work": str(work),
+                       "steps": [{"name": s.name, "command": s.display(), "skip": s.skip}
+                                 for s in steps]})
         else:
             for s in steps:
                 click.echo(f"{s.name:<10} " + (f"skipped: {s.skip}" if s.skip else s.display()))

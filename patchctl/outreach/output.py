@@ -33,7 +33,8 @@ class WriteResult:
     removed: list[str]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out": self.out, "files": self.files, "removed": self.removed}
+        return {"schema": schemas.OUTREACH_OUT, "out": self.out, "files": self.files,
+                "removed": self.removed}
 
 
 @dataclass
@@ -47,7 +48,8 @@ class CheckResult:
         return not self.stale
 
     def to_dict(self) -> dict[str, Any]:
-        return {"out": self.out, "ok": self.ok, "stale": self.stale, "command": self.command}
+        return {"schema": schemas.OUTREACH_CHECK, "out": self.out, "ok": self.ok,
+                "stale": self.stale, "command": self.command}
 
 
 def _sha(data: bytes) -> str:
