@@ -220,3 +220,16 @@ def test_reset_work_takes_only_an_object_id(tmp_path: Path, upstream: Upstream,
     assert gitrepo.work_head(upstream.path) == head
     assert not (upstream.path / "x").exists()
     gitrepo.reset_work(upstream.path, head, keep=True)  # a real id still works
+
+
+def test_git_missing_is_one_environment_failure(tmp_path, monkeypatch) -> None:
+    """Every way patchctl runs git says the same when git is not on PATH."""
+    from patchctl.errors import EnvironmentFailure
+    from patchctl.gitrepo.core import run_git, run_git_bytes, start_git
+
+    monkeypatch.setenv("PATH", str(tmp_path))  # an empty directory: no git
+    calls = [lambda: run_git(["--version"]), lambda: run_git(["--version"], spool=True),
+             lambda: run_git_bytes(["--version"]), lambda: start_git(["--version"]).wait()]
+    for call in calls:
+        with pytest.raises(EnvironmentFailure, match="git is not installed or not on PATH"):
+            call()

@@ -194,13 +194,10 @@ def run_git_bytes(args: Sequence[str | os.PathLike[str]], *, repo: Path | None =
                   env: dict[str, str] | None = None, input: bytes = b"") -> bytes:
     """``run_git`` for bytes in and out (``cat-file --batch``, ``fast-import`` streams);
     a non-zero exit raises GitError."""
-    argv = ["git", *_FIXED_CONFIG, *(["-C", str(repo)] if repo is not None else []),
-            *(str(a) for a in args)]
-    try:
+    argv = _argv(args, repo)
+    with _git_failures(args, None):
         proc = subprocess.run(argv, input=input, capture_output=True, env=env or git_env(),
                               check=False)
-    except FileNotFoundError as e:
-        raise EnvironmentFailure("git is not installed or not on PATH; install git >= 2.30") from e
     if proc.returncode != 0:
         raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
     return proc.stdout
