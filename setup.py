@@ -8,6 +8,7 @@ patchctl/manpages.py) into the build directory and installs them under
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -17,16 +18,36 @@ from setuptools import Distribution, setup
 install_data = Distribution().get_command_class("install_data")
 
 MAN_DIR = "share/man/man1"
+HERE = Path(__file__).resolve().parent
+
+
+def _source_date_epoch() -> None:
+    """Reproducible wheels: SOURCE_DATE_EPOCH (zip entry times, the man pages' date)
+    defaults to the checkout's HEAD commit time; outside a git work tree it stays unset."""
+    if "SOURCE_DATE_EPOCH" in os.environ:
+        return
+    sys.path.insert(0, str(HERE))
+    try:
+        from patchctl.errors import PatchctlError
+        from patchctl.gitrepo.history import head_commit
+
+        try:
+            head = head_commit(HERE)
+        except PatchctlError:  # no git: an unpacked sdist built where git is missing
+            head = None
+    finally:
+        sys.path.remove(str(HERE))
+    if head is not None:
+        os.environ["SOURCE_DATE_EPOCH"] = str(head[1])
 
 
 class install_data_with_man_pages(install_data):
     def run(self) -> None:
-        here = Path(__file__).resolve().parent
-        sys.path.insert(0, str(here))
+        sys.path.insert(0, str(HERE))
         try:
             from patchctl.manpages import write_pages
         finally:
-            sys.path.remove(str(here))
+            sys.path.remove(str(HERE))
         build = Path(self.get_finalized_command("build").build_base).resolve() / "man"
         pages = [str(p) for p in write_pages(build)]
         self.data_files = [(MAN_DIR, pages)]
@@ -40,6 +61,7 @@ class DistributionWithData(Distribution):
         return self.has_data_files()
 
 
+_source_date_epoch()
 setup(
     distclass=DistributionWithData,
     data_files=[(MAN_DIR, [])],  # filled in by install_data_with_man_pages

@@ -56,3 +56,34 @@ def test_the_build_installs_the_pages(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     pages = sorted(p.name for p in (tmp_path / "prefix/share/man/man1").iterdir())
     assert pages == expected_pages()
+
+
+def test_the_wheel_is_reproducible(tmp_path: Path) -> None:
+    """Issue 27: two `pip wheel` builds a minute apart differed (zip times, the man pages'
+    build date). SOURCE_DATE_EPOCH defaults to the commit time: same commit, same bytes,
+    whatever the files' mtimes; and the wheel ships the LICENSE (PEP 639)."""
+    import os
+    import zipfile
+
+    src = tmp_path / "src"
+    subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(src)], check=True)
+    env = {k: v for k, v in os.environ.items() if k != "SOURCE_DATE_EPOCH"}
+    wheels = []
+    for n, mtime in enumerate((1_800_000_000, 1_800_000_600)):
+        for f in src.rglob("*"):
+            if ".git" not in f.parts:
+                os.utime(f, (mtime, mtime), follow_symlinks=False)
+        out = tmp_path / f"out{n}"
+        r = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                            "--no-build-isolation", "--no-index", "-w", str(out), str(src)],
+                           capture_output=True, text=True, env=env, check=False)
+        assert r.returncode == 0, r.stderr
+        [wheel] = out.glob("*.whl")
+        wheels.append(wheel.read_bytes())
+        subprocess.run(["git", "-C", str(src), "clean", "-qfdx"], check=True)
+    assert wheels[0] == wheels[1]
+    with zipfile.ZipFile(tmp_path / "out0" / wheel.name) as z:
+        names = z.namelist()
+        metadata = z.read(next(n for n in names if n.endswith(".dist-info/METADATA")))
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert b"License-Expression: MIT" in metadata
