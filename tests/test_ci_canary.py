@@ -269,3 +269,18 @@ def test_tip_of_a_local_upstream_resolves_there(cli, project: Path, upstream: Up
     assert r.code == 0 and r.out.strip() == upstream.head
     bad = cli("-C", str(project), "ci", "tip", "nope")
     assert bad.code == 2 and "'nope' is not a commit, tag or branch that can be found" in bad.err
+
+
+@pytest.mark.parametrize("which", ["report", "previous"])
+def test_a_malformed_report_from_the_cache_is_one_line(cli, tmp_path: Path, which: str) -> None:
+    """Issue 22 #12: `"bisect": "x"` in a report (the previous one comes from the Actions
+    cache) gave a traceback; both are validated against their schema before use."""
+    bad = synthetic_report()
+    bad["patches"][3]["bisect"] = "x"
+    good = write(tmp_path / "good.json", synthetic_report())
+    path = write(tmp_path / "bad.json", bad)
+    args = [str(path)] if which == "report" else [str(good), "--previous", str(path)]
+    r = cli("ci", "summary", *args)
+    assert r.code == 2 and len(r.err.strip().splitlines()) == 1, r.err
+    assert "at patches/3/bisect: 'x' is not of type 'object', 'null'" in r.err
+    assert ("previous report" in r.err) == (which == "previous")

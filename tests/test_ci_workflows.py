@@ -6,6 +6,7 @@ working directory, which a test must not change in-process.
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import shutil
@@ -14,8 +15,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
+
+from patchctl.ci import workflows
+from patchctl.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
+ZIZMOR_CONFIG = REPO / "patchctl" / "ci" / "zizmor.yml"
 GOLDEN = Path(__file__).parent / "fixtures" / "ci" / "workflows"
 BIN = Path(sys.executable).parent
 FILES = ("patchctl-stack.yml", "patchctl-canary.yml")
@@ -53,6 +59,17 @@ def schema_check(*files: Path) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, check=False)
 
 
+def zizmor(*files: Path) -> list[str]:
+    """zizmor's findings (audit ids), offline and as an auditor (its widest persona),
+    with the findings the generated workflows accept by design configured, each with its
+    reason, in patchctl/ci/zizmor.yml."""
+    r = subprocess.run([tool("zizmor"), "--offline", "--persona", "auditor", "--config",
+                        str(ZIZMOR_CONFIG), "--format", "json", "--no-progress",
+                        *map(str, files)], capture_output=True, text=True, check=False)
+    assert r.returncode in (0, 11, 12, 13, 14), r.stderr  # 1x: findings of severity x
+    return [f["ident"] for f in json.loads(r.stdout)]
+
+
 @pytest.fixture
 def repo(tmp_path: Path) -> Path:
     """A repository root holding the tiny example under examples/tiny."""
@@ -78,8 +95,8 @@ def test_golden_workflows(repo: Path) -> None:
         '"vulkan"]' in stack
     assert 'working-directory: "examples/tiny"' in stack
     assert "hashFiles('examples/tiny/stack/upstream.toml')" in stack
-    assert "python -m pip install 'patchctl @ git+https://example.invalid/patchctl@v0.1.0'" \
-        in stack
+    assert 'REQUIREMENT: "patchctl @ git+https://example.invalid/patchctl@v0.1.0"' in stack
+    assert 'run: python -m pip install "$REQUIREMENT"' in stack
     canary = (out / "patchctl-canary.yml").read_text()
     assert 'cron: "0 4 * * 1-5"' in canary and "issues: write" in canary
     # The token reaches gh through its environment only: never on a command line or echoed.
@@ -113,6 +130,96 @@ def test_the_validators_catch_a_broken_workflow(tmp_path: Path) -> None:
     bad.write_text(text.replace('echo "commit=$commit" >> "$GITHUB_OUTPUT"',
                                 'echo commit=$commit >> $GITHUB_OUTPUT'))
     assert "shellcheck" in actionlint(bad).stdout
+
+
+def test_zizmor_finds_nothing(repo: Path) -> None:
+    """Issue 22 #3/#4: every lane and --canary-issue, through zizmor's template-injection
+    audit and the rest (artipacked, excessive-permissions, undocumented-permissions were
+    found and fixed; unpinned-uses and self-hosted-runner are configured with a reason)."""
+    assert patchctl(*GOLDEN_ARGS, cwd=repo).returncode == 0
+    assert zizmor(*(repo / ".github" / "workflows" / name for name in FILES)) == []
+    assert zizmor(*(REPO / ".github" / "workflows" / name for name in FILES)) == []
+
+
+def test_zizmor_catches_an_injection(tmp_path: Path) -> None:
+    """The control for the test above: zizmor reports an expression in a `run:` script
+    and a checkout that keeps its token, with the same configuration."""
+    text = (GOLDEN / "patchctl-stack.yml").read_text()
+    bad = tmp_path / "bad.yml"
+    bad.write_text(text.replace('run: python -m pip install "$REQUIREMENT"',
+                                "run: python -m pip install "
+                                "${{ github.event.head_commit.message }}", 1))
+    assert "template-injection" in zizmor(bad)
+    bad.write_text(text.replace("persist-credentials: false", "persist-credentials: true", 1))
+    assert "artipacked" in zizmor(bad)
+
+
+# An --out whose lines end the header comment and add a top-level `defaults:` (a shell
+# for every step), and still resolve to .github/workflows.
+OUT_INJECTION = ("x\ndefaults:\n  run:\n    shell: sh -c 'touch pwned' {0}\n"
+                 "#/../.github/workflows")
+
+
+@pytest.mark.parametrize(("pin_name", "args", "message"), [
+    ("up ${{ secrets.NPM_TOKEN }}", ["--canary-issue"], "the pin's name (stack/upstream.toml)"),
+    ("up\njobs: {}", ["--canary-issue"], "the pin's name (stack/upstream.toml)"),
+    (None, ["--install", "${{ github.event.head_commit.message }}"], "--install"),
+    (None, ["--install", "patchctl\x1b[2J"], "--install"),
+    (None, ["--out", OUT_INJECTION], "--out"),
+    (None, ["--out", ".github/${{ github.actor }}"], "--out"),
+], ids=["name-expression", "name-newline", "install-expression", "install-escape",
+        "out-newline", "out-expression"])
+def test_a_value_that_would_change_the_workflow_is_refused(
+        repo: Path, pin_name: str | None, args: list[str], message: str) -> None:
+    """Issue 22 #3: the pin's name reached the canary's issue title env, where Actions
+    evaluates `${{ }}`. Issue 22 #4: --out reached the header comment, where a newline
+    ends it, and --install a `run:` line. Each is refused: exit 2, one line, nothing
+    written."""
+    if pin_name is not None:
+        pin = repo / "examples" / "tiny" / "stack" / "upstream.toml"
+        pin.write_text(pin.read_text().replace('name = "tiny"', f"name = {json.dumps(pin_name)}"))
+    r = patchctl("-C", "examples/tiny", "ci", "github", *args, cwd=repo)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith(f"patchctl: error: {message} ") and \
+        len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert sorted(p.name for p in repo.iterdir()) == ["examples"]  # nothing written
+
+
+@pytest.mark.parametrize("field", ["project", "out", "install", "name", "canary_cron",
+                                   "runners"])
+@pytest.mark.parametrize("bad", ["a ${{ github.token }}", "a\nb: c", "a\rb", "a\tb",
+                                 "a\x00b", "a\x9bb", "a\u202eb"])
+def test_every_option_passes_the_one_check(field: str, bad: str) -> None:
+    """Issue 22 #3/#4: every value that reaches the text passes workflow_value, whichever
+    way it comes in (the library API too, not only the CLI)."""
+    value: object = {"canary_cron": "0 4 * * " + bad,
+                     "runners": {"cpu": ("ubuntu-latest", bad)}}.get(field, bad)
+    with pytest.raises(InputError, match=r"line break or control character|'\$\{\{'"):
+        workflows.render(workflows.Options(**{field: value}))
+
+
+def test_data_reaches_the_shell_through_env_only(repo: Path) -> None:
+    """Issue 22 #4: no `run:` script holds a value from an option or the pin; a step reads
+    it from `env:`, double-quoted, so no character of it is shell syntax."""
+    install = "patchctl @ git+https://example.invalid/p@v1 ; echo $HOME `id` 'q'"
+    pin = repo / "examples" / "tiny" / "stack" / "upstream.toml"
+    pin.write_text(pin.read_text().replace('name = "tiny"', 'name = "ti\'ny $(id) `x`"'))
+    r = patchctl("-C", "examples/tiny", "ci", "github", "--canary-issue", "--install", install,
+                 cwd=repo)
+    assert r.returncode == 0, r.stderr
+    envs: list[dict[str, str]] = []
+    for name in FILES:
+        doc = yaml.safe_load((repo / ".github" / "workflows" / name).read_text())
+        for job in doc["jobs"].values():
+            for step in job["steps"]:
+                assert "ti'ny" not in step.get("run", "") and "example.invalid" not in \
+                    step.get("run", ""), step
+                envs.append(step.get("env", {}))
+    assert {"REQUIREMENT": install} in envs
+    title = next(e["TITLE"] for e in envs if "TITLE" in e)
+    assert title == "patchctl upstream canary: ti'ny $(id) `x` patches no longer apply"
+    canary = (repo / ".github" / "workflows" / "patchctl-canary.yml").read_text()
+    assert '--title "$TITLE"' in canary
 
 
 def test_this_repositorys_workflows_are_current() -> None:

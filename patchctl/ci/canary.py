@@ -12,7 +12,6 @@ re-raised every night.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from patchctl import schemas
 from patchctl.errors import InputError
+from patchctl.untrusted import BadDocument, printable, read_json
 
 SCHEMA = schemas.CANARY
 BROKEN = "conflict"
@@ -77,46 +77,65 @@ class Canary:
                 f"fixed={len(self.named(FIXED))}\nlanded={len(self.named(LANDED))}\n")
 
 
+# What the canary reads of a report: it comes from the Actions cache (the previous run's)
+# and from files a user names, so it is untrusted (patchctl/untrusted.py). Other fields
+# are allowed and ignored; commit ids are hex and names one line, as rebase-pin writes them.
+_CONTROL = {"pattern": "[\\x00-\\x1f\\x7f]"}  # as "not": `$` also matches before a final \n
+_SHA = {"type": "string", "pattern": "^[0-9a-f]{40}(?:[0-9a-f]{24})?$", "not": _CONTROL}
+_LINE = {"type": "string", "minLength": 1, "not": _CONTROL}
+_COMMIT = {"type": "object", "required": ["id"],
+           "properties": {"id": _SHA, "subject": {"type": ["string", "null"]}}}
+_MAYBE_COMMIT = {"anyOf": [{"type": "null"}, _COMMIT]}
+REPORT_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["schema", "old", "new", "patches"],
+    "properties": {
+        "schema": {"type": "string",
+                   "pattern": "^" + re.escape(schemas.family(schemas.REBASE))},
+        "old": _SHA, "new": _SHA, "new_ref": {"type": "string"},
+        "commits": {"type": ["integer", "null"]},
+        "patches": {"type": "array", "items": {
+            "type": "object", "required": ["name", "grade"],
+            "properties": {
+                "index": {"type": "integer"}, "name": _LINE,
+                "grade": {"type": "string", "pattern": "^[a-z0-9-]+$", "not": _CONTROL},
+                "offsets": {"type": ["array", "null"]},
+                "conflicts": {"type": ["array", "null"], "items": _LINE},
+                "bisect": {"type": ["object", "null"], "properties": {
+                    "commit": _MAYBE_COMMIT, "note": {"type": ["string", "null"]}}},
+                "landed": {"type": ["object", "null"], "properties": {
+                    "commit": _MAYBE_COMMIT, "how": {"type": "string"}}},
+                "superseded": {"properties": {
+                    "commit": {"anyOf": [{"type": "null"}, _SHA, _COMMIT]}}}}}}}}
+STATUS_SCHEMA: dict[str, Any] = {
+    "type": "object", "required": ["schema", "patches"],
+    "properties": {
+        "schema": {"type": "string",
+                   "pattern": "^" + re.escape(schemas.family(schemas.UPSTREAM_STATUS))},
+        "ref_commit": {"anyOf": [{"type": "null"}, _SHA]},
+        "patches": {"type": "array", "items": {
+            "type": "object", "required": ["file"],
+            "properties": {"file": _LINE, "upstream": {"type": ["object", "null"], "properties": {
+                "first_breaking": {"anyOf": [{"type": "null"}, _SHA, _COMMIT]},
+                "contains": {"type": ["number", "null"]}}}}}}}}
+
+
 def load_report(path: Path, *, what: str = "report") -> dict[str, Any]:
+    """A ``rebase-pin --check --bisect --json`` report, validated (one-line InputError)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{what} {path} does not exist") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"{what} {path} is not JSON ({e}); give the output of "
-                         "`patchctl rebase-pin NEW --check --bisect --json`") from None
-    check_report(data, source=path)
-    report: dict[str, Any] = data
+        report: dict[str, Any] = read_json(path, REPORT_SCHEMA)
+    except BadDocument as e:
+        raise InputError(f"{what} {path} is not a rebase-pin report ({e}); give the output "
+                         "of `patchctl rebase-pin NEW --check --bisect --json`") from None
     return report
-
-
-def check_report(data: object, *, source: Path | str) -> None:
-    ok = isinstance(data, dict) \
-        and str(data.get("schema", "")).startswith(schemas.family(schemas.REBASE)) \
-        and isinstance(data.get("patches"), list) \
-        and all(isinstance(p, dict) and isinstance(p.get("name"), str)
-                and isinstance(p.get("grade"), str) for p in data["patches"]) \
-        and all(isinstance(data.get(k), str) for k in ("old", "new"))
-    if not ok:
-        raise InputError(f"{source} is not a rebase-pin report (schema {schemas.REBASE}); "
-                         "give the output of `patchctl rebase-pin NEW --check --bisect --json`")
 
 
 def load_status(path: Path) -> dict[str, Any]:
     """An ``upstream-status --ref TIP --json`` report (its verdicts: landed, superseded)."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise InputError(f"status report {path} is not readable JSON ({e}); give the output "
+        status: dict[str, Any] = read_json(path, STATUS_SCHEMA)
+    except BadDocument as e:
+        raise InputError(f"{path} is not an upstream-status report ({e}); give the output "
                          "of `patchctl upstream-status --ref TIP --json`") from None
-    ok = isinstance(data, dict) and \
-        str(data.get("schema", "")).startswith(schemas.family(schemas.UPSTREAM_STATUS)) and \
-        isinstance(data.get("patches"), list) and \
-        all(isinstance(p, dict) and isinstance(p.get("file"), str) for p in data["patches"])
-    if not ok:
-        raise InputError(f"{path} is not an upstream-status report; give the output of "
-                         "`patchctl upstream-status --ref TIP --json`")
-    status: dict[str, Any] = data
     return status
 
 
@@ -251,11 +270,11 @@ def _commit(c: Canary, commit: str, subject: str | None = None) -> str:
 
 
 def _code(text: str) -> str:
-    return "`" + text.replace("`", "'").replace("|", "\\|") + "`"
+    return "`" + printable(text).replace("`", "'").replace("|", "\\|") + "`"
 
 
 def _text(text: str) -> str:
-    return _MD_SPECIAL.sub(r"\\\1", " ".join(str(text).split()))
+    return _MD_SPECIAL.sub(r"\\\1", printable(" ".join(str(text).split())))
 
 
 def upstream_tip(repo: Path, ref: str, *, fetch: bool) -> str:
