@@ -33,8 +33,11 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_dead_temps(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
-                               dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
+                                   dir=path.parent)
+    except OSError as e:  # named by the file asked for, not by the temp file beside it
+        raise OSError(e.errno, e.strerror, str(path)) from e
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
@@ -47,9 +50,11 @@ def atomic_write(path: Path, data: str | bytes) -> None:
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename in (None, tmp):
+            raise OSError(e.errno, e.strerror, str(path)) from e
         raise
 
 
@@ -268,17 +273,39 @@ def read_regular(path: Path, hint: str = "remove or replace it") -> bytes:
 # -- stage beside, then swap in ------------------------------------------------------------
 
 
-def replaceable(dest: Path, option: str, protect: dict[str, Path]) -> Path:
+def replaceable(dest: Path, option: str, protect: dict[str, Path], *,
+                inside: dict[str, Path] | None = None) -> Path:
     """``dest`` resolved (a symlink is followed: its target will be replaced, the link kept),
-    refused when it is not a directory or is or holds one of ``protect``'s paths."""
+    refused when it is not a directory, is or holds one of ``protect``'s paths, or lies
+    inside one of ``inside``'s (trees only their own commands write in, such as stack/)."""
     dest = Path(os.path.realpath(dest.absolute()))
     if dest.exists() and not dest.is_dir():
         raise InputError(f"{option} {dest}: exists and is not a directory")
+    return _outside(dest, option, protect, inside or {})
+
+
+def replaceable_file(path: Path, option: str, protect: dict[str, Path], *,
+                     inside: dict[str, Path] | None = None) -> Path:
+    """``path`` with its directory resolved (the file itself is not followed: ``atomic_write``
+    replaces a link, never writes through it), refused like ``replaceable``'s directory."""
+    path = Path(os.path.realpath(path.absolute().parent)) / path.name
+    if path.is_dir() and not path.is_symlink():
+        raise InputError(f"{option} {path}: is a directory; name a file")
+    return _outside(path, option, protect, inside or {})
+
+
+def _outside(dest: Path, option: str, protect: dict[str, Path],
+             inside: dict[str, Path]) -> Path:
     for what, path in protect.items():
         real = Path(os.path.realpath(path.absolute()))
         if real == dest or dest in real.parents:
             raise InputError(f"{option} {dest} would replace {what} ({real}): "
                              "choose a directory outside it")
+    for what, path in inside.items():
+        real = Path(os.path.realpath(path.absolute()))
+        if real == dest or real in dest.parents:
+            raise InputError(f"{option} {dest} is inside {what} ({real}): "
+                             "choose a path outside it")
     return dest
 
 

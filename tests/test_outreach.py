@@ -358,3 +358,134 @@ def test_evidence_records_give_results_timings_and_rerun_commands(cli, forbids) 
     assert "- before (pin \\+ 0 patches): failed at the build step (cube.o)" in text
     assert "ctest -R '^cube$'" in text
     assert "evidence/unrelated.json" not in text
+
+
+# -- issue 22: what --out and --handoff may replace, and upstream text that is not UTF-8 ----
+
+
+def _refused(r, fragment: str) -> None:
+    """Exit 2, one line naming what to pass instead, no traceback."""
+    assert r.code == 2, (r.code, r.out, r.err)
+    assert len(r.err.strip().splitlines()) == 1 and "Traceback" not in r.err, r.err
+    assert fragment in r.err, r.err
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes()
+            for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_out_refuses_a_folder_it_did_not_write(cli, forbids) -> None:
+    """Issue 22 #1: `--out docs` on a plain folder (no MANIFEST.json) deleted docs/NOTES.md
+    and docs/design.diff and exited 0. Now a folder is replaced only when it is empty,
+    absent or holds the MANIFEST.json of draft-outreach (patchctl.outreach-manifest/1)."""
+    project, up = forbids
+    docs = project / "docs"
+    docs.mkdir()
+    (docs / "NOTES.md").write_text("my notes\n")
+    (docs / "design.diff").write_text("--- a/x\n+++ b/x\n")
+    before = _tree(project)
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out", str(docs))
+    _refused(r, "draft-outreach did not write (it has no MANIFEST.json): pass an empty or new")
+    assert _tree(project) == before
+    # a MANIFEST.json that is not draft-outreach's does not make the folder its own
+    (docs / "MANIFEST.json").write_text('{"schema": "someone-else/1", "outputs": {}}')
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out", str(docs))
+    _refused(r, "MANIFEST.json is not one draft-outreach wrote")
+    assert (docs / "NOTES.md").read_text() == "my notes\n"
+    assert (docs / "design.diff").exists()
+    # an empty folder is fine, and so is rewriting the brief folder it made there
+    empty = project / "briefs"
+    empty.mkdir()
+    for _ in range(2):
+        r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out",
+                str(empty))
+        assert r.code == 0, r.err
+    assert (empty / "MANIFEST.json").is_file() and (empty / "series.md").is_file()
+
+
+@pytest.mark.parametrize("args", [
+    ["--out", "{P}/stack/patches"],
+    ["--out", "{P}/stack/briefs"],
+    ["--out", "{T}/briefs", "--handoff", "{P}/stack/series"],
+    ["--out", "{T}/briefs", "--handoff", "{P}/stack/patches/README.md"],
+], ids=["out-patches", "out-new-in-stack", "handoff-series", "handoff-new-in-stack"])
+def test_out_and_handoff_inside_the_stack_are_refused(cli, forbids, tmp_path: Path,
+                                                      args: list[str]) -> None:
+    """Issue 22 #1: `--out stack/patches` deleted a quilt-style 0002-two.diff patch (verify
+    then failed) and `--handoff stack/series` overwrote the series with Markdown. Nothing
+    of draft-outreach goes inside stack/ now, new or not."""
+    project, up = forbids
+    (project / "stack/patches/0002-two.diff").write_text("--- a/x\n+++ b/x\n")
+    before = _tree(project / "stack")
+    argv = [a.replace("{T}", str(tmp_path)).replace("{P}", str(project)) for a in args]
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), *argv)
+    _refused(r, "inside the stack")
+    assert "choose a path outside it" in r.err
+    assert _tree(project / "stack") == before
+    assert not (tmp_path / "briefs").exists()
+
+
+def test_handoff_never_replaces_a_file_it_did_not_write(cli, forbids, tmp_path: Path) -> None:
+    """Issue 22 #1: --handoff FILE replaced whatever FILE was (stack/series with Markdown).
+    An existing file is replaced only when the brief folder's manifest lists it."""
+    project, up = forbids
+    readme = project / "README.md"
+    readme.write_text("# the project's own readme\n")
+    out = tmp_path / "briefs"
+    base = ["-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out", str(out)]
+    r = cli(*base, "--handoff", str(readme))
+    _refused(r, "exists and draft-outreach did not write it")
+    assert "name a new file" in r.err
+    assert readme.read_text() == "# the project's own readme\n" and not out.exists()
+    handoff = project / "HANDOFF.md"
+    for _ in range(2):  # new, then the one it wrote (the manifest lists it)
+        r = cli(*base, "--handoff", str(handoff))
+        assert r.code == 0, r.err
+    manifest = json.loads((out / "MANIFEST.json").read_text())
+    assert os.path.relpath(handoff, out) in manifest["outputs"]
+    assert cli("-C", str(project), "draft-outreach", "--check", "--out", str(out)).code == 0
+    _refused(cli(*base, "--handoff", str(out / "MANIFEST.json")), "name another file")
+
+
+def test_a_handoff_inside_the_brief_folder_is_kept(cli, forbids, tmp_path: Path) -> None:
+    """Found with issue 22 #1: a --handoff inside --out was written, then deleted with the
+    old briefs (a .md the new set did not hold) and reported as removed."""
+    project, up = forbids
+    out = tmp_path / "briefs"
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--out", str(out),
+            "--handoff", str(out / "HANDOFF.md"), "--json")
+    assert r.code == 0, r.err
+    written = json.loads(r.out)
+    assert "HANDOFF.md" in written["files"] and written["removed"] == []
+    assert (out / "HANDOFF.md").read_text().startswith("#")
+    assert cli("-C", str(project), "draft-outreach", "--check", "--out", str(out)).code == 0
+
+
+def test_a_contributing_md_that_is_not_utf8(cli, tmp_path: Path) -> None:
+    """Issue 22 #13: bytes that are not UTF-8 in the upstream's CONTRIBUTING.md made
+    `draft-outreach --out` fail with UnicodeEncodeError, and without --out went to stdout
+    raw. Both now write valid UTF-8: U+FFFD where the file is not, and a finding."""
+    from tests.builders import commit_all
+
+    up = policy_upstream(tmp_path / "up", FORBIDS)
+    (up.path / "CONTRIBUTING.md").write_bytes(
+        FORBIDS.encode() + b"- Caf\xe9 rules: use ASCII only \xff\xfe in code.\n")
+    up.commits["policy"] = commit_all(up.path, "docs : a Latin-1 line")
+    patch = api_patch(up, tmp_path / "scratch")
+    project = _project(tmp_path, up, [("0001-tiny-add-tiny_cube.patch", patch)])
+    line = FORBIDS.count("\n") + 1
+    finding = f"CONTRIBUTING.md at the base is not valid UTF-8 (first at line {line})"
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--series")
+    assert r.code == 0, r.err
+    r.out.encode("utf-8")  # strict: no undecodable byte smuggled through as a surrogate
+    assert finding in r.out and "Caf\ufffd rules" in r.out
+    out = tmp_path / "briefs"
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "--series",
+            "--out", str(out))
+    assert r.code == 0, r.err
+    for path in out.iterdir():
+        path.read_bytes().decode("utf-8")  # strict
+    assert finding in (out / "series.md").read_text(encoding="utf-8")
+    data = _json(cli, project, up)
+    assert any(finding in m for m in data["missing"])

@@ -182,6 +182,22 @@ def test_read_only_stack_is_an_environment_error(cli, two, command: str) -> None
     assert _leftovers(project) == []
 
 
+def test_junit_into_a_read_only_directory_names_the_file(cli, two, tmp_path: Path) -> None:
+    """Issue 22 (verify --junit): a read-only target for `verify --junit FILE` named
+    patchctl's temp file beside it (.FILE.PID.xxx.tmp) in the error, not FILE."""
+    project, _ = two
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    bound = _cli_bound_by_permissions(cli)
+    os.chmod(ro, 0o555)
+    try:
+        r = bound("-C", str(project), "verify", "--junit", str(ro / "report.xml"))
+    finally:
+        os.chmod(ro, 0o755)
+    _one_line(r, 3, f"patchctl: error: {ro / 'report.xml'}: Permission denied")
+    assert ".tmp" not in r.err and list(ro.iterdir()) == []
+
+
 def test_an_unwritable_place_is_an_environment_error(cli, two, tmp_path: Path) -> None:
     """Regression: an OSError (here `verify --junit` into a path under a regular file)
     gave a traceback and exit 1, which means "findings"; now exit 3 and one line."""

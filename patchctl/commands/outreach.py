@@ -85,7 +85,10 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
 
     from patchctl.outreach import brief as briefs
     from patchctl.outreach import render
+    from patchctl.outreach.policy import decode
 
+    if out is not None:  # refused before the upstream is read (and again while writing)
+        output.targets(project, stack, out, handoff)
     repo = resolve_upstream(upstream, stack.pin(), stack)
     b = briefs.draft(project, stack, repo, patches, progress=progress)
     diffs: dict[str, str] = {}
@@ -103,14 +106,17 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
         files["series.md"] = render.render_series(b)
     for p in b.patches:
         files[p.file.removesuffix(".patch") + ".md"] = render.render_patch(b, p)
+    # a brief is valid UTF-8 on stdout and on disk: text from git's output that is not
+    # (a subject, an author) is decoded the way the upstream's policy files are
+    files = {name: decode(text)[0] for name, text in files.items()}
     files.update(diffs)
     if out is None:
         click.echo("\n".join(files[name] for name in files if name.endswith(".md")), nl=False)
         return 0
-    beside = {}
+    handoff_text = None
     if handoff:
-        beside[handoff] = render.render_handoff(b, os.path.relpath(out.absolute(),
-                                                                   project.absolute()))
+        handoff_text = (handoff, decode(render.render_handoff(
+            b, os.path.relpath(out.absolute(), project.absolute())))[0])
     command = ["patchctl", "draft-outreach", *(["--series"] if whole else []),
                *patches, "--upstream", "UPSTREAM", "--out", str(out),
                *(["--handoff", str(handoff)] if handoff else []),
@@ -120,7 +126,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
             "fingerprint": b.fingerprint, "patches": [p.file for p in b.patches],
             "policy_files": {f.path: f.lines for f in b.policy_files}}
     written = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
-                          beside=beside)
+                          handoff=handoff_text)
     if as_json:
         emit_json(written.to_dict())
     else:

@@ -174,7 +174,7 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
 
         raise InputError(f"the pin {base} is not in upstream {upstream}; pass --upstream "
                          "with a clone that has it")
-    files = gitrepo.read_files(upstream, base, policy.ALL_FILES)
+    files, not_utf8 = _read(upstream, base, policy.ALL_FILES)
     rules_all = policy.find_rules(files)
     template_path = next((p for p in policy.TEMPLATE_FILES if files.get(p)), None)
     template_text = files.get(template_path) if template_path else None
@@ -195,6 +195,7 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
         ("pull request template", policy.TEMPLATE_FILES),
         ("CODEOWNERS", policy.CODEOWNERS_FILES),
         (".editorconfig", (policy.EDITORCONFIG,))) if not any(files.get(p) for p in group)]
+    missing += not_utf8
     infos = [PolicyFileInfo(p, files.get(p) is not None,
                             len((files.get(p) or "").splitlines()))
              for p in policy.ALL_FILES if files.get(p) is not None]
@@ -209,7 +210,7 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
     base = pin.commit
     touched = sorted({p for f in patch.files for p in f.paths})
     headers = [f.path for f in patch.files if f.source and facts.is_public_header(f.path)]
-    base_files = gitrepo.read_files(upstream, base, headers)
+    base_files, not_utf8 = _read(upstream, base, headers)
     api = facts.public_api(patch, base_files)
     outreach = facts.load_outreach(stack.root, patch.concern)
     evidence = facts.evidence_for(project, patch, fp)
@@ -231,6 +232,7 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         missing.append("no evidence records for this patch under evidence/")
     if not patch.reproducer:
         missing.append("no Reproducer: trailer")
+    missing += not_utf8
     if not assistance:
         missing.append("no Assisted-by: trailer: the patch records no machine assistance "
                        "(the submitter knows whether that is complete)")
@@ -243,6 +245,14 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
         authors=authors, missing=missing)
+
+
+def _read(upstream: Path, base: str, paths: Sequence[str]
+          ) -> tuple[dict[str, str | None], list[str]]:
+    """The text of each path at ``base`` (None: absent), decoded by ``policy.decode``, and
+    a finding for each that is not valid UTF-8."""
+    blobs = gitrepo.read_blobs(upstream, base, paths)
+    return policy.decode_files({p: blobs[p][1] if p in blobs else None for p in paths})
 
 
 def _name_only(author: str) -> str:
@@ -374,12 +384,13 @@ def _locate(upstream: Path, base: str, patch: Patch, words: list[str]) -> dict[s
     where: dict[str, Relied] = {}
     best: dict[str, int] = {}
     for hit in gitrepo.grep_fixed(upstream, base, words, kinds):
-        for word in _IDENT.findall(hit.text):
+        text = policy.decode(hit.text)[0]
+        for word in _IDENT.findall(text):
             if word in wanted:
-                score = _definition_score(word, hit.path, hit.line, hit.text)
+                score = _definition_score(word, hit.path, hit.line, text)
                 if word not in best or score > best[word]:
                     best[word] = score
-                    where[word] = Relied(word, hit.path, hit.line, hit.text.strip()[:160])
+                    where[word] = Relied(word, hit.path, hit.line, text.strip()[:160])
     return where
 
 
@@ -421,12 +432,12 @@ def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],
 
 def _check(upstream: Path, base: str, c: facts.UpstreamCheck) -> CheckResult:
     hits = gitrepo.grep_fixed(upstream, base, [c.text], [c.path], whole_words=False)[:10]
-    texts = gitrepo.read_files(upstream, base, sorted({h.path for h in hits})) \
-        if c.context else {}
+    texts = _read(upstream, base, sorted({h.path for h in hits}))[0] if c.context else {}
     found = []
     for h in hits:
         lines = (texts.get(h.path) or "").splitlines()[h.line - 1 : h.line + c.context]
-        text = " / ".join(x.strip() for x in lines) if lines else h.text.strip()
+        text = " / ".join(x.strip() for x in lines) if lines else \
+            policy.decode(h.text)[0].strip()
         found.append(Relied(c.text, h.path, h.line, text[:240]))
     introduced = gitrepo.first_adding(upstream, base, c.text, c.path) if found else None
     return CheckResult(c.what, c.path, c.text, found, introduced)

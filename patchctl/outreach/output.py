@@ -6,6 +6,10 @@ briefs cite, the templates, the code that renders them) and of every file
 written. ``check`` recomputes them: a brief directory whose inputs changed,
 or whose files were edited by hand, is stale, and the manifest's ``command``
 says how to regenerate it.
+
+The manifest is also what makes a directory patchctl's to replace: ``--out``
+must be empty, absent, or a brief directory with such a manifest, and a
+``--handoff`` file must be new or one that manifest lists (issue 22 #1).
 """
 
 from __future__ import annotations
@@ -17,13 +21,27 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import schemas
+from patchctl import fsutil, schemas, untrusted
+from patchctl.errors import InputError
 from patchctl.stack import Stack
 
 MANIFEST = "MANIFEST.json"
 SCHEMA = schemas.OUTREACH_MANIFEST
 _OWNED_SUFFIXES = (".md", ".diff")
 CODE = Path(__file__).resolve().parent
+# what a MANIFEST.json must hold for its directory to count as briefs patchctl wrote
+_MANIFEST_SHAPE: dict[str, Any] = {
+    "type": "object",
+    "required": ["schema", "inputs", "outputs"],
+    "properties": {
+        "schema": {"const": SCHEMA},
+        "command": {"type": "string"},
+        "fingerprint": {"type": "string"},
+        "patches": {"type": "array", "items": {"type": "string"}},
+        "inputs": {"type": "object", "additionalProperties": {"type": "string"}},
+        "outputs": {"type": "object", "additionalProperties": {"type": "string"}},
+    },
+}
 
 
 @dataclass
@@ -90,49 +108,110 @@ def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
                    for e in evidence_for(project, p, fp)})
 
 
+def _areas(project: Path, stack: Stack) -> tuple[dict[str, Path], dict[str, Path]]:
+    """What ``--out`` may not be or hold, and what neither option may lie inside."""
+    from patchctl.stackwrite import STATE_DIR
+
+    return ({"the stack": stack.root, "the project": project},
+            {"the stack": stack.root, "the project's .git": project / ".git",
+             "patchctl's state": project / STATE_DIR})
+
+
+_INSTEAD = "pass an empty or new directory, or one it wrote before"
+
+
+def _manifest(out: Path, instead: str = _INSTEAD) -> dict[str, Any]:
+    """``out``'s manifest, refused (one line, ending in ``instead``) unless draft-outreach
+    wrote it."""
+    path = out / MANIFEST
+    if not os.path.lexists(path):
+        raise InputError(f"--out {out} holds files draft-outreach did not write (it has no "
+                         f"{MANIFEST}): {instead}")
+    try:
+        doc: dict[str, Any] = untrusted.read_json(path, _MANIFEST_SHAPE)
+    except untrusted.BadDocument as e:
+        raise InputError(f"--out {out}: {MANIFEST} is not one draft-outreach wrote ({e}): "
+                         f"{instead}") from e
+    return doc
+
+
+def targets(project: Path, stack: Stack, out: Path, handoff: Path | None = None
+            ) -> tuple[Path, Path | None, dict[str, str]]:
+    """``out`` and ``handoff`` resolved, and the outputs ``out``'s manifest lists now.
+
+    Refused (``InputError``) unless draft-outreach may write them: ``out`` must be
+    absent, empty or a brief directory it wrote (a ``patchctl.outreach-manifest/1``
+    MANIFEST.json), never the project or the stack; ``handoff`` must be new or a file
+    that manifest lists; neither may lie in ``stack/``, ``.git`` or ``.patchctl``.
+    """
+    protect, inside = _areas(project, stack)
+    out = fsutil.replaceable(out, "--out", protect, inside=inside)
+    listed: dict[str, str] = {}
+    if out.is_dir() and any(out.iterdir()):
+        listed = _manifest(out)["outputs"]
+    if handoff is None:
+        return out, None, listed
+    handoff = fsutil.replaceable_file(handoff, "--handoff", protect, inside=inside)
+    rel = os.path.relpath(handoff, out)
+    if rel == MANIFEST:
+        raise InputError(f"--handoff {handoff} is the briefs' own {MANIFEST}: "
+                         "name another file")
+    if os.path.lexists(handoff) and rel not in listed:
+        raise InputError(f"--handoff {handoff} exists and draft-outreach did not write it "
+                         f"(the {MANIFEST} in {out} does not list it): name a new file, or "
+                         "the one it wrote before")
+    return out, handoff, listed
+
+
 def write(project: Path, stack: Stack, out: Path, files: dict[str, str], *,
           meta: dict[str, Any], evidence_files: list[str],
-          beside: dict[Path, str] | None = None) -> WriteResult:
+          handoff: tuple[Path, str] | None = None) -> WriteResult:
     """Replace the briefs in ``out`` with ``files`` (name -> text) and a manifest, at once.
 
-    ``beside`` are files written elsewhere (the handoff README); the manifest records
-    them by their path relative to ``out`` so ``check`` covers them too.
+    ``handoff`` is a file written beside them (the handoff README) and its text; the
+    manifest records it by its path relative to ``out`` so ``check`` covers it too.
+    ``out`` and the handoff are checked (``targets``) again while ``out`` is locked.
     """
-    from patchctl import fsutil, stackwrite
+    from patchctl import stackwrite
 
-    # the briefs are swapped in as a whole: never over the stack or the project
-    out = fsutil.replaceable(out, "--out", {"the stack": stack.root, "the project": project})
-    out.mkdir(parents=True, exist_ok=True)
-    payload = {name: text.encode("utf-8") for name, text in sorted(files.items())}
-    others = {os.path.relpath(path.absolute(), out): text.encode("utf-8")
-              for path, text in (beside or {}).items()}
-    manifest = {
-        "schema": SCHEMA, **meta,
-        "inputs": inputs(project, stack, evidence_files),
-        "outputs": {name: _sha(data) for name, data in {**payload, **others}.items()},
-    }
-    for rel, data in sorted(others.items()):
-        fsutil.atomic_write(out / rel, data)
-    payload[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
-    removed = sorted(p.name for p in out.iterdir()
-                     if p.is_file() and p.suffix in _OWNED_SUFFIXES and p.name not in payload)
-    changes: dict[str, bytes | None] = {**payload, **dict.fromkeys(removed)}
-    stackwrite.replace_stack(Stack(out), changes)
-    return WriteResult(str(out), sorted([*payload, *others]), removed)
+    out, target, _ = targets(project, stack, out, handoff[0] if handoff else None)
+    with fsutil.path_lock(out, f"draft-outreach --out {out}"):
+        fsutil.recover(out)  # an interrupted run's old briefs are back before the check
+        out, target, _ = targets(project, stack, out, target)
+        out.mkdir(parents=True, exist_ok=True)
+        payload = {name: text.encode("utf-8") for name, text in sorted(files.items())}
+        others: dict[str, bytes] = {}
+        if handoff and target:
+            rel = os.path.relpath(target, out)
+            if rel in payload:
+                raise InputError(f"--handoff {target} would overwrite the brief {rel}: "
+                                 "name another file")
+            # one inside ``out`` is swapped in with the briefs, else it is written first
+            into = payload if not rel.startswith(os.pardir + os.sep) else others
+            into[rel] = handoff[1].encode("utf-8")
+        manifest = {
+            "schema": SCHEMA, **meta,
+            "inputs": inputs(project, stack, evidence_files),
+            "outputs": {name: _sha(data) for name, data in {**payload, **others}.items()},
+        }
+        for rel, data in sorted(others.items()):
+            fsutil.atomic_write(out / rel, data)
+        briefs = set(payload)
+        payload[MANIFEST] = (json.dumps(manifest, indent=2, sort_keys=True) + "\n").encode()
+        removed = sorted(p.name for p in out.iterdir()
+                         if p.is_file() and p.suffix in _OWNED_SUFFIXES and p.name not in payload)
+        changes: dict[str, bytes | None] = {**payload, **dict.fromkeys(removed)}
+        stackwrite.replace_stack(Stack(out), changes)
+    return WriteResult(str(out), sorted([*briefs, *others, MANIFEST]), removed)
 
 
 def check(project: Path, stack: Stack, out: Path) -> CheckResult:
     """Whether ``out``'s briefs still match their offline inputs and were not hand-edited."""
-    from patchctl.errors import InputError
-
     path = out / MANIFEST
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as e:
+    if not os.path.lexists(path):
         raise InputError(f"{path} does not exist; write the briefs with "
-                         "`patchctl draft-outreach --out DIR` first") from e
-    except ValueError as e:
-        raise InputError(f"{path}: not valid JSON ({e})") from e
+                         "`patchctl draft-outreach --out DIR` first")
+    manifest = _manifest(out, "write the briefs again with the command that made them")
     result = CheckResult(str(out), command=str(manifest.get("command", "")))
     from patchctl.fingerprint import fingerprint
 

@@ -5,11 +5,15 @@ of a policy file says it, and every rule carries the file, line and text it
 came from. The catalog below only *recognizes* common rules (issue first, one
 open PR, AI disclosure, ...) so the brief can group and check them; a file
 that states none of them yields an empty checklist, never an invented one.
+
+Upstream text is decoded here, once (``decode``): a file that is not UTF-8 is shown
+with U+FFFD where it is not, and named as a finding.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 # Where projects keep the files this module reads, in the order they are shown.
@@ -30,6 +34,40 @@ _AI = re.compile(r"\bAI\b|machine|\bLLM|\bagents?\b|automat", re.I)
 AGENT_FILES = ("AGENTS.md", "CLAUDE.md", ".github/copilot-instructions.md")
 _PROHIBITION = re.compile(
     r"prohibit|forbid|not allowed|\bdo not\b|\bdon't\b|\bnever\b|must not|strictly|\bban", re.I)
+
+
+def decode(data: bytes | str) -> tuple[str, int | None]:
+    """Upstream text, decoded the one way draft-outreach decodes it: UTF-8, each byte that
+    is not valid UTF-8 replaced by U+FFFD, so a brief is valid UTF-8 on stdout and on disk.
+    A str from git's output (bytes it could not decode kept as surrogates) is decoded the
+    same way. Also the line of the first invalid byte; None when there was none."""
+    if isinstance(data, bytes):
+        raw = data
+    else:
+        try:
+            raw = data.encode("utf-8", "surrogateescape")
+        except UnicodeEncodeError:  # a lone surrogate that stands for no byte
+            raw = data.encode("utf-8", "surrogatepass")
+    try:
+        return raw.decode("utf-8"), None
+    except UnicodeDecodeError as e:
+        return raw.decode("utf-8", "replace"), raw.count(b"\n", 0, e.start) + 1
+
+
+def decode_files(blobs: Mapping[str, bytes | None]) -> tuple[dict[str, str | None], list[str]]:
+    """``decode`` for each of an upstream's files (None: absent), and one finding for each
+    file that is not valid UTF-8."""
+    texts: dict[str, str | None] = {}
+    findings: list[str] = []
+    for path, data in blobs.items():
+        if data is None:
+            texts[path] = None
+            continue
+        texts[path], bad = decode(data)
+        if bad is not None:
+            findings.append(f"{path} at the base is not valid UTF-8 (first at line {bad}): "
+                            "what is not is shown as U+FFFD, so check the file itself")
+    return texts, findings
 
 
 @dataclass(frozen=True)
