@@ -17,6 +17,7 @@ from patchctl import fsutil, patchtext, schemas
 from patchctl.errors import InputError
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack
+from patchctl.stackwrite import output_areas
 
 FORMATS = ("mbox", "format-patch", "quilt")
 MBOX = "stack.mbox"
@@ -64,8 +65,8 @@ def export_stack(stack: Stack, fmt: str, dest: Path, *, force: bool = False) -> 
             raise InputError(f"{odd[0].name} is -p{odd[0].strip} in the series and `git am` "
                              "takes -p1 only: export it with --format quilt, or rewrite it "
                              "with `patchctl edit` + `patchctl refresh`")
-    dest = fsutil.replaceable(dest, "export", {"the project": stack.root.parent,
-                                               "the stack": stack.root})
+    protect, inside = output_areas(stack.root.parent, stack)
+    dest = fsutil.replaceable(dest, "export", protect, inside=inside)
     with fsutil.path_lock(dest, f"export to {dest}"):
         fsutil.recover(dest)
         if dest.is_dir() and any(dest.iterdir()) and not force:

@@ -20,6 +20,7 @@ from patchctl.fingerprint import ALGORITHM, fingerprint
 from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, Stack
+from patchctl.stackwrite import output_areas
 
 STAMP = ".patchctl-stamp"
 
@@ -127,8 +128,8 @@ def materialize(
     progress: Callable[[str], None] | None = None,
 ) -> ApplyResult:
     # A symlink DIR is followed: its target is replaced and the link kept.
-    into = fsutil.replaceable(into, "--into", {"the project": stack.root.parent,
-                                               "the stack": stack.root, "the upstream": upstream})
+    protect, inside = output_areas(stack.root.parent, stack, {"the upstream": upstream})
+    into = fsutil.replaceable(into, "--into", protect, inside=inside)
     pin = stack.pin()
     patches = stack.patches()
     fp = fingerprint(pin.commit, patches)

@@ -43,6 +43,16 @@ def state_dir(project: Path, *, create: bool = True) -> Path:
     return path
 
 
+def output_areas(project: Path, stack: Stack, more: Mapping[str, Path] | None = None
+                 ) -> tuple[dict[str, Path], dict[str, Path]]:
+    """For a verb that replaces a directory the user names (``apply --into``, ``export``,
+    ``draft-outreach --out``): what it may not be or hold (the stack, the project and
+    ``more``), and what it may not lie inside (the stack, ``.git``, patchctl's state)."""
+    return ({"the project": project, "the stack": stack.root, **(more or {})},
+            {"the stack": stack.root, "the project's .git": project / ".git",
+             "patchctl's state": project / STATE_DIR})
+
+
 @contextlib.contextmanager
 def stack_lock(project: Path, what: str) -> Iterator[None]:
     """One writer per project: rebase-pin, import, new, edit and refresh all take it.

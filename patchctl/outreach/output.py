@@ -108,15 +108,6 @@ def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
                    for e in evidence_for(project, p, fp)})
 
 
-def _areas(project: Path, stack: Stack) -> tuple[dict[str, Path], dict[str, Path]]:
-    """What ``--out`` may not be or hold, and what neither option may lie inside."""
-    from patchctl.stackwrite import STATE_DIR
-
-    return ({"the stack": stack.root, "the project": project},
-            {"the stack": stack.root, "the project's .git": project / ".git",
-             "patchctl's state": project / STATE_DIR})
-
-
 _INSTEAD = "pass an empty or new directory, or one it wrote before"
 
 
@@ -144,7 +135,9 @@ def targets(project: Path, stack: Stack, out: Path, handoff: Path | None = None
     MANIFEST.json), never the project or the stack; ``handoff`` must be new or a file
     that manifest lists; neither may lie in ``stack/``, ``.git`` or ``.patchctl``.
     """
-    protect, inside = _areas(project, stack)
+    from patchctl.stackwrite import output_areas
+
+    protect, inside = output_areas(project, stack)
     out = fsutil.replaceable(out, "--out", protect, inside=inside)
     listed: dict[str, str] = {}
     if out.is_dir() and any(out.iterdir()):
