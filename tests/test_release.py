@@ -22,7 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from patchctl.errors import InputError
 from patchctl.release import layout
+from tests import fake_release
 from tests.builders import git
 
 REPO = Path(__file__).resolve().parents[1]
@@ -226,6 +228,16 @@ def test_manifest_recipe_and_buildinfo_describe_the_build(release: Release,
     sums = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=unpacked, capture_output=True,
                           text=True, check=False)
     assert sums.returncode == 0, sums.stdout + sums.stderr  # coreutils agrees
+    # Issue 22 #12: what the writers make, and what the worker says, are of the schemas
+    # that `release verify` applies to them.
+    from patchctl.release import documents
+    from patchctl.untrusted import validate
+
+    validate(man, documents.MANIFEST_SCHEMA)
+    validate(recipe, documents.RECIPE_SCHEMA)
+    validate(json.loads((unpacked / "sbom.spdx.json").read_text()), documents.SBOM_SCHEMA)
+    validate(json.loads(worker(unpacked, "--version", "--json").stdout),
+             documents.IDENTITY_SCHEMA)
 
 
 @needs_tools
@@ -660,3 +672,257 @@ def test_verify_names_lane_features_this_host_lacks() -> None:
     _check_lane({"lane": dict(lane, arch="s390x-of-the-future")}, found)
     assert found == [f"lane cpu-future is for s390x-of-the-future, this host is "
                      f"{hostinfo.machine_arch()}"]
+
+
+# --- verify: hostile packages (Issue 22), with a fake worker and no build -------------------
+
+@pytest.fixture
+def fake(tmp_path: Path) -> tuple[Path, Path]:
+    """A package directory whose checks all pass, and its worker's run log (absent until
+    the worker runs)."""
+    marker = tmp_path / "worker-ran"
+    return fake_release.make_package(tmp_path / "worker-0.1.0-cpu", marker), marker
+
+
+@pytest.fixture
+def tmpdir_of_verify(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The directory `release verify` makes its temp dirs in (checked empty afterwards)."""
+    import tempfile
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    return tmp
+
+
+def verify_subprocess(target: Path, tmp: Path, timeout: float = 60,
+                      ) -> subprocess.CompletedProcess[str]:
+    """`patchctl release verify TARGET` in its own process, TMPDIR=tmp; a hang fails."""
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
+    try:
+        return subprocess.run([sys.executable, "-m", "patchctl", "release", "verify",
+                               str(target)], env=env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"release verify {target} ran past {timeout} s")
+
+
+def test_verify_accepts_a_fake_package_and_runs_its_worker(cli, fake, tmp_path: Path,
+                                                          tmpdir_of_verify: Path) -> None:
+    """The fake package passes every check, so the tests below change one thing each."""
+    package, marker = fake
+    r = cli("release", "verify", str(package))
+    assert r.code == 0, r.out + r.err
+    assert marker.read_text() == "--version --json\n--check --recipe " \
+        f"{package / 'recipe.json'}\n"
+    archive = tmp_path / "pkg.tar.gz"
+    layout.write_archive(package, archive, mtime=0)
+    r = cli("release", "verify", str(archive))
+    assert r.code == 0 and "OK (6 files, lane cpu, stack ffffffffffffffff)" in r.out, r.out
+    assert list(tmpdir_of_verify.iterdir()) == []
+
+
+@pytest.mark.parametrize("tampered", ["bin/worker", "licenses/tiny/LICENSE", "manifest.json"])
+def test_verify_never_runs_a_package_that_fails_its_checksums(cli, fake, tmp_path: Path,
+                                                              tampered: str) -> None:
+    """Issue 22 #6: a package whose bin/worker fails SHA256SUMS was still executed
+    (`worker --version --json`) before the finding. Every checksum is checked first, and
+    nothing from a package with a failed check is run."""
+    package, marker = fake
+    pwned = tmp_path / "pwned"
+    with open(package / tampered, "a") as f:
+        f.write(f"\ntouch '{pwned}'\n" if tampered == "bin/worker" else "\n")
+    archive = tmp_path / "pkg.tar.gz"
+    layout.write_archive(package, archive, mtime=0)
+    for target in (package, archive):
+        r = cli("release", "verify", str(target))
+        assert not marker.exists() and not pwned.exists(), "the tampered package was run"
+        assert r.code == 1
+        assert f"{tampered}: sha256" in r.out and "SHA256SUMS says" in r.out
+        assert "1 finding(s); bin/worker was not run" in r.out
+
+
+def test_verify_reads_no_special_file_of_a_package_directory(fake, tmp_path: Path) -> None:
+    """Issue 22 #10: `release verify DIR` blocked forever on a FIFO manifest.json. Any
+    link or special file in the package is a finding; then nothing is read or run."""
+    package, marker = fake
+    for name in ("manifest.json", "SHA256SUMS", "bin/worker"):
+        (package / name).rename(tmp_path / "aside")
+        os.mkfifo(package / name)
+        r = verify_subprocess(package, tmp_path, timeout=30)
+        assert r.returncode == 1, r.stderr
+        assert f"{name} in {package} is not a regular file" in r.stdout
+        assert "1 finding(s); bin/worker was not run" in r.stdout
+        (package / name).unlink()
+        (tmp_path / "aside").rename(package / name)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("document", "broken", "finding"), [
+    ("manifest.json", "[" * 200_000 + "]" * 200_000,
+     "manifest.json: nested deeper than 64 levels"),
+    ("manifest.json", lambda m: m.update(stack=[1]),
+     "manifest.json: at stack: [1] is not of type 'object'"),
+    ("manifest.json", lambda m: m["worker"].update(protocol_version="2"),
+     "manifest.json: at worker/protocol_version: '2' is not of type 'integer'"),
+    ("manifest.json", lambda m: m.update(schema="patchctl.release/9"),
+     "manifest.json: at schema: 'patchctl.release/1' was expected"),
+    ("manifest.json", "{", "manifest.json: not JSON"),
+    ("recipe.json", lambda r: r.update(lane=["cpu"]),
+     "recipe.json: at lane: ['cpu'] is not of type 'string'"),
+    ("sbom.spdx.json", lambda s: s.update(packages=[1]),
+     "sbom.spdx.json: at packages/0: 1 is not of type 'object'"),
+    ("sbom.spdx.json", lambda s: s["files"][0].update(checksums={"SHA256": "x"}),
+     "sbom.spdx.json: at files/0/checksums: {'SHA256': 'x'} is not of type 'array'"),
+])
+def test_verify_reports_a_malformed_document_as_one_finding(cli, fake, document: str, broken,
+                                                            finding: str) -> None:
+    """Issue 22 #12: a manifest.json nested 200,000 deep (RecursionError) or with
+    `"stack": [1]` (AttributeError) ended in a traceback. Each document is checked against
+    its schema first; a problem is one finding, and the worker is not run."""
+    package, marker = fake
+    path = package / document
+    if isinstance(broken, str):
+        path.write_text(broken)
+    else:
+        data = json.loads(path.read_text())
+        broken(data)
+        path.write_text(json.dumps(data))
+    fake_release.resum(package)
+    r = cli("release", "verify", str(package))
+    assert r.code == 1, r.out + r.err
+    assert r.out.splitlines()[0].startswith(f"{package}: {finding}")
+    assert r.out.splitlines()[1] == f"{package}: 1 finding(s); bin/worker was not run"
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize(("output", "finding"), [
+    ('{"stack": [1]}', "at the top level: 'build_type' is a required property"),
+    (json.dumps({**fake_release.identity(), "stack": [1]}),
+     "at stack: [1] is not of type 'object'"),
+    ("[" * 200_000 + "]" * 200_000, "nested deeper than 64 levels"),
+    ("worker 0.1.0", "not JSON"),
+])
+def test_verify_checks_the_workers_identity_against_its_schema(cli, tmp_path: Path,
+                                                               output: str, finding: str) -> None:
+    """Issue 22 #12: the worker's own `--version --json` is untrusted too: `{"stack": [1]}`
+    passed the old `"stack" in identity` test and reached `.get` on 1."""
+    package = fake_release.make_package(tmp_path / "pkg", tmp_path / "ran", version_output=output)
+    r = cli("release", "verify", str(package))
+    assert r.code == 1, r.out + r.err
+    assert f"bin/worker does not report a worker identity (`worker --version --json`: " \
+        f"{finding}" in r.out
+    assert r.out.splitlines()[-1] == f"{package}: 1 finding(s)"
+
+
+def sparse_package(fake: tuple[Path, Path], tmp_path: Path, how: str) -> Path:
+    """The fake package with bin/worker a 100 GiB sparse member that SHA256SUMS lists,
+    in a tar.gz of a few hundred bytes."""
+    package, _ = fake
+    members = [m for m in fake_release.package_entries(package)
+               if m[0].name != f"{package.name}/bin/worker"]
+    name = f"{package.name}/bin/worker"
+    if how == "pax":
+        return fake_release.archive_of(tmp_path / "sparse.tar.gz",
+                                       [*members, fake_release.pax_sparse(name, 100 << 30)])
+    return fake_release.archive_of(tmp_path / "sparse.tar.gz", members, fmt=tarfile.GNU_FORMAT,
+                                   raw=fake_release.gnu_sparse_header(name, 100 << 30))
+
+
+@pytest.mark.parametrize("how", ["pax", "gnu"])
+def test_verify_refuses_a_sparse_member_before_extracting(fake, tmp_path: Path, how: str) -> None:
+    """Issue 22 #9: a 1,298-byte tar.gz with a 100 GiB sparse member ran until killed
+    (hashing 100 GiB of holes) and left its temp folder. Refused from its header."""
+    archive = sparse_package(fake, tmp_path, how)
+    assert archive.stat().st_size < 4000
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    r = verify_subprocess(archive, tmp, timeout=30)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert r.stderr == (f"patchctl: error: {archive}: '{fake[0].name}/bin/worker' is a sparse "
+                        "file; a worker package holds none\n")
+    assert list(tmp.iterdir()) == []
+    dest = tmp_path / "dest"
+    with pytest.raises(InputError, match="sparse"):
+        layout.extract(archive, dest)
+    assert not dest.exists()
+    assert not fake[1].exists()
+
+
+def test_verify_refuses_a_gzip_bomb_before_extracting(cli, tmp_path: Path,
+                                                      tmpdir_of_verify: Path) -> None:
+    """Issue 22 #9: a 200 KB gzip bomb was extracted to 200 MB before it was refused.
+    The stream is counted while decompressed to nowhere; nothing is written."""
+    bomb = tmp_path / "bomb.tar.gz"
+    info = tarfile.TarInfo("pkg/bin/worker")
+    info.size = 200 << 20
+    with open(bomb, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz, \
+            tarfile.open(fileobj=gz, mode="w|") as tar:
+        tar.addfile(info, ZeroReader(info.size))
+    assert bomb.stat().st_size < 250_000
+    r = cli("release", "verify", str(bomb))
+    assert r.code == 2
+    assert r.err.startswith(f"patchctl: error: {bomb}: unpacks to more than "
+                            f"{layout.unpacked_limit(bomb.stat().st_size)} bytes")
+    assert list(tmpdir_of_verify.iterdir()) == []
+    dest = tmp_path / "dest"
+    with pytest.raises(InputError, match="unpacks to more than"):
+        layout.extract(bomb, dest)
+    assert not dest.exists()
+
+
+class ZeroReader:
+    """``size`` zero bytes as a file object, without holding them."""
+
+    def __init__(self, size: int) -> None:
+        self.left = size
+
+    def read(self, n: int = -1) -> bytes:
+        n = self.left if n < 0 else min(n, self.left)
+        self.left -= n
+        return bytes(n)
+
+
+def test_verify_removes_its_temp_folder_when_interrupted(tmp_path: Path) -> None:
+    """Issue 22 #9: the temp folder goes on every way out; here Ctrl-C while the
+    packaged worker runs (exit 130, nothing left in TMPDIR)."""
+    import signal
+
+    started = tmp_path / "started"
+    package = fake_release.make_package(tmp_path / "pkg", tmp_path / "ran",
+                                        before=f"touch '{started}'; exec sleep 60\n")
+    archive = tmp_path / "pkg.tar.gz"
+    layout.write_archive(package, archive, mtime=0)
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
+    proc = subprocess.Popen([sys.executable, "-m", "patchctl", "release", "verify",
+                             str(archive)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists() and len(list(tmp.iterdir())) == 1
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert err.strip() == "patchctl: interrupted"
+    assert list(tmp.iterdir()) == []
+
+
+def test_package_documents_are_of_their_schemas(fake) -> None:
+    """Issue 22 #12: the schemas verify applies are defined once, beside the writers;
+    what the writers make (manifest, SBOM) and the worker's identity are of them."""
+    from patchctl.release import documents
+    from patchctl.untrusted import validate
+
+    package, _ = fake
+    validate(fake_release.manifest(package.name), documents.MANIFEST_SCHEMA)
+    validate(fake_release.identity(), documents.IDENTITY_SCHEMA)
+    for name, schema in ((layout.MANIFEST, documents.MANIFEST_SCHEMA),
+                         (layout.RECIPE, documents.RECIPE_SCHEMA),
+                         (layout.SBOM, documents.SBOM_SCHEMA)):
+        validate(json.loads((package / name).read_text()), schema)

@@ -70,9 +70,10 @@ def verify(package: Path, as_json: bool) -> int:
     """Check PACKAGE (a .tar.gz or its unpacked directory) before using it.
 
     Every file against SHA256SUMS; manifest.json, recipe.json and the SBOM
-    against the identity the binary embeds (`worker --version --json`); the
-    lane against this host; then the worker's own start-up check. Exit 1 with
-    one finding per problem.
+    against their schemas, then against the identity the binary embeds
+    (`worker --version --json`); the lane against this host; then the worker's
+    own start-up check. Nothing from a package that fails a check before
+    those is run. Exit 1 with one finding per problem.
     """
     from patchctl.release.check import verify_package
 
@@ -85,5 +86,6 @@ def verify(package: Path, as_json: bool) -> int:
     else:
         for finding in report.findings:
             click.echo(f"{package}: {finding}")
-        click.echo(f"{package}: {len(report.findings)} finding(s)")
+        unrun = "" if report.worker_run else "; bin/worker was not run"
+        click.echo(f"{package}: {len(report.findings)} finding(s){unrun}")
     return exit_for(report.ok)

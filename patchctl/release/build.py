@@ -26,7 +26,7 @@ from patchctl.errors import EXIT_FINDINGS, EnvironmentFailure, InputError, Patch
 from patchctl.evidence import worker_identity
 from patchctl.fingerprint import make_lock, short
 from patchctl.materialize import STAMP, manifest, read_stamp
-from patchctl.release import layout
+from patchctl.release import documents, layout
 from patchctl.release.sbom import SbomInputs, document, license_id
 from patchctl.stack import Stack, render_lock
 
@@ -135,24 +135,16 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
         (root / license_file).write_text(license_text, encoding="utf-8")
         toolchain = {f"{identity['compiler']['id']} C++ compiler": identity["compiler"]["version"],
                      "cmake": tools.cmake_version, "ninja": tools.ninja_version}
-        man = {
-            "schema": layout.SCHEMA,
-            "package": package,
-            "worker": {"binary": layout.WORKER, "engine_version": identity["engine_version"],
-                       "protocol_version": identity["protocol_version"],
-                       "build_type": identity["build_type"],
-                       "certification": identity["certification"]},
-            "lane": identity["lane"],
-            "stack": identity["stack"],
-            "upstream": {"name": stack.pin().name, "url": stack.pin().url, "pin": lock.pin,
-                         "tree": stamp_tree, "target": upstream_target,
-                         "license": {"file": license_file, "from": license_rel,
-                                     "spdx": license_id(license_text)}},
-            "source": {"commit": commit, "source_date_epoch": epoch},
-            "toolchain": {**toolchain, "patchctl": __version__},
-            "configure": [*configure_args, "-DWORKER_STACK_LOCK=SRC/stack/stack.lock",
-                          "-DWORKER_UPSTREAM_DIR=TREE"],
-        }
+        man = documents.manifest(
+            package=package, binary=layout.WORKER, identity=identity,
+            upstream={"name": stack.pin().name, "url": stack.pin().url, "pin": lock.pin,
+                      "tree": stamp_tree, "target": upstream_target,
+                      "license": {"file": license_file, "from": license_rel,
+                                  "spdx": license_id(license_text)}},
+            commit=commit, source_date_epoch=epoch,
+            toolchain={**toolchain, "patchctl": __version__},
+            configure=[*configure_args, "-DWORKER_STACK_LOCK=SRC/stack/stack.lock",
+                       "-DWORKER_UPSTREAM_DIR=TREE"])
         _write_json(root / layout.MANIFEST, man)
         _write_json(root / layout.RECIPE, {
             "schema": layout.RECIPE_SCHEMA, "protocol_version": identity["protocol_version"],

@@ -1,9 +1,14 @@
 """``patchctl release verify PACKAGE``: is this package what it says it is, for this host?
 
-Each problem is one finding: a file that fails SHA256SUMS (or is missing or
-unlisted), a manifest, recipe or SBOM that disagrees with the identity the
-binary embeds (``worker --version --json``), a lane this host cannot run, and
-finally whatever the packaged worker's own start-up check refuses.
+Each problem is one finding: a link or special file in the package (then nothing
+else is read), a file that fails SHA256SUMS (or is missing or unlisted), a
+manifest, recipe or SBOM that is not of its schema (patchctl.release.documents),
+and, only once all of those pass, since nothing from a package that fails a
+check is run: an identity the binary does not report (``worker --version
+--json``, of its schema too) or that the manifest, recipe or SBOM disagrees with,
+a lane this host cannot run, and finally whatever the packaged worker's own
+start-up check refuses. An archive is unpacked into a temp dir that goes on
+every way out, after ``layout.extract`` has checked its size and headers.
 """
 
 from __future__ import annotations
@@ -15,9 +20,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import hostinfo, schemas
+from patchctl import fsutil, hostinfo, schemas
 from patchctl.errors import InputError
-from patchctl.release import layout
+from patchctl.release import documents, layout
+from patchctl.untrusted import BadDocument, parse_json, printable, read_json, shorten
+
+MAX_SUMS_BYTES = 1 << 20
+MAX_DOCUMENT_BYTES = 4 << 20
 
 
 @dataclass
@@ -27,6 +36,7 @@ class VerifyReport:
     files: int = 0
     identity: dict[str, Any] | None = None
     lane: str | None = None
+    worker_run: bool = False  # False: a check failed before bin/worker could be run
 
     @property
     def ok(self) -> bool:
@@ -40,96 +50,130 @@ class VerifyReport:
 
 
 def verify_package(package: Path) -> VerifyReport:
-    """Check an archive (unpacked into a temp dir) or an unpacked package directory."""
+    """Check an archive (unpacked into a temp dir) or an unpacked package directory.
+
+    The temp dir goes on every way out: a finding, a refusal, an error, an interrupt."""
     if package.is_dir():
         return _verify_root(package, VerifyReport(package))
-    if not package.is_file():
+    if not package.exists():
         raise InputError(f"{package} does not exist: give a worker package (.tar.gz) or its "
                          "unpacked directory")
+    if not package.is_file():
+        raise InputError(f"{package} is not a regular file: give a worker package (.tar.gz) "
+                         "or its unpacked directory")
     with tempfile.TemporaryDirectory(prefix="patchctl-verify-") as tmp:
         return _verify_root(layout.extract(package, Path(tmp)), VerifyReport(package))
 
 
 def _verify_root(root: Path, report: VerifyReport) -> VerifyReport:
+    """Every check that reads the package first; then, only when all of them pass, the
+    checks that run its worker (Issue 22 #6: nothing from a package that fails one)."""
     found = report.findings
     listed = _check_sums(root, report)
-    man = _load_json(root / layout.MANIFEST, found)
-    if man is not None and man.get("schema") != layout.SCHEMA:
-        found.append(f"{layout.MANIFEST}: schema is {man.get('schema')!r}, not {layout.SCHEMA}")
-        man = None
+    if listed is None:  # a link or special file: nothing in the package is read or run
+        return report
+    man = _load_json(root / layout.MANIFEST, documents.MANIFEST_SCHEMA, found)
+    recipe = _load_json(root / layout.RECIPE, documents.RECIPE_SCHEMA, found)
+    sbom = _load_json(root / layout.SBOM, documents.SBOM_SCHEMA, found)
+    if found or man is None or recipe is None or sbom is None:  # (None: a finding too)
+        return report
+    report.worker_run = True
     identity = _worker_identity(root / layout.WORKER, found)
+    if identity is None:
+        return report
     report.identity = identity
-    if man is not None and identity is not None:
-        report.lane = identity.get("lane", {}).get("name")
-        _compare_manifest(man, identity, found)
-        _compare_recipe(_load_json(root / layout.RECIPE, found), identity, found)
-        _compare_sbom(_load_json(root / layout.SBOM, found), listed, identity, found)
-        _check_lane(identity, found)
+    report.lane = identity["lane"]["name"]
+    _compare_manifest(man, identity, found)
+    _compare_recipe(recipe, identity, found)
+    _compare_sbom(sbom, listed, identity, found)
+    _check_lane(identity, found)
     if not found:  # the worker's own gate: it must agree with everything above
-        proc = subprocess.run([str(root / layout.WORKER), "--check", "--recipe",
-                               str(root / layout.RECIPE)], capture_output=True, text=True,
-                              timeout=300, check=False)
-        if proc.returncode != 0:
-            line = (proc.stderr.strip().splitlines() or [""])[-1]
-            found.append(f"the packaged worker refuses to start (exit {proc.returncode}): {line}")
+        _worker_gate(root, found)
     return report
 
 
-def _check_sums(root: Path, report: VerifyReport) -> dict[str, str]:
-    """Findings for files that fail SHA256SUMS; returns what it lists."""
+def _worker_gate(root: Path, found: list[str]) -> None:
+    try:
+        proc = subprocess.run([str(root / layout.WORKER), "--check", "--recipe",
+                               str(root / layout.RECIPE)], capture_output=True, text=True,
+                              errors="replace", timeout=300, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        found.append(f"the packaged worker's start-up check did not run ({shorten(str(e))})")
+        return
+    if proc.returncode != 0:
+        line = (proc.stderr.strip().splitlines() or [""])[-1]
+        found.append(f"the packaged worker refuses to start (exit {proc.returncode}): "
+                     f"{shorten(line, 300)}")
+
+
+def _check_sums(root: Path, report: VerifyReport) -> dict[str, str] | None:
+    """Findings for files that fail SHA256SUMS; returns what it lists, or None (and the
+    finding) when the package holds a link or a special file, which is never opened."""
     found = report.findings
+    try:
+        present = set(layout.package_files(root))
+    except InputError as e:
+        found.append(printable(str(e)))
+        return None
+    report.files = len(present)
     sums = root / layout.SUMS
     if not sums.is_file():
         found.append(f"{layout.SUMS} is missing")
         return {}
-    listed, problems = layout.parse_sums(sums.read_text(encoding="utf-8", errors="replace"))
+    if sums.stat().st_size > MAX_SUMS_BYTES:
+        found.append(f"{layout.SUMS} is larger than {MAX_SUMS_BYTES} bytes")
+        return {}
+    text = fsutil.read_regular(sums).decode("utf-8", errors="replace")
+    listed, problems = layout.parse_sums(text)
     found.extend(problems)
-    try:
-        present = set(layout.package_files(root))
-    except InputError as e:
-        found.append(str(e))
-        return listed
-    report.files = len(present)
     for rel in sorted(present - set(listed)):
-        found.append(f"{rel} is not listed in {layout.SUMS}")
+        found.append(f"{printable(rel)} is not listed in {layout.SUMS}")
     for rel, digest in sorted(listed.items()):
         if rel not in present:
-            found.append(f"{rel} is listed in {layout.SUMS} but missing")
+            found.append(f"{printable(rel)} is listed in {layout.SUMS} but missing")
         elif (actual := layout.file_sha256(root / rel)) != digest:
-            found.append(f"{rel}: sha256 {actual[:16]}..., {layout.SUMS} says {digest[:16]}...")
+            found.append(f"{printable(rel)}: sha256 {actual[:16]}..., {layout.SUMS} says "
+                         f"{digest[:16]}...")
     return listed
 
 
-def _load_json(path: Path, found: list[str]) -> dict[str, Any] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
+def _load_json(path: Path, schema: dict[str, Any], found: list[str]) -> dict[str, Any] | None:
+    """The document at ``path`` if it is of ``schema``; else None and one finding."""
+    if not path.exists():
         found.append(f"{path.name} is missing")
         return None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        found.append(f"{path.name} is not readable JSON ({e})")
+    try:
+        doc: dict[str, Any] = read_json(path, schema, max_bytes=MAX_DOCUMENT_BYTES)
+    except BadDocument as e:
+        found.append(f"{path.name}: {e}")
         return None
-    if not isinstance(data, dict):
-        found.append(f"{path.name} is not a JSON object")
-        return None
-    return data
+    return doc
 
 
 def _worker_identity(worker: Path, found: list[str]) -> dict[str, Any] | None:
+    """``worker --version --json``, of its schema; else None and one finding."""
     if not worker.is_file():
         found.append(f"{layout.WORKER} is missing")
         return None
+    why = "not a worker binary, or not for this host"
     try:
         proc = subprocess.run([str(worker), "--version", "--json"], capture_output=True,
-                              text=True, timeout=60, check=False)
-        identity = json.loads(proc.stdout) if proc.returncode == 0 else None
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError):
-        identity = None
-    if not isinstance(identity, dict) or "stack" not in identity:
-        found.append(f"{layout.WORKER} does not report a worker identity "
-                     "(`worker --version --json`): not a worker binary, or not for this host")
-        return None
-    return identity
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        proc = None
+        why = shorten(str(e))
+    if proc is not None and proc.returncode == 0:
+        try:
+            identity: dict[str, Any] = parse_json(proc.stdout, documents.IDENTITY_SCHEMA,
+                                                  max_bytes=MAX_DOCUMENT_BYTES)
+            return identity
+        except BadDocument as e:
+            why = str(e)
+    elif proc is not None:
+        why = f"exit {proc.returncode}; {why}"
+    found.append(f"{layout.WORKER} does not report a worker identity "
+                 f"(`worker --version --json`: {why})")
+    return None
 
 
 def _differ(found: list[str], where: str, what: str, theirs: object, mine: object) -> None:
@@ -138,8 +182,8 @@ def _differ(found: list[str], where: str, what: str, theirs: object, mine: objec
 
 
 def _show(value: object) -> str:
-    text = json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
-    return text if len(text) <= 80 else text[:77] + "..."
+    return shorten(json.dumps(value, sort_keys=True) if not isinstance(value, str) else value,
+                   80)
 
 
 def _compare_manifest(man: dict[str, Any], identity: dict[str, Any], found: list[str]) -> None:
@@ -155,10 +199,7 @@ def _compare_manifest(man: dict[str, Any], identity: dict[str, Any], found: list
     _differ(found, where, "upstream tree", (man.get("upstream") or {}).get("tree"), upstream_tree)
 
 
-def _compare_recipe(recipe: dict[str, Any] | None, identity: dict[str, Any],
-                    found: list[str]) -> None:
-    if recipe is None:
-        return
+def _compare_recipe(recipe: dict[str, Any], identity: dict[str, Any], found: list[str]) -> None:
     where = layout.RECIPE
     _differ(found, where, "protocol", recipe.get("protocol_version"),
             identity.get("protocol_version"))
@@ -168,16 +209,11 @@ def _compare_recipe(recipe: dict[str, Any] | None, identity: dict[str, Any],
     _differ(found, where, "lane", recipe.get("lane"), identity["lane"]["name"])
 
 
-def _compare_sbom(sbom: dict[str, Any] | None, listed: dict[str, str], identity: dict[str, Any],
+def _compare_sbom(sbom: dict[str, Any], listed: dict[str, str], identity: dict[str, Any],
                   found: list[str]) -> None:
     """The SBOM against the identity, and its file checksums against SHA256SUMS (a file
     that fails SHA256SUMS is already a finding of its own)."""
-    if sbom is None:
-        return
     where = layout.SBOM
-    if sbom.get("spdxVersion") != "SPDX-2.3":
-        found.append(f"{where}: spdxVersion is {sbom.get('spdxVersion')!r}, not SPDX-2.3")
-        return
     packages = {p.get("SPDXID"): p for p in sbom.get("packages", [])}
     worker = packages.get("SPDXRef-Package-worker") or {}
     stack = identity["stack"]
@@ -194,9 +230,9 @@ def _compare_sbom(sbom: dict[str, Any] | None, listed: dict[str, str], identity:
         sha = next((c.get("checksumValue") for c in f.get("checksums", [])
                     if c.get("algorithm") == "SHA256"), None)
         if rel not in listed:
-            found.append(f"{where} lists {rel}, which {layout.SUMS} does not")
+            found.append(f"{where} lists {printable(rel)}, which {layout.SUMS} does not")
         elif sha != listed[rel]:
-            found.append(f"{where} gives {rel} sha256 {str(sha)[:16]}..., {layout.SUMS} "
+            found.append(f"{where} gives {printable(rel)} sha256 {str(sha)[:16]}..., {layout.SUMS} "
                          f"says {listed[rel][:16]}...")
 
 

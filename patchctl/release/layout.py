@@ -13,10 +13,12 @@ import hashlib
 import io
 import os
 import tarfile
+import zlib
 from pathlib import Path
 
 from patchctl import schemas
 from patchctl.errors import InputError
+from patchctl.untrusted import shorten
 
 SCHEMA = schemas.RELEASE
 RECIPE_SCHEMA = schemas.RECIPE
@@ -108,27 +110,82 @@ def _all_paths(root: Path) -> list[str]:
     return sorted(out, key=lambda p: p.encode())
 
 
+# What an archive may unpack to, checked before a byte is written (SECURITY.md). A worker
+# package is a stripped binary and a few small text files: tens of MB, compressing 2-4x.
+MAX_MEMBERS = 10_000
+MAX_NAME_BYTES = 1024
+MAX_MEMBER_BYTES = 1 << 30  # one file
+MAX_UNPACKED_BYTES = 2 << 30  # the whole tar stream, headers included
+MAX_RATIO = 32  # unpacked bytes per archive byte, beyond a first RATIO_FREE
+RATIO_FREE = 16 << 20
+
+
 def extract(archive: Path, dest: Path) -> Path:
     """Unpack a package archive into ``dest``; returns the package directory.
 
-    Refuses (InputError) anything but one top-level directory of plain files
-    and directories with safe relative names, before writing a byte.
+    Refuses (InputError) before writing a byte: a tar stream that unpacks to more than
+    ``unpacked_limit`` (a gzip bomb: counted while decompressing, nothing kept), then,
+    from the member headers alone, anything but one top-level directory of plain files
+    and directories with safe relative names (of at most MAX_NAME_BYTES), a sparse
+    member, one over MAX_MEMBER_BYTES and more than MAX_MEMBERS of them. tarfile's
+    ``data`` filter extracts what passed.
     """
+    limit = unpacked_limit(archive.stat().st_size)
     try:
+        _check_stream(archive, limit)
         with tarfile.open(archive, mode="r:gz") as tar:
-            members = tar.getmembers()
+            members = _checked_members(tar, archive, limit)
             tops = {m.name.split("/", 1)[0] for m in members}
-            for m in members:
-                parts = m.name.split("/")
-                if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()):
-                    raise InputError(f"{archive}: unsafe entry {m.name!r}; not a worker package")
             if len(tops) != 1:
                 raise InputError(f"{archive}: {len(tops)} top-level entries; a worker package "
                                  "has exactly one directory")
-            tar.extractall(dest, filter="data")
-    except (tarfile.TarError, OSError, EOFError) as e:
-        raise InputError(f"{archive}: not a readable tar.gz ({e})") from e
+            if any(m.name == next(iter(tops)) and not m.isdir() for m in members):
+                raise InputError(f"{archive}: its top-level entry is not a directory")
+            tar.extractall(dest, members=members, filter="data")
+    except (tarfile.TarError, OSError, EOFError, zlib.error) as e:
+        raise InputError(f"{archive}: not a readable tar.gz ({shorten(str(e))})") from e
     root = dest / tops.pop()
     if not root.is_dir():
         raise InputError(f"{archive}: its top-level entry is not a directory")
     return root
+
+
+def unpacked_limit(archive_bytes: int) -> int:
+    """The most an archive of ``archive_bytes`` may unpack to."""
+    return min(MAX_UNPACKED_BYTES, RATIO_FREE + MAX_RATIO * archive_bytes)
+
+
+def _check_stream(archive: Path, limit: int) -> None:
+    """Decompress ``archive`` to nowhere, refusing it once it passes ``limit`` bytes."""
+    total = 0
+    with gzip.open(archive, "rb") as gz:
+        while chunk := gz.read(1 << 20):
+            total += len(chunk)
+            if total > limit:
+                raise InputError(f"{archive}: unpacks to more than {limit} bytes "
+                                 f"({archive.stat().st_size} packed); not a worker package")
+
+
+def _checked_members(tar: tarfile.TarFile, archive: Path, limit: int) -> list[tarfile.TarInfo]:
+    """The members, from their headers (tarfile skips the data unread), each checked."""
+    members: list[tarfile.TarInfo] = []
+    total = 0
+    for m in tar:
+        if len(members) == MAX_MEMBERS:
+            raise InputError(f"{archive}: more than {MAX_MEMBERS} entries; not a worker package")
+        parts = m.name.split("/")
+        what = f"'{shorten(m.name, 120)}'"
+        if m.name.startswith("/") or ".." in parts or not (m.isfile() or m.isdir()) \
+                or len(m.name.encode("utf-8", "surrogateescape")) > MAX_NAME_BYTES:
+            raise InputError(f"{archive}: unsafe entry {what}; not a worker package")
+        if m.issparse() or m.type == tarfile.GNUTYPE_SPARSE:
+            raise InputError(f"{archive}: {what} is a sparse file; a worker package holds none")
+        if m.size > MAX_MEMBER_BYTES:
+            raise InputError(f"{archive}: {what} is {m.size} bytes, more than "
+                             f"{MAX_MEMBER_BYTES}; not a worker package")
+        total += m.size
+        if total > limit:
+            raise InputError(f"{archive}: its files add up to more than {limit} bytes; "
+                             "not a worker package")
+        members.append(m)
+    return members
