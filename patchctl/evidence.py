@@ -119,15 +119,17 @@ def artifact_entry(role: str, path: Path) -> dict[str, Any]:
 def worker_identity(worker: Path) -> dict[str, Any]:
     """``worker --version --json``: the runtime's pin, fingerprint, lane and toolchain."""
     from patchctl.errors import EnvironmentFailure
+    from patchctl.release.documents import IDENTITY_SCHEMA
+    from patchctl.untrusted import BadDocument, parse_json, shorten
 
     try:
         proc = subprocess.run([str(worker), "--version", "--json"], capture_output=True,
-                              text=True, timeout=60, check=False)
+                              timeout=60, check=False)
         if proc.returncode == 0:
-            identity: dict[str, Any] = json.loads(proc.stdout)
+            identity: dict[str, Any] = parse_json(proc.stdout, IDENTITY_SCHEMA)
             return identity
-        why = f"exit {proc.returncode}: {proc.stderr.strip()[:200]}"
-    except (OSError, subprocess.TimeoutExpired, json.JSONDecodeError) as e:
+        why = f"exit {proc.returncode}: {shorten(proc.stderr.decode('utf-8', 'replace'), 200)}"
+    except (OSError, subprocess.TimeoutExpired, BadDocument) as e:
         why = str(e)
     raise EnvironmentFailure(f"--worker {worker}: `worker --version --json` failed ({why})")
 

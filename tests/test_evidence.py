@@ -89,3 +89,17 @@ def test_cpu_features_use_the_workers_names() -> None:
         assert "sse2" in features
         if "sse4_2" in features:
             assert "sse4.2" in features  # /proc spells it sse4_2, GCC sse4.2
+
+
+def test_a_worker_identity_that_is_not_of_its_schema_is_one_failure(tmp_path: Path) -> None:
+    """Issue 22 #12 (same class): `record --worker` parsed the worker's `--version --json`
+    with json.loads: 100,000 nested arrays gave a RecursionError traceback."""
+    from patchctl.errors import EnvironmentFailure
+    from patchctl.evidence import worker_identity
+
+    for out in ("[" * 100_000, '{"stack": [1]}'):
+        worker = tmp_path / "worker"
+        worker.write_text(f"#!/bin/sh\nprintf '%s' '{out}'\n")
+        worker.chmod(0o755)
+        with pytest.raises(EnvironmentFailure, match=r"`worker --version --json` failed \("):
+            worker_identity(worker)
