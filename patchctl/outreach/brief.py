@@ -19,6 +19,7 @@ from patchctl.fingerprint import fingerprint
 from patchctl.outreach import facts, policy
 from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
+from patchctl.untrusted import printable
 
 SCHEMA = schemas.OUTREACH
 
@@ -174,7 +175,7 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
 
         raise InputError(f"the pin {base} is not in upstream {upstream}; pass --upstream "
                          "with a clone that has it")
-    files = gitrepo.read_files(upstream, base, policy.ALL_FILES)
+    files = _quoted_files(upstream, base, policy.ALL_FILES)
     rules_all = policy.find_rules(files)
     template_path = next((p for p in policy.TEMPLATE_FILES if files.get(p)), None)
     template_text = files.get(template_path) if template_path else None
@@ -243,6 +244,13 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
         authors=authors, missing=missing)
+
+
+def _quoted_files(upstream: Path, base: str, paths: Sequence[str]) -> dict[str, str | None]:
+    """Upstream files whose lines a brief quotes (policy files, CODEOWNERS, a check's
+    context), printable: CRLF read as LF, every other control character escaped."""
+    return {p: None if text is None else printable(text.replace("\r\n", "\n"), newlines=True)
+            for p, text in gitrepo.read_files(upstream, base, paths).items()}
 
 
 def _name_only(author: str) -> str:
@@ -421,8 +429,7 @@ def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],
 
 def _check(upstream: Path, base: str, c: facts.UpstreamCheck) -> CheckResult:
     hits = gitrepo.grep_fixed(upstream, base, [c.text], [c.path], whole_words=False)[:10]
-    texts = gitrepo.read_files(upstream, base, sorted({h.path for h in hits})) \
-        if c.context else {}
+    texts = _quoted_files(upstream, base, sorted({h.path for h in hits})) if c.context else {}
     found = []
     for h in hits:
         lines = (texts.get(h.path) or "").splitlines()[h.line - 1 : h.line + c.context]
