@@ -338,3 +338,17 @@ def test_an_upstream_commit_subject_is_escaped_in_every_output(cli, tmp_path: Pa
         assert "cube\\x1b]0;pwned\\x07\\x9b2J\\u202eevil" in r.out.replace("\\\\", "\\"), argv
         for c in "\x1b\x07\x9b\u202e":
             assert c not in r.out + r.err, (argv, c)
+
+
+def test_an_answer_larger_than_the_cap_is_refused(cli, one_ref: Path, monkeypatch) -> None:
+    """Issue 22 #11: the body of an answer was read whole, however large; it is capped
+    (httpget.MAX_BODY) and a larger one is the reference's error, asked once."""
+    body = b'{"state": "open", "title": "' + b"t" * (5 << 20) + b'"}'
+    with github_server(answer=(200, {}, body)) as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        r = cli("-C", str(one_ref), "upstream-status", "--online", "--json")
+        asked = len(server.requests)
+    assert r.code == 0, r.err
+    [online] = json.loads(r.out)["patches"][0]["online"]
+    assert online == {"ref": "o/r#1", "error": f"answer larger than {4 << 20} bytes"}
+    assert asked == 1
