@@ -1,7 +1,9 @@
 """A small GitHub-REST-shaped HTTP server on 127.0.0.1 for upstream-status --online tests.
 
 ``/repos/o/r/issues/N`` answers by N (see ``ANSWERS``); every request's path and
-headers are recorded so tests can check what was sent.
+headers are recorded so tests can check what was sent. ``drip`` sends a fixed
+answer one byte at a time: its body only ("body") or all of it, status line and
+headers too ("all"), until the answer is out or the server stops.
 """
 
 from __future__ import annotations
@@ -67,13 +69,30 @@ class _Handler(BaseHTTPRequestHandler):
     def _raw(self, code: int, headers: dict[str, str], body: object) -> None:
         """Any status, headers and body: bytes as they are, anything else as JSON."""
         data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        if self.server.drip == "all":
+            head = f"HTTP/1.1 {code} OK\r\nContent-Length: {len(data)}\r\n" + "".join(
+                f"{k}: {v}\r\n" for k, v in headers.items()) + "\r\n"
+            return self._drip(head.encode() + data)
         self.send_response(code)
         if "Content-Length" not in headers:
             self.send_header("Content-Length", str(len(data)))
         for k, v in headers.items():
             self.send_header(k, v)
         self.end_headers()
+        if self.server.drip == "body":
+            return self._drip(data)
         self.wfile.write(data)
+        return None
+
+    def _drip(self, data: bytes) -> None:
+        for i in range(len(data)):
+            try:
+                self.wfile.write(data[i : i + 1])
+                self.wfile.flush()
+            except OSError:  # the client gave up
+                return
+            if self.server.stopping.wait(self.server.drip_every):
+                return
 
     def _json(self, code: int, data: dict, headers: dict[str, str] | None = None) -> None:
         body = json.dumps(data).encode()
@@ -91,22 +110,30 @@ class _Server(ThreadingHTTPServer):
     requests: list[tuple[str, dict[str, str]]]
     slow: float
     answer: tuple | None
+    drip: str | None
+    drip_every: float
+    stopping: threading.Event
 
     def handle_error(self, request, client_address) -> None:
         pass  # a client that timed out closed the socket: expected here
 
 
 @contextlib.contextmanager
-def github_server(slow: float = 2.0, answer: tuple | None = None) -> Iterator[_Server]:
-    """``answer``: (status, headers, body) for every request instead of ``ANSWERS``."""
+def github_server(slow: float = 2.0, answer: tuple | None = None, drip: str | None = None,
+                  drip_every: float = 1.0) -> Iterator[_Server]:
+    """``answer``: (status, headers, body) for every request instead of ``ANSWERS``;
+    ``drip`` ("body" or "all"): send it a byte every ``drip_every`` seconds."""
     server = _Server(("127.0.0.1", 0), _Handler)
     server.requests = []
     server.slow = slow
     server.answer = answer
+    server.drip, server.drip_every = drip, drip_every
+    server.stopping = threading.Event()
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
         yield server
     finally:
+        server.stopping.set()
         server.shutdown()
         server.server_close()

@@ -6,13 +6,16 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from tests.builders import Upstream, commit_all, format_patch, make_project, replace_in
-from tests.github_server import github_server
+from tests.github_server import OPEN_ISSUE, github_server
 from tests.rebase_history import History, make_history
 
 TOKEN = "ghp_TESTSECRET0123456789abcdef"
@@ -156,7 +159,7 @@ def test_online_states_errors_cache_and_no_token_anywhere(cli, many_refs: Path,
     assert online["o/r#6"]["error"].startswith("rate limited until 20")
     assert online["o/r#7"]["state"] == "open"  # 429 with Retry-After: 0, then the answer
     assert online["o/r#8"]["error"] == "timed out after 0.3s (after 3 tries)"
-    assert online["o/r#9"]["error"] == "malformed answer (not the JSON of an issue)"
+    assert online["o/r#9"]["error"].startswith("malformed answer (not the JSON of an issue): ")
     paths = [p for p, _ in requests_seen]
     assert paths.count("/repos/o/r/issues/4") == 3 and paths.count("/repos/o/r/issues/6") == 1
     assert all(h.get("Authorization") == f"Bearer {TOKEN}" for _, h in requests_seen)
@@ -188,3 +191,164 @@ def test_a_failed_refresh_keeps_the_cached_answer(cli, many_refs: Path, monkeypa
     one = next(o for o in data["patches"][0]["online"] if o["ref"] == "o/r#1")
     assert one["state"] == "open" and one["stale"] is True
     assert one["error"].startswith("request failed: ConnectionError")
+
+
+# -- Issue 22: deadline, untrusted JSON, server text ------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+FORGED = "open\n| forged | row\x1b]0;title\x07"
+
+
+@pytest.fixture
+def one_ref(tmp_path: Path, upstream: Upstream) -> Path:
+    name, text = _patch(upstream, tmp_path / "scratch", 1,
+                        {"Upstream-Status": "Pending", "Bug": "o/r#1"})
+    return make_project(tmp_path / "proj", upstream, [(name, text)])
+
+
+def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """patchctl in a process of its own: a hang is cut off by the guard, not by pytest."""
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])}
+    return subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), *args],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+
+
+@pytest.mark.parametrize("drip", ["body", "all"])
+def test_a_server_dripping_a_byte_a_second_is_cut_off_at_the_deadline(
+        one_ref: Path, monkeypatch, drip: str) -> None:
+    """Issue 22 #11: PATCHCTL_GITHUB_TIMEOUT bounds each read only, so a server that sent
+    one byte a second (in its body, or in its status line and headers too) held
+    upstream-status --online for ever. Each request now has a total deadline
+    (PATCHCTL_GITHUB_DEADLINE); passing it is the reference's error, asked once."""
+    with github_server(answer=(200, {}, OPEN_ISSUE), drip=drip) as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        monkeypatch.setenv("PATCHCTL_GITHUB_TIMEOUT", "5")  # every byte comes within it
+        monkeypatch.setenv("PATCHCTL_GITHUB_DEADLINE", "2")
+        r = _run(one_ref, "upstream-status", "--online", "--json")
+        asked = len(server.requests)
+    assert "Traceback" not in r.stderr, r.stderr
+    assert r.returncode == 0, r.stderr
+    online = json.loads(r.stdout)["patches"][0]["online"]
+    assert online == [{"ref": "o/r#1", "error": "no complete answer within 2s"}]
+    assert asked == 1  # a server that held the whole deadline is not asked again
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
+def test_a_deadline_that_is_not_a_positive_number_is_one_line(cli, one_ref: Path, monkeypatch,
+                                                               value: str) -> None:
+    """Issue 22 #11: PATCHCTL_GITHUB_DEADLINE must be a positive number of seconds."""
+    _online_env(monkeypatch, "http://127.0.0.1:9")
+    monkeypatch.setenv("PATCHCTL_GITHUB_DEADLINE", value)
+    r = cli("-C", str(one_ref), "upstream-status", "--online")
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert r.err.startswith("patchctl: error: PATCHCTL_GITHUB_DEADLINE=")
+
+
+@pytest.mark.parametrize("body", [
+    b"[" * 100_000 + b"]" * 100_000,
+    b'{"state": "open", "title": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+], ids=["deep-list", "deep-title"])
+def test_an_answer_nested_100000_deep_is_a_malformed_answer(cli, one_ref: Path, monkeypatch,
+                                                              body: bytes) -> None:
+    """Issue 22 #12: an API answer nested 100,000 deep ended upstream-status --online in a
+    RecursionError traceback; answers are now size/depth-checked and validated against
+    their schema (untrusted.parse_json) before use."""
+    with github_server(answer=(200, {}, body)) as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        r = cli("-C", str(one_ref), "upstream-status", "--online", "--json")
+    assert r.code == 0, r.err
+    [online] = json.loads(r.out)["patches"][0]["online"]
+    assert online["error"] == ("malformed answer (not the JSON of an issue): nested deeper "
+                               "than 64 levels")
+
+
+def _write_cache(project: Path, answers: dict) -> Path:
+    path = project / ".patchctl" / "github-cache.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"schema": "patchctl.github-cache/1", "answers": answers}))
+    return path
+
+
+def test_a_cache_entry_missing_kind_is_a_miss_and_refetched(cli, one_ref: Path,
+                                                            monkeypatch) -> None:
+    """Issue 22 #12: a cache entry without ``kind`` ended upstream-status in a KeyError
+    traceback; cache entries are validated against their schema and a bad one is a miss."""
+    cache = _write_cache(one_ref, {"o/r#1": {"state": "open", "title": "t", "url": "",
+                                             "fetched_at": "2026-01-01T00:00:00+00:00"}})
+    r = cli("-C", str(one_ref), "upstream-status")
+    assert r.code == 0, r.err
+    assert "o/r#1: not fetched yet: run with --online" in r.out
+    with github_server() as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        r = cli("-C", str(one_ref), "upstream-status", "--online")
+    assert r.code == 0, r.err
+    assert "o/r#1: issue open, last activity 2026-11-01T10:00:00Z" in r.out
+    assert json.loads(cache.read_text())["answers"]["o/r#1"]["kind"] == "issue"
+
+
+def test_a_forged_state_is_escaped_in_text_and_exact_in_json(cli, one_ref: Path,
+                                                             monkeypatch) -> None:
+    """Issue 22 #15: an answer's ``state`` holding a newline and an OSC escape was printed
+    raw: it forged a report row and retitled the terminal. The text report escapes it;
+    --json and the cache keep it exact (JSON encoding escapes it there)."""
+    answer = {**OPEN_ISSUE, "state": FORGED, "updated_at": "2026\x1b[2J"}
+    with github_server(answer=(200, {}, answer)) as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        text = cli("-C", str(one_ref), "upstream-status", "--online")
+        data = cli("-C", str(one_ref), "upstream-status", "--online", "--json")
+    assert text.code == 0 and data.code == 0, text.err + data.err
+    assert "o/r#1: issue open\\n| forged | row\\x1b]0;title\\x07, last activity " \
+        "2026\\x1b[2J" in text.out
+    assert "\x1b" not in text.out and "\x07" not in text.out
+    assert not any(line.startswith("| forged") for line in text.out.split("\n"))
+    [online] = json.loads(data.out)["patches"][0]["online"]
+    assert online["state"] == FORGED and online["updated_at"] == "2026\x1b[2J"
+    assert "\x1b" not in data.out  # JSON encoding escapes it
+    cache = one_ref / ".patchctl" / "github-cache.json"
+    assert json.loads(cache.read_text())["answers"]["o/r#1"]["state"] == FORGED
+    assert b"\x1b" not in cache.read_bytes()
+    offline = cli("-C", str(one_ref), "upstream-status")  # from the cache: escaped again
+    assert "| forged | row\\x1b]0;title\\x07, last activity" in offline.out
+    assert "\x1b" not in offline.out
+
+
+def test_an_upstream_commit_subject_is_escaped_in_every_output(cli, tmp_path: Path,
+                                                               upstream: Upstream) -> None:
+    """Issue 22 #15: the subject of the upstream commit that broke a patch was printed raw
+    by upstream-status --ref (and rebase-pin): an escape sequence in it reached the
+    terminal. gitrepo returns upstream subjects printable."""
+    def cube(work: Path) -> None:
+        replace_in(work / "src/util.c", "int tiny_abs(int v)",
+                   "int tiny_cube(int v)\n{\n    return v * v * v;\n}\n\nint tiny_abs(int v)")
+
+    text = format_patch(upstream, upstream.commits["base"], cube, subject="util : tiny_cube",
+                        trailers={"Concern": "cube", "Upstream-Status": "Pending",
+                                  "Scope": "src/util.c"}, scratch=tmp_path / "scratch")
+    project = make_project(tmp_path / "proj", upstream, [("0001-cube.patch", text)])
+    replace_in(upstream.path / "src/util.c", "int tiny_abs(int v)",
+               "int tiny_cube(int v)\n{\n    return v * v * v + 0;\n}\n\nint tiny_abs(int v)")
+    commit_all(upstream.path, "util : cube\x1b]0;pwned\x07\x9b2J\u202eevil")
+    args = ("--upstream", str(upstream.path))
+    for argv in (["upstream-status", "--ref", "HEAD", *args],
+                 ["upstream-status", "--ref", "HEAD", "--json", *args],
+                 ["rebase-pin", "--check", "HEAD", *args]):
+        r = cli("-C", str(project), *argv)
+        assert "Traceback" not in r.out + r.err
+        assert "cube\\x1b]0;pwned\\x07\\x9b2J\\u202eevil" in r.out.replace("\\\\", "\\"), argv
+        for c in "\x1b\x07\x9b\u202e":
+            assert c not in r.out + r.err, (argv, c)
+
+
+def test_an_answer_larger_than_the_cap_is_refused(cli, one_ref: Path, monkeypatch) -> None:
+    """Issue 22 #11: the body of an answer was read whole, however large; it is capped
+    (httpget.MAX_BODY) and a larger one is the reference's error, asked once."""
+    body = b'{"state": "open", "title": "' + b"t" * (5 << 20) + b'"}'
+    with github_server(answer=(200, {}, body)) as server:
+        _online_env(monkeypatch, f"http://127.0.0.1:{server.server_port}")
+        r = cli("-C", str(one_ref), "upstream-status", "--online", "--json")
+        asked = len(server.requests)
+    assert r.code == 0, r.err
+    [online] = json.loads(r.out)["patches"][0]["online"]
+    assert online == {"ref": "o/r#1", "error": f"answer larger than {4 << 20} bytes"}
+    assert asked == 1

@@ -312,8 +312,11 @@ def first_parent_path(repo: Path, old: str, new: str) -> list[str]:
 
 
 def subject(repo: Path, commit: str) -> str:
-    return run_git(["log", "-1", "--format=%s", "--end-of-options", commit],
-                   repo=repo).stdout.strip()
+    """``commit``'s subject, printable (an upstream's text: shown, never parsed)."""
+    from patchctl.untrusted import printable
+
+    return printable(run_git(["log", "-1", "--format=%s", "--end-of-options", commit],
+                             repo=repo).stdout.strip())
 
 
 def tree_symlinks(repo: Path, tree: str, *,

@@ -24,6 +24,7 @@ from patchctl.gitrepo.core import (
     user_config_env,
 )
 from patchctl.gitrepo.index import SeriesItem, TempIndex, store_index
+from patchctl.untrusted import printable
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
@@ -332,11 +333,11 @@ def file_changes(repo: Path, old: str, new: str, path: str) -> list[FileChange]:
         head, _, diff = chunk.partition("\n")
         commit, _, subj = head.partition(" ")
         hunks = []
-        for line in diff.splitlines():
+        for line in diff.split("\n"):  # not splitlines(): a \x0c in a line starts none
             if line.startswith("@@ "):
                 old_part, new_part = line.split(" ")[1:3]
                 hunks.append((*_span(old_part[1:]), *_span(new_part[1:])))
-        changes.append(FileChange(commit, subj, tuple(hunks)))
+        changes.append(FileChange(commit, printable(subj), tuple(hunks)))
     return changes
 
 

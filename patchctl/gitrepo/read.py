@@ -2,6 +2,9 @@
 
 Used by draft-outreach (policy files, reviewers, upstream facts) and
 upstream-status. Every call reads; nothing here writes to the repository.
+Text that is only ever shown (author names, commit subjects, grep lines) is
+returned through ``untrusted.printable``: an upstream's control characters
+reach no report, brief or terminal. File contents are returned as they are.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.gitrepo.core import run_git, run_git_bytes
+from patchctl.untrusted import printable
 
 # No user config (log.showSignature, mailmap settings, grep defaults) may change these
 # answers: run_git reads none (core.py).
@@ -61,7 +65,7 @@ def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
         return []
     r = run_git(["log", "--no-merges", f"-n{commits}", "--format=%an", commit, "--", *paths],
                 repo=repo, check=False)
-    counts = Counter(n.strip() for n in r.stdout.splitlines() if n.strip())
+    counts = Counter(printable(n.strip()) for n in r.stdout.split("\n") if n.strip())
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
@@ -86,12 +90,12 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
     r = run_git(args, repo=repo, check=False)
     hits = []
     prefix = f"{commit}:"
-    for line in r.stdout.splitlines():
+    for line in r.stdout.split("\n"):  # not splitlines(): a \x0c in a line starts none
         line = line.removeprefix(prefix)
         path, _, rest = line.partition(":")
         number, _, text = rest.partition(":")
         if number.isdigit():
-            hits.append(GrepHit(path, int(number), text))
+            hits.append(GrepHit(path, int(number), printable(text.removesuffix("\r"))))
     return hits
 
 
@@ -107,15 +111,15 @@ def first_adding(repo: Path, commit: str, text: str, path: str) -> CommitRef | N
     occurs (``git log -S``): usually the one that introduced it."""
     r = run_git(["log", "--no-merges", "--reverse", "--format=%H%x00%as%x00%s", f"-S{text}",
                  commit, "--", path], repo=repo, check=False)
-    first = r.stdout.splitlines()[:1]
+    first = r.stdout.split("\n", 1)[0]
     if r.returncode != 0 or not first:
         return None
-    sha, date, subject = first[0].split("\0", 2)
-    return CommitRef(sha, date, subject)
+    sha, date, subject = first.split("\0", 2)
+    return CommitRef(sha, date, printable(subject))
 
 
 def commit_ref(repo: Path, commit: str) -> CommitRef:
     out = run_git(["log", "-1", "--format=%H%x00%as%x00%s", commit],
                   repo=repo).stdout.rstrip("\n")
     sha, date, subject = out.split("\0", 2)
-    return CommitRef(sha, date, subject)
+    return CommitRef(sha, date, printable(subject))

@@ -19,6 +19,7 @@ from patchctl.fingerprint import fingerprint
 from patchctl.outreach import facts, policy
 from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
+from patchctl.untrusted import printable
 
 SCHEMA = schemas.OUTREACH
 
@@ -249,10 +250,14 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
 
 def _read(upstream: Path, base: str, paths: Sequence[str]
           ) -> tuple[dict[str, str | None], list[str]]:
-    """The text of each path at ``base`` (None: absent), decoded by ``policy.decode``, and
-    a finding for each that is not valid UTF-8."""
+    """Upstream files whose lines a brief quotes (policy files, CODEOWNERS, a check's
+    context) at ``base`` (None: absent): decoded by ``policy.decode``, CRLF read as LF and
+    every other control character escaped; and a finding for each that is not valid UTF-8."""
     blobs = gitrepo.read_blobs(upstream, base, paths)
-    return policy.decode_files({p: blobs[p][1] if p in blobs else None for p in paths})
+    texts, findings = policy.decode_files(
+        {p: blobs[p][1] if p in blobs else None for p in paths})
+    return ({p: None if t is None else printable(t.replace("\r\n", "\n"), newlines=True)
+             for p, t in texts.items()}, findings)
 
 
 def _name_only(author: str) -> str:

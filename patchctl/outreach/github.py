@@ -1,26 +1,32 @@
 """Read-only GitHub REST lookups for upstream-status --online, with a local cache.
 
-Only GET requests are made. The token (``GITHUB_TOKEN``, optional) goes in
+Only GET requests are made, through ``httpget`` (each within a total deadline,
+``PATCHCTL_GITHUB_DEADLINE``). The token (``GITHUB_TOKEN``, optional) goes in
 the Authorization header and nowhere else: every message that could carry it
 is scrubbed, and the cache stores answers, never request headers. Timeouts,
 retries with backoff on 5xx, and rate limits (honoured up to a bounded wait)
 keep a flaky network from hanging the report; the last good answer for each
-reference is cached and shown offline with its age.
+reference is cached and shown offline with its age. Answers and cache entries
+are untrusted JSON: each is checked against its schema before use, and a cache
+entry that is not of it is a miss. Their text is kept exact (``--json`` shows
+it as it came); text renderers escape it.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import math
 import os
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from patchctl import fsutil, schemas
+from patchctl import fsutil, httpget, schemas
+from patchctl.untrusted import BadDocument, parse_json, read_json, validate
 
 if TYPE_CHECKING:
     import requests
@@ -29,6 +35,29 @@ DEFAULT_API = "https://api.github.com"
 CACHE_FILE = "github-cache.json"
 CACHE_SCHEMA = schemas.GITHUB_CACHE
 _REF = re.compile(r"(?:https?://github\.com/)?([\w.-]+)/([\w.-]+?)(?:#|/(?:issues|pull)/)(\d+)")
+_TEXT = {"type": "string"}
+_TEXT_OR_NULL = {"type": ["string", "null"]}
+# What of an issue's JSON (GET /repos/O/R/issues/N) is used; anything else is ignored.
+ISSUE_ANSWER = {
+    "type": "object", "required": ["state"],
+    "properties": {"state": _TEXT, "title": _TEXT_OR_NULL, "html_url": _TEXT_OR_NULL,
+                   "updated_at": _TEXT_OR_NULL, "closed_at": _TEXT_OR_NULL,
+                   "pull_request": {"type": ["object", "null"],
+                                    "properties": {"merged_at": _TEXT_OR_NULL}}},
+}
+_CACHE_FILE = {
+    "type": "object", "required": ["schema", "answers"],
+    "properties": {"schema": {"const": CACHE_SCHEMA}, "answers": {"type": "object"}},
+}
+# One answer as ``_state`` makes it, with when it was fetched: exactly these keys.
+CACHE_ENTRY = {
+    "type": "object", "additionalProperties": False,
+    "required": ["kind", "state", "title", "url", "fetched_at"],
+    "properties": {"kind": {"enum": ["issue", "pull request"]}, "state": _TEXT,
+                   "title": _TEXT, "url": _TEXT, "updated_at": _TEXT_OR_NULL,
+                   "closed_at": _TEXT_OR_NULL, "merged_at": _TEXT_OR_NULL,
+                   "fetched_at": _TEXT},
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +65,7 @@ class Settings:
     api: str
     token: str | None
     timeout: float
+    deadline: float  # seconds for one request in all: connect, headers and body
     retries: int
     backoff: float
     max_wait: float
@@ -44,17 +74,22 @@ class Settings:
     def from_env(cls) -> Settings:
         env = os.environ
 
-        def number(name: str, default: str, kind: type[float] | type[int] = float) -> float:
-            try:
-                return kind(env.get(name, default))
-            except ValueError as e:
-                from patchctl.errors import InputError
+        def number(name: str, default: str, kind: type[float] | type[int] = float, *,
+                   positive: bool = False) -> float:
+            from patchctl.errors import InputError
 
+            try:
+                value = kind(env.get(name, default))
+            except ValueError as e:
                 raise InputError(f"{name}={env[name]!r} is not a number") from e
+            if positive and not (math.isfinite(value) and value > 0):
+                raise InputError(f"{name}={env[name]!r} is not a positive number of seconds")
+            return value
 
         return cls(api=env.get("PATCHCTL_GITHUB_API", DEFAULT_API).rstrip("/"),
                    token=env.get("GITHUB_TOKEN") or None,
-                   timeout=number("PATCHCTL_GITHUB_TIMEOUT", "10"),
+                   timeout=number("PATCHCTL_GITHUB_TIMEOUT", "10", positive=True),
+                   deadline=number("PATCHCTL_GITHUB_DEADLINE", "30", positive=True),
                    retries=int(number("PATCHCTL_GITHUB_RETRIES", "3", int)),
                    backoff=number("PATCHCTL_GITHUB_BACKOFF", "1"),
                    max_wait=number("PATCHCTL_GITHUB_MAX_WAIT", "60"))
@@ -81,29 +116,29 @@ def _scrub(text: str, token: str | None) -> str:
 def fetch(ref: tuple[str, str, int], settings: Settings, session: requests.Session | None = None,
           sleep: Callable[[float], None] = time.sleep) -> dict[str, Any]:
     """The issue or pull request's state; on failure ``{"error": "..."}`` (never raises)."""
-    import requests
-
     owner, repo, number = ref
     url = f"{settings.api}/repos/{owner}/{repo}/issues/{number}"
     headers = {"Accept": "application/vnd.github+json", "User-Agent": "patchctl"}
     if settings.token:
         headers["Authorization"] = f"Bearer {settings.token}"
-    http = session or requests.Session()
     error = "no answer"
     for attempt in range(settings.retries + 1):
         try:
-            r = http.get(url, headers=headers, timeout=settings.timeout)
-        except requests.Timeout:
-            error = f"timed out after {settings.timeout:g}s"
-        except requests.RequestException as e:
-            error = f"request failed: {type(e).__name__}"
+            r = httpget.get(url, headers=headers, timeout=settings.timeout,
+                            deadline=settings.deadline, http=session)
+        except httpget.HttpFailure as e:
+            error = str(e)
+            if not e.retry:
+                return {"error": _scrub(error, settings.token)}
         else:
-            if r.status_code == 200:
+            if r.status == 200:
                 try:
-                    return _without_token(_state(r.json()), settings.token)
-                except (ValueError, KeyError, TypeError, AttributeError):
-                    return {"error": "malformed answer (not the JSON of an issue)"}
-            if r.status_code == 404:
+                    answer = _state(parse_json(r.body, ISSUE_ANSWER, max_bytes=httpget.MAX_BODY))
+                except BadDocument as e:
+                    return {"error": _scrub(f"malformed answer (not the JSON of an issue): {e}",
+                                            settings.token)}
+                return _without_token(answer, settings.token)
+            if r.status == 404:
                 return {"error": "not found (404): no such issue or pull request, or private"}
             wait = _rate_limit_wait(r)
             if wait is not None:
@@ -114,9 +149,9 @@ def fetch(ref: tuple[str, str, int], settings: Settings, session: requests.Sessi
                 error = "rate limited"
                 sleep(max(wait, 0))
                 continue
-            if r.status_code < 500:
-                return {"error": f"HTTP {r.status_code}"}
-            error = f"HTTP {r.status_code}"
+            if r.status < 500:
+                return {"error": f"HTTP {r.status}"}
+            error = f"HTTP {r.status}"
         if attempt < settings.retries:
             sleep(settings.backoff * (2 ** attempt))
     return {"error": _scrub(f"{error} (after {settings.retries + 1} tries)", settings.token)}
@@ -138,26 +173,27 @@ def _reset_time(reset: str) -> str:
         return "later"
 
 
-def _rate_limit_wait(r: requests.Response) -> float | None:
+def _rate_limit_wait(r: httpget.Answer) -> float | None:
     """Seconds to wait when the answer is a rate limit, else None."""
-    if r.status_code not in (403, 429):
+    if r.status not in (403, 429):
         return None
     if retry := r.headers.get("Retry-After", ""):
         return float(retry) if retry.isdigit() else None
     if r.headers.get("X-RateLimit-Remaining") == "0":
         reset = r.headers.get("X-RateLimit-Reset", "")
         return max(0.0, int(reset) - time.time()) if reset.isdigit() else None
-    return None if r.status_code == 403 else 1.0
+    return None if r.status == 403 else 1.0
 
 
 def _state(data: dict[str, Any]) -> dict[str, Any]:
+    """The fields of an ISSUE_ANSWER that are kept (and cached): a CACHE_ENTRY's."""
     pr = data.get("pull_request")
     merged = bool(pr and pr.get("merged_at"))
     return {
         "kind": "pull request" if pr else "issue",
-        "state": "merged" if merged else str(data["state"]),
-        "title": str(data.get("title", "")),
-        "url": str(data.get("html_url", "")),
+        "state": "merged" if merged else data["state"],
+        "title": data.get("title") or "",
+        "url": data.get("html_url") or "",
         "updated_at": data.get("updated_at"),
         "closed_at": data.get("closed_at"),
         "merged_at": pr.get("merged_at") if pr else None,
@@ -168,25 +204,22 @@ def _state(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_cache(path: Path) -> dict[str, dict[str, Any]]:
+    """The cached answers; a missing or damaged cache is empty, and an entry that is not a
+    CACHE_ENTRY (or has no aware ISO ``fetched_at``) is left out: a miss, fetched again."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    if not isinstance(data, dict) or data.get("schema") != CACHE_SCHEMA or \
-            not isinstance(data.get("answers"), dict):
+        data = read_json(path, _CACHE_FILE)
+    except BadDocument:
         return {}
     return {k: v for k, v in data["answers"].items() if _cached_answer(v)}
 
 
 def _cached_answer(value: object) -> bool:
-    """A cache entry this patchctl wrote: a dict with an aware ISO ``fetched_at``
-    (a damaged one is dropped, as a missing cache is)."""
-    if not isinstance(value, dict) or not isinstance(value.get("fetched_at"), str):
-        return False
     try:
-        return dt.datetime.fromisoformat(value["fetched_at"]).tzinfo is not None
-    except ValueError:
+        validate(value, CACHE_ENTRY)
+        fetched = dt.datetime.fromisoformat(cast(dict[str, str], value)["fetched_at"])
+    except (BadDocument, ValueError):
         return False
+    return fetched.tzinfo is not None
 
 
 def save_cache(path: Path, answers: dict[str, dict[str, Any]]) -> None:
@@ -202,11 +235,7 @@ def lookup(refs: list[str], cache_path: Path, *, online: bool,
     cache = load_cache(cache_path)
     out: dict[str, dict[str, Any]] = {}
     settings = settings or Settings.from_env()
-    session = None
-    if online:
-        import requests
-
-        session = requests.Session()
+    session = httpget.session() if online else None
     now = _now()
     for text in refs:
         ref = parse_ref(text)

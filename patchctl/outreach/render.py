@@ -100,7 +100,12 @@ def template_hashes() -> dict[str, str]:
 
 
 def status_text(report: StatusReport) -> str:
-    """upstream-status as plain text (a report for the terminal, not Markdown)."""
+    """upstream-status as plain text (a report for the terminal, not Markdown). Each row is
+    escaped whole (``untrusted.printable``): a server's answer is kept exact in the report's
+    data, so a newline or an escape sequence in it must not forge a row or reach the
+    terminal here."""
+    from patchctl.untrusted import printable
+
     out = [f"{report.name} @ {report.pin[:12]}: {len(report.patches)} patches"]
     out.append("by Upstream-Status: " + (", ".join(f"{k} {v}" for k, v in report.counts.items())
                                           or "none"))
@@ -132,7 +137,7 @@ def status_text(report: StatusReport) -> str:
             out.append(line)
     if report.malformed:
         out.append(f"malformed or missing Upstream-Status: {', '.join(report.malformed)}")
-    return "\n".join(out) + "\n"
+    return "\n".join(printable(line) for line in out) + "\n"
 
 
 def _age(seconds: int) -> str:
