@@ -39,6 +39,7 @@ from patchctl.stack import (
     check_patch_name,
     render_lock,
 )
+from patchctl.textout import count
 
 SERIES_HEADER = (
     "# patchctl series: one patch per line, in apply order; `-pN` sets the strip level.\n"
@@ -135,7 +136,7 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
         made: list[Patch] = []
         report: list[Imported] = []
         with gitrepo.temp_index(upstream) as index:
-            say(f"applying the stack ({len(existing)} patches) at the pin")
+            say(f"applying the stack ({count(len(existing), 'patch')}) at the pin")
             _apply_stack(index, pin, existing)
             say(f"applying {len(candidates)} patch(es) on top")
             steps = _apply_candidates(index, upstream, pin, existing, candidates, Path(tmp), say)

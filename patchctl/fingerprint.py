@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from patchctl.stack import LOCK_FORMAT, Lock, LockedPatch, Pin, render_lock
+from patchctl.textout import count
 
 ALGORITHM = "pcfp2"
 # Why a lock written with an older algorithm is stale (shown to the user).
@@ -61,7 +62,7 @@ def staleness(old: Lock | None, new: Lock) -> str | None:
     if old.pin != new.pin:
         return "the pin changed"
     if len(old.patches) != len(new.patches):
-        return f"the series has {len(new.patches)} patches, the lock {len(old.patches)}"
+        return f"the series has {count(len(new.patches), 'patch')}, the lock {len(old.patches)}"
     changed = [n.file for o, n in zip(old.patches, new.patches, strict=True)
                if (o.file, o.digest) != (n.file, n.digest)]
     if changed:

@@ -21,6 +21,7 @@ from patchctl.lint import glob_match
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, Stack
 from patchctl.stackwrite import output_areas
+from patchctl.textout import count
 
 STAMP = ".patchctl-stamp"
 
@@ -183,7 +184,7 @@ def _build(stack: Stack, upstream: Path, staging: Path, patches: list[Patch], fp
         if commits:
             index.checkout_to(staging)  # the pristine pin: history replays the patches
         if progress and patches:
-            progress(f"applying {len(patches)} patches")
+            progress(f"applying {count(len(patches), 'patch')}")
         applied = index.apply_series([gitrepo.SeriesItem(p.path, p.strip, len(p.files))
                                       for p in patches])
         if (failed := applied.failed) is not None:

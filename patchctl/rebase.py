@@ -32,6 +32,7 @@ from patchctl.grades import CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
 from patchctl.patchfile import Patch
 from patchctl.schemas import REBASE as SCHEMA
 from patchctl.stack import Pin, Stack, render_lock, rewrite_series
+from patchctl.textout import count
 
 BROKEN = {THREE_WAY, CONFLICT}  # no longer applies as it is: worth a bisect
 DROPPED = "dropped"
@@ -287,7 +288,8 @@ class Searcher:
             mid = (lo + hi) // 2
             checks += 1
             if self.progress:
-                self.progress(f"bisect {source.name}: check {checks}, {hi - lo} commits left")
+                left = count(hi - lo, "commit")
+                self.progress(f"bisect {source.name}: check {checks}, {left} left")
             if self._probe(self.line[mid], source, reverse=reverse) == start:
                 lo = mid
             else:

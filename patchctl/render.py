@@ -8,13 +8,8 @@ from __future__ import annotations
 from patchctl.fingerprint import short
 from patchctl.grades import EXACT, OFFSET
 from patchctl.lint import ERROR
+from patchctl.textout import count, table
 from patchctl.verify import VerifyReport
-
-
-def _table(rows: list[list[str]], header: list[str]) -> list[str]:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*header).rstrip(), *(fmt.format(*r).rstrip() for r in rows)]
 
 
 def verify_text(report: VerifyReport) -> str:
@@ -22,7 +17,8 @@ def verify_text(report: VerifyReport) -> str:
     parts = f" in {report.parts} parts at once" if report.parts > 1 else ""
     out = [
         f"verify {pin.name} @ {pin.commit[:12]} (tree {report.pin_tree[:12]}): "
-        f"{len(report.patches)} patches, {report.mode}{parts}, {report.git_calls} git calls, "
+        f"{count(len(report.patches), 'patch')}, {report.mode}{parts}, "
+        f"{count(report.git_calls, 'git call')}, "
         f"{report.seconds:.3f} s"
     ]
     rows = []
@@ -41,9 +37,9 @@ def verify_text(report: VerifyReport) -> str:
         for f in p.findings:
             where = f" ({p.name}:{f.line})" if f.line else ""
             lines.append(f"{f.severity}: {f.message}{where}")
-    table = _table(rows, ["#", "patch", "grade", "concern", "status", "size"])
-    out.append(table[0])
-    for p, line in zip(report.patches, table[1:], strict=True):
+    grid = table(rows, ["#", "patch", "grade", "concern", "status", "size"])
+    out.append(grid[0])
+    for p, line in zip(report.patches, grid[1:], strict=True):
         out.append(line)
         out += [f"     {d}" for d in details[p.index]]
     if report.fingerprint:
@@ -57,7 +53,7 @@ def verify_text(report: VerifyReport) -> str:
     else:
         problems = sum(not p.ok(report.strict) for p in report.patches) + sum(
             f.severity == ERROR or report.strict for f in report.findings)
-        out.append(f"result: FAILED ({problems} problem{'s' if problems != 1 else ''}"
+        out.append(f"result: FAILED ({count(problems, 'problem')}"
                    f"{', strict' if report.strict else ''})")
     return "\n".join(out) + "\n"
 

@@ -242,7 +242,7 @@ def select(patches: Sequence[Patch], names: Sequence[str]) -> list[int]:
     """0-based indexes of the patches to reproduce, in series order.
 
     No names: every patch with a ``Reproducer:``. A name is what
-    ``stack.resolve_name`` accepts (file name, number, unique part of a name)
+    ``stack.resolve_name`` accepts (file name, its number, @N, unique part of a name)
     or, failing that, a concern: every patch of it that has a reproducer.
     """
     if not names:

@@ -14,6 +14,7 @@ from typing import Any
 from patchctl import fsutil
 from patchctl.errors import StackError
 from patchctl.patchfile import Patch, read_patch
+from patchctl.untrusted import shorten
 
 SERIES = "series"
 PATCHES = "patches"
@@ -182,40 +183,81 @@ def resolve_name(names: Sequence[str], query: str, *, where: str = SERIES) -> in
     The one way every command names an existing patch (docs/FORMATS.md), tried
     in this order; the first rule that matches anything decides:
 
-    1. the file name, with or without ``.patch``;
-    2. a number (``2``, ``0002``): the patch at that position in the series, or
-       the patch whose file name carries that number (``0002-...``);
-    3. the name without its number and ``.patch`` (``tiny-bump-op-02``);
-    4. a part of the file name that only one patch has (``bump``).
+    1. ``@N`` (``@`` and digits): the patch at position N in the series (the ``#``
+       column of ``patchctl series``);
+    2. the file name, with or without ``.patch``;
+    3. a number (``9``, ``0009``): the patch whose file name carries that number
+       (``0009-...``), never a position, so a number keeps naming the same patch
+       after a ``delete`` or ``move``; a number no file carries names nothing;
+    4. the name without its number and ``.patch`` (``tiny-bump-op-02``);
+    5. a part of the file name that only one patch has (``bump``).
 
     Naming several patches, or none, raises ``PatchNameError`` (exit 2) listing
     the candidates.
     """
     query = query.strip()
+    shown = f"'{shorten(query, 60)}'"  # as an error line quotes it: escaped, cut short
+    number = _digits(query)
+    if query.startswith("@") and _digits(query[1:]):
+        return _position(names, query, shown, where)
     stems = [n.removesuffix(".patch") for n in names]
     rules: list[Callable[[int], bool]] = [
         lambda i: query in (names[i], stems[i]),
-        lambda i: query.isdigit() and (int(query) == i + 1 or _number(names[i]) == int(query)),
+        lambda i: number and _same_number(names[i], query),
         lambda i: _NUMBER.sub("", stems[i]) == query,
         lambda i: bool(query) and query in names[i],
     ]
-    for rule in rules:
+    for n, rule in enumerate(rules):
         hits = [i for i in range(len(names)) if rule(i)]
         if len(hits) == 1:
             return hits[0]
         if hits:
             listed = [names[i] for i in hits]
             raise PatchNameError(
-                f"{query!r} names {len(hits)} patches in {where} ({_listing(listed)}); "
+                f"{shown} names {len(hits)} patches in {where} ({_listing(listed)}); "
                 "give the file name", listed)
+        if n == 1 and number:  # a number is a file's number, nothing else
+            at = _index(query, len(names))
+            hint = f"; `@{at + 1}` is the patch at position {at + 1} ({names[at]})" \
+                if at is not None else ""
+            raise PatchNameError(f"no patch file in {where} carries the number "
+                                 f"{shorten(query, 60)}{hint}; give a file name "
+                                 "(`patchctl series` lists them)",
+                                 [names[at]] if at is not None else [])
     import difflib
 
     close = difflib.get_close_matches(query, [*names, *stems], n=5, cutoff=0.5)
     close = list(dict.fromkeys(n if n in names else f"{n}.patch" for n in close))
     hint = f" (did you mean {_listing(close)}?)" if close else ""
-    raise PatchNameError(f"no patch named {query!r} in {where}{hint}; give a file name, a "
-                         "number or a unique part of a name (`patchctl series` lists them)",
-                         close)
+    raise PatchNameError(f"no patch named {shown} in {where}{hint}; give a file name, a "
+                         "file's number, @POSITION or a unique part of a name "
+                         "(`patchctl series` lists them)", close)
+
+
+def _position(names: Sequence[str], query: str, shown: str, where: str) -> int:
+    """``@N``: the N-th patch of the series (1-based, as ``patchctl series`` numbers them)."""
+    at = _index(query[1:], len(names))
+    if at is None:
+        span = f"positions 1 to {len(names)}" if names else "no patches"
+        raise PatchNameError(f"{shown}: {where} has {span}", [])
+    return at
+
+
+def _digits(text: str) -> bool:
+    return text.isascii() and text.isdigit()
+
+
+def _index(digits: str, count: int) -> int | None:
+    """0-based index of the 1-based position ``digits``, None outside 1..count."""
+    digits = digits.lstrip("0")
+    return int(digits) - 1 if digits and len(digits) <= len(str(count)) and \
+        int(digits) <= count else None
+
+
+def _same_number(name: str, digits: str) -> bool:
+    """Whether file ``name`` starts with the number ``digits`` (leading zeros aside)."""
+    m = _NUMBER.match(name)
+    return m is not None and m.group(1).lstrip("0") == digits.lstrip("0")
 
 
 def select_names(names: Sequence[str], queries: Sequence[str], *,
@@ -233,11 +275,6 @@ def select_names(names: Sequence[str], queries: Sequence[str], *,
                 raise
             chosen.update(hits)
     return sorted(chosen)
-
-
-def _number(name: str) -> int | None:
-    m = _NUMBER.match(name)
-    return int(m.group(1)) if m else None
 
 
 def _listing(names: Sequence[str], limit: int = 5) -> str:

@@ -28,6 +28,7 @@ from patchctl.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
 from patchctl.lint import ERROR, WARNING, Finding
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, SeriesEntry, Stack
+from patchctl.textout import count
 
 if TYPE_CHECKING:
     from patchctl.parsecache import ParseCache, Summary
@@ -157,7 +158,7 @@ def _verify(stack: Stack, upstream: Path, *, strict: bool,
                 indexes.append(scope.enter_context(gitrepo.temp_index(repo)))
             if progress:
                 at_once = f" in {len(bins)} parts at once" if len(bins) > 1 else ""
-                progress(f"applying {len(entries)} patches{at_once}")
+                progress(f"applying {count(len(entries), 'patch')}{at_once}")
             return [(b, ix.round_trip_in_background([files[i] for i in b],
                                                     strip=entries[0].strip, base=pin_tree))
                     for b, ix in zip(bins, indexes, strict=False)]
@@ -320,7 +321,7 @@ class _Run:
 
     def run(self, pin_tree: str, *, batch: bool = True) -> None:
         if self.progress:
-            self.progress(f"applying {len(self.reports)} patches one by one")
+            self.progress(f"applying {count(len(self.reports), 'patch')} one by one")
         valid = list(itertools.takewhile(lambda r: r.grade != INVALID, self.reports))
         forward = self.index.apply_series([self._item(r) for r in valid], base=pin_tree,
                                           batch=batch)

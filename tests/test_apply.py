@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.materialize import manifest, read_stamp
-from tests.builders import Upstream, make_project, special_file
+from tests.builders import Upstream, drop_blob, make_project, make_upstream, special_file
 
 KILLER = Path(__file__).with_name("killer.py")
 
@@ -230,3 +230,72 @@ def test_special_file_in_a_stamped_dir(cli, project: Path, tmp_path: Path, kind:
         assert forced.code == 0, forced.err
         assert not os.path.lexists(special)
         _complete(into)
+
+
+# -- an upstream that lacks some blobs (issue 27 B) ------------------------------------------
+
+
+def _lacking_docs(tmp_path: Path, patches) -> Path:
+    """A project on an upstream that lacks the blobs of docs/page0000.md and page0001.md
+    (a snapshot, a pruned partial clone); the stack touches neither."""
+    up = make_upstream(tmp_path / "up", n_docs=2)
+    for path in ("docs/page0000.md", "docs/page0001.md"):
+        drop_blob(up, path)
+    return make_project(tmp_path / "project", up, patches)
+
+
+def _names_the_missing_docs(r) -> None:
+    assert r.code == 2 and r.err.count("\n") == 1 and "Traceback" not in r.err, r.err
+    assert "the upstream lacks the contents of 2 files to write: docs/page0000.md, " \
+        "docs/page0001.md" in r.err, r.err
+    assert "pass --exclude 'docs/**' to leave them out" in r.err and "sha1" not in r.err
+
+
+def test_apply_names_the_files_an_upstream_lacks_and_the_exclude(cli, tmp_path: Path,
+                                                                  patches) -> None:
+    """Issue 27 B: on an upstream lacking some blobs, `apply --into` stopped with git's raw
+    "unable to read sha1 file of docs/..." (exit 3); it names the files and the
+    --exclude that leaves them out, and writes nothing."""
+    project = _lacking_docs(tmp_path, patches)
+    into = tmp_path / "tree"
+    for extra in ((), ("--commits",)):
+        _names_the_missing_docs(cli("-C", str(project), "apply", "--into", str(into), *extra))
+        assert not into.exists()
+    r = _apply(cli, project, into, "--exclude", "docs/**")
+    assert r.code == 0, r.err
+    assert _complete(into) and (into / "src/util.c").is_file() and not (into / "docs").exists()
+
+
+def test_reproduce_names_the_files_an_upstream_lacks_and_the_exclude(cli, tmp_path: Path,
+                                                                      patches) -> None:
+    """Issue 27 B: `reproduce` on an upstream lacking some blobs stopped with git's raw
+    "unable to read sha1 file of ..." when it wrote the source tree; it names the files
+    and the --exclude to pass, as apply does (before any build)."""
+    import shutil
+
+    if not (shutil.which("cmake") and shutil.which("ninja")):
+        pytest.skip("reproduce looks for cmake and ninja first")
+    project = _lacking_docs(tmp_path, patches)
+    (project / "reproducers/square").mkdir(parents=True)
+    (project / "reproducers/square/CMakeLists.txt").write_text("project(square C)\n")
+    _names_the_missing_docs(cli("-C", str(project), "reproduce", "1"))
+
+
+def test_apply_on_a_partial_clone_that_cannot_fetch_offers_no_exclude(
+        cli, tmp_path: Path, upstream: Upstream) -> None:
+    """Issue 27 B: a blobless clone whose promisor remote is gone lacks every file (with a
+    stack that changes none: otherwise that patch fails first); leaving them all out with
+    --exclude is no answer, so only an upstream that has them is offered."""
+    from tests.builders import git
+
+    git(tmp_path, "clone", "-q", "--bare", "--filter=blob:none", f"file://{upstream.path}",
+        "partial.git")
+    git(tmp_path / "partial.git", "remote", "set-url", "origin", str(tmp_path / "gone"))
+    project = make_project(tmp_path / "project", upstream, [])
+    r = cli("-C", str(project), "apply", "--into", str(tmp_path / "tree"), "--upstream",
+            str(tmp_path / "partial.git"))
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert "lacks the contents of every file to write (5: CMakeLists.txt, README.md, " \
+        "include/tiny.h, and 2 more)" in r.err, r.err
+    assert "--exclude" not in r.err and "an --upstream that has them" in r.err
+    assert not (tmp_path / "tree").exists()

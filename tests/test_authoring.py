@@ -748,6 +748,36 @@ def test_edit_and_new_when_the_upstream_lacks_a_root_level_blob(cli, tmp_path: P
     assert cli("-C", str(project), "verify").code == 0
 
 
+def test_work_trees_on_an_upstream_lacking_a_blob_the_stack_changes(cli, tmp_path: Path,
+                                                                     patches) -> None:
+    """Issue 27 B: with the blob of a file the stack changes missing from the upstream,
+    `edit` and `rebase-pin` stopped with git's raw "unable to read sha1 file of ..." (exit
+    3); they name the file and what to pass. `new` on a stack that touches no file went
+    sparse only when some patch touched a file: otherwise the same raw error."""
+    from tests.builders import commit_all, write
+
+    up = make_upstream(tmp_path / "up", n_docs=1)
+    write(up.path, {"docs/page0000.md": "# Page 0\n\nNewer text.\n"})
+    commit_all(up.path, "docs : newer text (#4)")
+    drop_blob(up, "src/util.c")  # the same blob at the pin: 0001 changes it
+    project = make_project(tmp_path / "proj", up, patches)
+    before = stackwrite.snapshot(project / "stack")
+    for args in (("edit", "2"), ("rebase-pin", "master")):
+        r = cli("-C", str(project), *args)
+        assert r.code == 2 and r.err.count("\n") == 1, r.err
+        assert "the upstream lacks the contents of 1 file the stack changes: src/util.c" \
+            in r.err and "pass an --upstream that has it" in r.err and "sha1" not in r.err
+        assert stackwrite.snapshot(project / "stack") == before
+    empty = make_project(tmp_path / "empty", up, [])
+    r = cli("-C", str(empty), "new", "notes", "--concern", "notes", "--scope", "NOTES.md",
+            "--json")
+    assert r.code == 0, r.err
+    work = Path(json.loads(r.out)["work"])
+    assert not (work / "src/util.c").exists()  # its blob is missing: left out
+    (work / "NOTES.md").write_text("notes\n")
+    assert cli("-C", str(empty), "refresh").code == 0
+
+
 def test_refresh_keeps_an_ignored_file_the_user_added(cli, tmp_path: Path, patches) -> None:
     """Bug: refresh snapshot the edit work tree from HEAD, so a new file that the upstream's
     .gitignore ignores (llama.cpp's `/models/*`: a file for models/) was left out even

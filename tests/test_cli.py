@@ -93,6 +93,42 @@ def test_series_json(cli, project) -> None:
     assert data["patches"][0]["reproducer"] == "reproducers/square"
 
 
+def _column_starts(lines: list[str], cells: list[str]) -> set[int]:
+    """Where each line's cell (one per line) starts."""
+    return {line.index(f"  {cell}  ") for line, cell in zip(lines, cells, strict=True)}
+
+
+def test_series_text_is_aligned_and_counts_agree(cli, project) -> None:
+    """Issue 27 C: `series` printed its columns unaligned (verify's are), and "1 files"."""
+    lines = cli("-C", str(project), "series").out.splitlines()
+    assert lines[0].endswith(": 3 patches")
+    assert lines[1].split() == ["#", "patch", "concern", "size", "status"]
+    assert len(_column_starts(lines[1:], ["concern", "square", "bump", "square"])) == 1
+    assert "1 file +" in lines[2] and "1 files" not in "\n".join(lines)
+
+
+def test_upstream_help_names_bundles_everywhere(cli) -> None:
+    """Issue 27 C: `--help` of `rebase-pin` and `draft-outreach` did not say that
+    --upstream takes a git bundle (the README does); one help text for every command."""
+    from patchctl.commands._common import UPSTREAM_HELP
+
+    assert "git bundle" in UPSTREAM_HELP
+    for command in ("rebase-pin", "draft-outreach", "apply", "verify", "reproduce", "edit"):
+        r = cli(command, "--help")
+        assert r.code == 0 and "PATH|BUNDLE|URL" in r.out, command
+        assert "git bundle" in " ".join(r.out.split()), command
+
+
+def test_counted_nouns_agree() -> None:
+    """Issue 27 C: "pending 1 days", "1 files": one helper for every counted noun."""
+    from patchctl.textout import count, plural
+
+    assert [count(n, "day") for n in (0, 1, 2)] == ["0 days", "1 day", "2 days"]
+    assert count(1, "patch") == "1 patch" and count(3, "patch") == "3 patches"
+    assert count(2, "entry") == "2 entries" and count(2, "key") == "2 keys"
+    assert plural(2, "git call") == "git calls" and count(2, "datum", "data") == "2 data"
+
+
 def test_fingerprint_forms_agree_with_the_lock(cli, project) -> None:
     lock = (project / "stack/stack.lock").read_text()
     fp = cli("-C", str(project), "fingerprint").out.strip()

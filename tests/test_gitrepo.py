@@ -16,8 +16,16 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     """Regression: a conflict worktree on a mirror without its big blobs failed with exit 3."""
     head = upstream.head
     drop_blob(upstream, "README.md")
-    with pytest.raises(GitError):
-        gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "full", head)
+    # Issue 27 B: one policy. Sparse even when nothing is needed (that raised git's raw
+    # "unable to read sha1 file"); a needed file the upstream lacks is named.
+    bare = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "none", head)
+    assert [p.name for p in bare.iterdir()] == [".git"]
+    assert gitrepo.index_tree(bare) == upstream.tree(head)
+    with pytest.raises(gitrepo.MissingFiles, match=r"lacks the contents of 1 file the stack "
+                       r"changes: README\.md") as e:
+        gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "x", head,
+                                 needed=["README.md", "src/util.c"])
+    assert e.value.paths == ["README.md"] and e.value.exit_code == 2
     work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", head,
                                     needed=["src/util.c", "include/tiny.h"])
     assert (work / "src/util.c").is_file() and (work / "include/tiny.h").is_file()

@@ -239,7 +239,7 @@ def test_unknown_patch_is_one_line_usage_error(cli, forbids) -> None:
     project, up = forbids
     r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "9999")
     assert r.code == 2
-    assert r.err.count("\n") == 1 and "no patch named '9999'" in r.err
+    assert r.err.count("\n") == 1 and "carries the number 9999" in r.err
 
 
 def test_help_says_it_never_posts(cli) -> None:

@@ -83,6 +83,19 @@ def test_check_classifies_every_patch_and_writes_nothing(cli, proj: Path) -> Non
     assert not (proj / ".patchctl").exists()
 
 
+def test_check_text_columns_are_aligned_with_long_names(cli, proj: Path) -> None:
+    """Issue 27 C: `rebase-pin --check` padded names to 44 characters, so a longer name
+    (common in llama.cpp's stack) pushed its grade and verdict out of line."""
+    long = "0003-tiny-declare-tiny_square-in-the-public-header-for-callers"
+    assert cli("-C", str(proj), "rename", "0003", long).code == 0
+    out = rebase(cli, proj, "master", "--check").out.splitlines()
+    assert out[1].split() == ["#", "patch", "grade", "verdict"]
+    rows = [line for line in out[2:] if line[:1].isdigit()]
+    grades = [line.split()[2] for line in rows]
+    assert len(rows) == 8 and len({line.index(f"  {g}") for line, g in zip(rows, grades,
+                                                                         strict=True)}) == 1
+
+
 def test_landed_patches_name_their_upstream_commit(cli, proj: Path, history: History) -> None:
     _, data = rebase_json(cli, proj, "master", "--check")
     c = history.upstream.commits

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from patchctl.errors import StackError
@@ -105,18 +107,31 @@ def test_resolve_name_ambiguous_and_unknown_list_candidates() -> None:
     with pytest.raises(PatchNameError, match="no patch named 'tiny-bump-op-03'") as e:
         resolve_name(NAMES, "tiny-bump-op-03")
     assert NAMES[1] in e.value.candidates and NAMES[1] in str(e.value)
-    with pytest.raises(PatchNameError, match="no patch named '9'"):
+    with pytest.raises(PatchNameError, match="no patch file in series carries the number 9"):
         resolve_name(NAMES, "9")
 
 
-def test_resolve_name_position_and_file_number_that_disagree_is_ambiguous() -> None:
-    """After a move, `2` is the second patch while another file starts with 0002-:
-    guessing either would act on the wrong patch."""
+def test_resolve_name_a_number_is_the_files_number_never_a_position() -> None:
+    """Issue 27 A: after `delete 0008` in a 29-patch stack, `rename 0009` failed with
+    "'0009' names 2 patches": 0009-... was at position 8 and position 9 was 0010-...
+    A number is the file's own number; a position is only ever `@N`."""
+    deleted = [NAMES[0], NAMES[2]]  # 0002 deleted: 0003-... is at position 2
+    assert resolve_name(deleted, "3") == 1 and resolve_name(deleted, "0003") == 1
+    assert resolve_name(deleted, "@2") == 1 and resolve_name(deleted, "@1") == 0
+    with pytest.raises(PatchNameError, match=re.escape(
+            "carries the number 2; `@2` is the patch at position 2 "
+            "(0003-tiny-declare-square.patch)")) as e:
+        resolve_name(deleted, "2")
+    assert e.value.candidates == [NAMES[2]]
     moved = [NAMES[1], NAMES[0], NAMES[2]]
-    assert resolve_name(moved, "3") == 2  # position and number agree
-    with pytest.raises(PatchNameError, match="names 2 patches") as e:
-        resolve_name(moved, "2")
-    assert sorted(e.value.candidates) == sorted(NAMES[:2])
+    assert resolve_name(moved, "2") == 0 and resolve_name(moved, "@2") == 1
+    for bad in ("@0", "@4", "@" + "9" * 5000):
+        with pytest.raises(PatchNameError, match="has positions 1 to 3"):
+            resolve_name(NAMES, bad)
+    with pytest.raises(PatchNameError, match="carries the number"):
+        resolve_name(NAMES, "9" * 5000)  # no int() of an unbounded string
+    with pytest.raises(PatchNameError, match="carries the number 2"):
+        resolve_name(["0001-x2.patch", "0003-y.patch"], "2")  # digits never match a part
 
 
 def test_edit_series_keeps_comments_options_and_inline_comments() -> None:

@@ -129,5 +129,6 @@ def test_kill_during_fold(cli, tmp_path: Path, tiny: Path) -> None:
 def test_kill_during_split(cli, tmp_path: Path, tiny: Path) -> None:
     assert cli("-C", str(tiny), "fold", "2", "--into", "3").code == 0
     shutil.copytree(tiny, tmp_path / "orig")
-    assert assert_kills_leave_old_or_new(cli, tmp_path, tiny, "split", "2", "--paths",
+    # 0003-... is now second: `3` (its file's number) names it, `2` no longer does
+    assert assert_kills_leave_old_or_new(cli, tmp_path, tiny, "split", "3", "--paths",
                                          "src/*") >= 2

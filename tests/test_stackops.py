@@ -73,6 +73,23 @@ def test_delete_on_50_patches_refuses_when_a_later_patch_needs_it(cli, big: Path
     assert cli("-C", str(big), "verify").code == 1
 
 
+def test_delete_then_rename_by_the_next_files_number(cli, big: Path) -> None:
+    """Issue 27 A: `delete 0008` then `rename 0009 ...` failed with "'0009' names 2
+    patches" (0009-... had moved to position 8, position 9 was 0010-...). A number
+    names the file carrying it; `@N` is the position."""
+    names = series(big)
+    assert cli("-C", str(big), "delete", "0008").code == 0
+    r = cli("-C", str(big), "rename", "0009", "0009-renamed")
+    assert r.code == 0, r.err
+    assert series(big) == [*names[:7], "0009-renamed.patch", *names[9:]]
+    err = refused(cli, big, "rename", "8", "x")
+    assert "carries the number 8; `@8` is the patch at position 8 (0009-renamed.patch)" in err
+    assert cli("-C", str(big), "rename", "@9", "0010-by-position").code == 0
+    assert series(big)[8] == "0010-by-position.patch"
+    assert "has positions 1 to 49" in refused(cli, big, "delete", "@50")
+    verifies(cli, big)
+
+
 # -- rename -----------------------------------------------------------------------------
 
 

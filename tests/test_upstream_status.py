@@ -64,6 +64,19 @@ def test_offline_report_counts_and_flags(cli, statuses: Path) -> None:
     assert "o/r#1: not fetched yet: run with --online" in text
 
 
+def test_pending_age_is_counted_in_words() -> None:
+    """Issue 27 C: the text report said "pending 1 days"."""
+    from patchctl.outreach.render import status_text
+    from patchctl.outreach.status import PatchStatus, StatusReport
+
+    rows = [PatchStatus(i, f"000{i}-x.patch", None, "Pending", "", None, ["o/r#1"],
+                        "2026-01-01", days) for i, days in ((1, 1), (2, 2))]
+    text = status_text(StatusReport("tiny", "a" * 40, None, None, {"Pending": 1}, rows[:1]))
+    assert "tiny @ aaaaaaaaaaaa: 1 patch\n" in text and "pending 1 day (since" in text
+    text = status_text(StatusReport("tiny", "a" * 40, None, None, {"Pending": 2}, rows))
+    assert ": 2 patches\n" in text and "pending 2 days (since" in text
+
+
 @pytest.fixture(scope="module")
 def _history(tmp_path_factory: pytest.TempPathFactory) -> History:
     return make_history(tmp_path_factory.mktemp("history"))

@@ -16,13 +16,12 @@ import click
 from patchctl.errors import EXIT_FINDINGS, EXIT_OK, InputError
 from patchctl.stack import Pin, Stack, find_stack
 
+# the one --upstream of every command that reads the upstream (resolve_upstream reads it)
+UPSTREAM_HELP = ("The upstream: a local clone (bare or not; partial clones work), a git bundle "
+                 "(read into the cache once), or a URL to fetch into the cache. Default: the pin "
+                 "file's URL, cloned once into the cache.  [env: PATCHCTL_UPSTREAM]")
 upstream_option = click.option(
-    "--upstream",
-    metavar="PATH|URL",
-    envvar="PATCHCTL_UPSTREAM",
-    help="A local clone (bare or not; partial clones work) or a URL to fetch into the cache. "
-    "Default: the pin file's URL, cloned once into the cache.  [env: PATCHCTL_UPSTREAM]",
-)
+    "--upstream", metavar="PATH|BUNDLE|URL", envvar="PATCHCTL_UPSTREAM", help=UPSTREAM_HELP)
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON (stable schema).")
 
 _URL = re.compile(r"^([a-z][a-z0-9+.-]*://|[\w.-]+@[\w.-]+:)", re.IGNORECASE)

@@ -14,6 +14,7 @@ from patchctl.commands._common import (
     stack_of,
     upstream_option,
 )
+from patchctl.textout import count
 
 
 @click.command()
@@ -51,5 +52,5 @@ def apply(ctx: click.Context, into: Path, upstream: str | None, commits: bool,
         verb = "up to date" if result.unchanged else "written"
         shown = f"{into} -> {result.into}" if into.is_symlink() else str(into)
         click.echo(f"{shown}: {verb} ({result.stamp.name} @ {result.stamp.pin[:12]} + "
-                   f"{len(result.stamp.patches)} patches, fingerprint "
+                   f"{count(len(result.stamp.patches), 'patch')}, fingerprint "
                    f"{result.stamp.fingerprint[:16]}, tree {result.stamp.tree[:12]})")

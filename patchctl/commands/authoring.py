@@ -18,6 +18,7 @@ from patchctl.commands._common import (
     stack_of,
     upstream_option,
 )
+from patchctl.textout import count
 
 if TYPE_CHECKING:  # imported lazily at run time
     from patchctl.editing import EditResult
@@ -60,7 +61,7 @@ def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None
         click.echo(f"imported {p.file} ({p.grade}) from {p.source}")
         for added in p.added:
             click.echo(f"    added {added}")
-    click.echo(f"{len(result.patches)} patches imported; lock {result.fingerprint[:16]}")
+    click.echo(f"{count(len(result.patches), 'patch')} imported; lock {result.fingerprint[:16]}")
 
 
 @click.command()
@@ -122,7 +123,8 @@ def edit(ctx: click.Context, name: str, reset: bool, full: bool, upstream: str |
     """Open a work tree at the pin with the patches up to NAME applied as commits.
 
     Change the files there (commit or not), then `patchctl refresh`. NAME is a
-    file name, a number or a unique part of a name (`patchctl series`).
+    file name, its number (9 for 0009-...), @N (the N-th in `patchctl series`) or a
+    unique part of a name.
     """
     from patchctl.editing import edit_patch
 
@@ -139,7 +141,7 @@ def _edit_report(result: EditResult, as_json: bool) -> None:
     if result.discarded:
         click.echo(f"discarded {result.discarded}", err=True)
     what = "new patch" if result.new else "patch"
-    click.echo(f"{result.work}: the pin + {len(result.applied)} patches as commits")
+    click.echo(f"{result.work}: the pin + {count(len(result.applied), 'patch')} as commits")
     click.echo(f"edit the {what} {result.target} there, then run `patchctl refresh`")
 
 
@@ -190,5 +192,5 @@ def export(ctx: click.Context, fmt: str, dest: Path, force: bool, as_json: bool)
     if as_json:
         emit_json(result.to_dict())
     else:
-        click.echo(f"{result.dest}: {result.patches} patches as {result.format} "
+        click.echo(f"{result.dest}: {count(result.patches, 'patch')} as {result.format} "
                    f"({', '.join(result.files[:3])}{', ...' if len(result.files) > 3 else ''})")

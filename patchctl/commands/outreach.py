@@ -53,7 +53,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
                    upstream: str | None, as_json: bool) -> int:
     """Write a submission brief for the person who proposes each patch upstream.
 
-    PATCH is a file name, a number, a unique part of a name or a concern. The brief
+    PATCH is a file name, its number, @N, a unique part of a name or a concern. The brief
     holds facts with their sources, never text to paste: the upstream's own
     rules read at the pin (each quoted with file and line), what the patch
     changes and adds to the public API, why (stack/outreach/CONCERN.toml), how

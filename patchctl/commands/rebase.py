@@ -18,6 +18,7 @@ from patchctl.commands._common import (
     upstream_option,
 )
 from patchctl.errors import InputError
+from patchctl.textout import count, table
 
 if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
     from patchctl.rebase import PatchResult, RebaseResult
@@ -114,13 +115,16 @@ def render(result: RebaseResult) -> str:
 
     if result.status == "aborted":
         return result.message + "\n"
-    span = f"{result.commits} first-parent commits" if result.commits is not None else \
+    span = count(result.commits, "first-parent commit") if result.commits is not None else \
         "not a descendant of the pin" + (f"; --bisect searches from their merge-base "
                                          f"{result.base[:12]}" if result.base else "")
     out = [f"rebase-pin {result.old[:12]} -> {result.new[:12]} ({result.new_ref}; {span})"]
-    for p in result.patches:
-        verdict = _verdict(result, p)
-        out.append(f"{p.index:>3}  {p.name:<44} {p.grade:<8} {verdict}".rstrip())
+    grid = table([[str(p.index), p.name, p.grade, _verdict(result, p)] for p in result.patches],
+                 ["#", "patch", "grade", "verdict"])
+    if result.patches:
+        out.append(grid[0])
+    for p, line in zip(result.patches, grid[1:], strict=True):
+        out.append(line)
         if p.offsets:
             out.append("       offsets: " + ", ".join(f"{o.file} hunk #{o.hunk} {o.offset:+d}"
                                                       for o in p.offsets))
@@ -131,23 +135,24 @@ def render(result: RebaseResult) -> str:
         if p.landed:
             c = p.landed.commit
             where = f"{c.id[:12]} {c.subject!r}" if c else "an upstream commit not found"
-            how = f" ({p.landed.how}, {p.landed.checks} checks)" if p.landed.checks else \
-                f" ({p.landed.how})"
+            checks = f", {count(p.landed.checks, 'check')}" if p.landed.checks else ""
+            how = f" ({p.landed.how}{checks})"
             what = "dropped" if result.status == "rebased" else "propose dropping it"
             out.append(f"       already upstream: landed in {where}{how}; {what}")
         if p.bisect:
             b = p.bisect
             if b.commit:
                 out.append(f"       first broken by {b.commit.id[:12]} {b.commit.subject!r} "
-                           f"({b.checks} checks for {b.commits} commits; bound {b.bound})")
+                           f"({count(b.checks, 'check')} for {count(b.commits, 'commit')}; "
+                           f"bound {b.bound})")
             else:
-                out.append(f"       bisect: {b.note} ({b.checks} checks)")
+                out.append(f"       bisect: {b.note} ({count(b.checks, 'check')})")
         out += _causes(result, p.name)
         if p.interdiff:
             out.append("       interdiff:")
             out += [f"         {ln}" for ln in p.interdiff.rstrip("\n").splitlines()]
     if result.bisect_checks:
-        out.append(f"bisect: {result.bisect_checks} index-only checks in all")
+        out.append(f"bisect: {count(result.bisect_checks, 'index-only check')} in all")
     tail = {
         "checked": "check only: nothing written",
         "up-to-date": "the stack is already at this commit; nothing written",
@@ -185,7 +190,7 @@ def _causes(result: RebaseResult, name: str) -> list[str]:
             out.append(f"       {c.file}: {c.note}")
             continue
         out.append(f"       {c.file}: its lines were changed upstream by "
-                   f"{len(c.commits)} commit{'s' if len(c.commits) != 1 else ''}:")
+                   f"{count(len(c.commits), 'commit')}:")
         out += [f"         {k.id[:12]} {k.subject}" for k in c.commits[:MAX_CAUSES]]
         if len(c.commits) > MAX_CAUSES:
             out.append(f"         ... and {len(c.commits) - MAX_CAUSES} more (--json lists all)")

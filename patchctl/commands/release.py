@@ -13,6 +13,7 @@ from patchctl.commands._common import (
     quiet_option,
     stack_of,
 )
+from patchctl.textout import count
 
 
 @click.group()
@@ -82,7 +83,7 @@ def verify(package: Path, as_json: bool) -> int:
         emit_json(report.to_dict())
     elif report.ok:
         fp = (report.identity or {}).get("stack", {}).get("short", "?")
-        click.echo(f"{package}: OK ({report.files} files, lane {report.lane}, stack {fp})")
+        click.echo(f"{package}: OK ({count(report.files, 'file')}, lane {report.lane}, stack {fp})")
     else:
         for finding in report.findings:
             click.echo(f"{package}: {finding}")

@@ -45,7 +45,7 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
               isolate: bool, as_json: bool) -> int:
     """Build each patch's reproducer: it must fail before the patch and pass after it.
 
-    NAME is a patch file name, its number, a unique part of a name, or a
+    NAME is a patch file name, its number, @N, a unique part of a name, or a
     concern (default: every patch with a `Reproducer:` trailer). Needs cmake
     >= 3.21, ninja and a compiler (`pip install cmake ninja`). Writes
     evidence/reproduce-<name>.json and .log; a run of named patches writes

@@ -4,6 +4,7 @@ import click
 
 from patchctl import schemas
 from patchctl.commands._common import emit_json, json_option, stack_of
+from patchctl.textout import count, table
 
 
 @click.command()
@@ -13,8 +14,9 @@ def series(ctx: click.Context, as_json: bool) -> None:
     """List the stack in apply order with each patch's concern, status and size."""
     stack = stack_of(ctx)
     pin = stack.pin()
+    patches = stack.patches()
     rows = []
-    for i, p in enumerate(stack.patches(), start=1):
+    for i, p in enumerate(patches, start=1):
         rows.append({
             "index": i, "file": p.name, "strip": p.strip, "subject": p.subject,
             "concern": p.concern, "upstream_status": p.upstream_status,
@@ -25,8 +27,10 @@ def series(ctx: click.Context, as_json: bool) -> None:
         emit_json({"schema": schemas.SERIES, "name": pin.name, "pin": pin.commit,
                    "patches": rows})
         return
-    click.echo(f"{pin.name} @ {pin.commit[:12]}: {len(rows)} patches")
-    for r in rows:
-        click.echo(f"{r['index']:>3}  {r['file']}  [{r['concern'] or '-'}]  "
-                   f"{r['upstream_status'] or '-'}  {r['files']} files +{r['added']} "
-                   f"-{r['removed']}")
+    click.echo(f"{pin.name} @ {pin.commit[:12]}: {count(len(rows), 'patch')}")
+    if rows:
+        cells = [[str(i), p.name, p.concern or "-",
+                  f"{count(len(p.files), 'file')} +{p.added} -{p.removed}",
+                  p.upstream_status or "-"]  # the long one last
+                 for i, p in enumerate(patches, start=1)]
+        click.echo("\n".join(table(cells, ["#", "patch", "concern", "size", "status"])))

@@ -17,9 +17,6 @@ from patchctl.commands._common import (
 if TYPE_CHECKING:  # imported lazily at run time
     from patchctl.stackops import StackOpResult
 
-NAME_HELP = "NAME is a file name, a number or a unique part of a name (`patchctl series`)."
-
-
 def _report(result: StackOpResult, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
@@ -42,7 +39,8 @@ def delete(ctx: click.Context, name: str, keep_file: bool, force: bool, upstream
 
     Refused (nothing written) when a later patch no longer applies at the pin
     without it, checked index-only; --force skips the check. The lock is
-    rewritten. NAME is a file name, a number or a unique part of a name.
+    rewritten. NAME is a file name, its number (9 for 0009-...), @N (the N-th in
+    `patchctl series`) or a unique part of a name.
     """
     from patchctl.stackops import delete as run_delete
 

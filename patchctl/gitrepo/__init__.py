@@ -9,6 +9,7 @@ module outside this package runs git or imports GitPython.
 - ``cache``: upstream URLs and bundles fetched once into the cache;
 - ``history``: small histories (apply --commits, edit, rebase-pin, import, export);
 - ``worktree``: the edit and rebase work trees (sparse when the upstream lacks blobs);
+- ``missing``: an upstream that lacks blobs: which files, and the one error naming them;
 - ``read``: files, authors and grep at one commit (draft-outreach, upstream-status).
 """
 
@@ -84,6 +85,7 @@ from patchctl.gitrepo.index import (
     switch_tree_in_place,
     temp_index,
 )
+from patchctl.gitrepo.missing import MissingFiles
 from patchctl.gitrepo.read import (
     CommitRef,
     GrepHit,
@@ -117,6 +119,7 @@ __all__ = [
     "FileChange",
     "GrepHit",
     "HunkOffset",
+    "MissingFiles",
     "Ref",
     "Result",
     "RoundTrip",

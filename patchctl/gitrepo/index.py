@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from patchctl.errors import GitError
 from patchctl.gitrepo.core import Result, git_env, last_line, run_git, start_git
+from patchctl.gitrepo.missing import index_blobs, lacking, missing_files, objects_dir, tree_blobs
 
 _CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
 _HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
@@ -274,10 +276,17 @@ class TempIndex:
         return applied
 
     def checkout_to(self, dest: Path) -> None:
-        """Write every index entry as a plain file under ``dest`` (which must exist)."""
+        """Write every index entry as a plain file under ``dest`` (which must exist); a
+        file whose blob the upstream lacks is ``MissingFiles`` (pass ``--exclude``)."""
         self.calls += 1
-        run_git(["--git-dir", str(self.repo), "--work-tree", str(dest.resolve()),
-                 "checkout-index", "-a", "-f"], env=self.env)
+        r = run_git(["--git-dir", str(self.repo), "--work-tree", str(dest.resolve()),
+                     "checkout-index", "-a", "-f"], env=self.env, check=False)
+        if r.returncode != 0:
+            objects = [Path(self.env["GIT_OBJECT_DIRECTORY"]), objects_dir(self.repo)]
+            blobs = index_blobs(self.repo, self.env)
+            if paths := lacking(blobs, objects):
+                raise missing_files(paths, excludable=True, of=len(blobs))
+            raise GitError(r.argv, r.returncode, r.stderr)
 
     def round_trip_in_background(self, patch_files: Sequence[str | os.PathLike[str]], *,
                                  strip: int,
@@ -427,5 +436,10 @@ def switch_tree_in_place(repo: Path, objects: Path, work: Path, index_file: Path
     the index tracks are put back. Nothing is written into ``repo``.
     """
     work.mkdir(parents=True, exist_ok=True)
-    run_git(["read-tree", "--reset", "-u", tree], repo=work,
-            env=_work_env(repo, objects, work, index_file))
+    env = _work_env(repo, objects, work, index_file)
+    r = run_git(["read-tree", "--reset", "-u", tree], repo=work, env=env, check=False)
+    if r.returncode != 0:
+        blobs = tree_blobs(repo, tree, env=env)
+        if paths := lacking(blobs, [objects, objects_dir(repo)]):
+            raise missing_files(paths, excludable=True, of=len(blobs))
+        raise GitError(r.argv, r.returncode, r.stderr)

@@ -14,6 +14,7 @@ from patchctl.errors import GitError, InputError
 from patchctl.gitrepo.core import OBJECT_ID, git_env, run_git
 from patchctl.gitrepo.history import _IDENTITY
 from patchctl.gitrepo.index import ApplyRun
+from patchctl.gitrepo.missing import lacking, missing_files, objects_dir, tree_blobs
 
 
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
@@ -27,15 +28,16 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     When some blob cannot be read at all (a mirror that lacks its largest
     files), the work tree is made sparse: only ``needed`` paths are written,
     the rest stay in the index as skip-worktree entries, so trees made from
-    that index are still whole. Paths for which ``wanted`` is true (a patch's
-    Scope) are written too, where their blobs can be read, and ``patterns``
-    (``sparse_patterns`` of that Scope) keep a file created there inside the
-    sparse work tree, for git status and git add as for patchctl. With ``full``
-    every file whose blob can be read is written (to build the upstream there).
+    that index are still whole; a ``needed`` path whose blob is missing is
+    ``MissingFiles`` (the one policy, ``gitrepo.missing``). Paths for which
+    ``wanted`` is true (a patch's Scope) are written too, where their blobs can be
+    read, and ``patterns`` (``sparse_patterns`` of that Scope) keep a file created
+    there inside the sparse work tree, for git status and git add as for patchctl.
+    With ``full`` every file whose blob can be read is written (to build the
+    upstream there).
     """
     run_git(["init", "-q", "--", str(dest)])
-    objects = Path(run_git(["rev-parse", "--git-path", "objects"], repo=upstream).stdout.strip())
-    objects = objects if objects.is_absolute() else upstream / objects
+    objects = objects_dir(upstream)
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
     run_git(["update-ref", "--end-of-options", "refs/heads/patchctl", commit], repo=dest)
     run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
@@ -47,8 +49,13 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
                     check=False)
     if whole.returncode == 0:
         return _partial_clone_of(upstream, dest)
-    if not needed or "unable to read" not in whole.stderr:
+    # dest has no promisor remote yet: asking it fetches nothing
+    blobs = tree_blobs(dest, commit)
+    missing = set(lacking(blobs, [dest / ".git" / "objects"]))
+    if not missing:
         raise GitError(whole.argv, whole.returncode, whole.stderr)
+    if needs := missing.intersection(needed):
+        raise missing_files(sorted(needs), excludable=False)
     for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
         if entry.name == ".git":
             continue
@@ -56,16 +63,17 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
             shutil.rmtree(entry)
         else:
             entry.unlink()
-    readable, missing = _wanted_paths(dest, commit, wanted) if wanted else ([], [])
+    chosen = (lambda _: True) if full else wanted or (lambda _: False)
+    readable = [] if full else [p for p in blobs if p not in missing and chosen(p)]
+    left_out = sorted(p for p in missing if chosen(p))
     if full:
-        readable, missing = [], _wanted_paths(dest, commit, lambda _: True)[1]
         patterns = ["/*"]
     run_git(["config", "core.sparseCheckout", "true"], repo=dest)
     (dest / ".git" / "info").mkdir(exist_ok=True)
     (dest / ".git" / "info" / "sparse-checkout").write_text(
         "".join(f"/{_sparse_escape(p)}\n" for p in sorted(set(needed) | set(readable)))
         + "".join(f"{p}\n" for p in patterns)  # where new files may come
-        + "".join(f"!/{_sparse_escape(p)}\n" for p in missing if patterns))  # never these
+        + "".join(f"!/{_sparse_escape(p)}\n" for p in left_out if patterns))  # never these
     run_git(["read-tree", "-u", "--reset", "--end-of-options", commit], repo=dest)
     return _partial_clone_of(upstream, dest)
 
@@ -79,24 +87,6 @@ def _partial_clone_of(upstream: Path, dest: Path) -> Path:
     run_git(["config", "remote.upstream.url", str(upstream.absolute())], repo=dest)
     run_git(["config", "remote.upstream.promisor", "true"], repo=dest)
     return dest
-
-
-def _wanted_paths(repo: Path, commit: str,
-                  wanted: Callable[[str], bool]) -> tuple[list[str], list[str]]:
-    """The files of ``commit`` for which ``wanted`` is true: (blobs ``repo`` has, the rest)."""
-    blobs: dict[str, str] = {}
-    for entry in run_git(["ls-tree", "-r", "-z", "--end-of-options", commit],
-                         repo=repo).stdout.split("\0"):
-        meta, _, path = entry.partition("\t")
-        if path and meta.split()[1] == "blob" and wanted(path):
-            blobs[path] = meta.split()[2]
-    if not blobs:
-        return [], []
-    out = run_git(["cat-file", "--batch-check=%(objectname)"], repo=repo,
-                  input="".join(f"{b}\n" for b in blobs.values())).stdout.split("\n")
-    present = {line for line in out if line and not line.endswith(" missing")}
-    return ([p for p, b in blobs.items() if b in present],
-            [p for p, b in blobs.items() if b not in present])
 
 
 def sparse_patterns(globs: Sequence[str]) -> list[str]:

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from patchctl.textout import count
+
 if TYPE_CHECKING:
     import jinja2
 
@@ -106,12 +108,12 @@ def status_text(report: StatusReport) -> str:
     terminal here."""
     from patchctl.untrusted import printable
 
-    out = [f"{report.name} @ {report.pin[:12]}: {len(report.patches)} patches"]
+    out = [f"{report.name} @ {report.pin[:12]}: {count(len(report.patches), 'patch')}"]
     out.append("by Upstream-Status: " + (", ".join(f"{k} {v}" for k, v in report.counts.items())
                                           or "none"))
     for p in report.patches:
         status = p.status + (f" {p.detail}" if p.detail else "") if p.status else p.problem
-        age = f", pending {p.pending_days} days (since {p.date})" \
+        age = f", pending {count(p.pending_days, 'day')} (since {p.date})" \
             if p.pending_days is not None else ""
         out.append(f"{p.index:>3}  {p.file}  [{p.concern or '-'}]  {status}{age}")
         if not p.references:
