@@ -47,10 +47,10 @@ def output_areas(project: Path, stack: Stack, more: Mapping[str, Path] | None = 
                  ) -> tuple[dict[str, Path], dict[str, Path]]:
     """For a verb that replaces a directory the user names (``apply --into``, ``export``,
     ``draft-outreach --out``): what it may not be or hold (the stack, the project and
-    ``more``), and what it may not lie inside (the stack, ``.git``, patchctl's state)."""
+    ``more``), and what it may not lie inside (the stack, ``.git``). ``.patchctl/`` is
+    allowed: ``ci run`` applies into ``.patchctl/ci/LANE/tree``."""
     return ({"the project": project, "the stack": stack.root, **(more or {})},
-            {"the stack": stack.root, "the project's .git": project / ".git",
-             "patchctl's state": project / STATE_DIR})
+            {"the stack": stack.root, "the project's .git": project / ".git"})
 
 
 @contextlib.contextmanager

@@ -168,15 +168,13 @@ def test_into_the_project_or_the_upstream_is_refused(cli, project: Path, upstrea
 def test_into_a_folder_inside_the_stack_or_git_is_refused(cli, project: Path,
                                                          upstream: Upstream) -> None:
     """Issue 22 #1 (same class): `export --force stack/patches` and `apply --into
-    stack/patches --force` replaced the patches with their output; `.git/x` and
-    `.patchctl/x` were accepted too. One rule for every verb that replaces a directory."""
+    stack/patches --force` replaced the patches with their output; `.git/x` was accepted
+    too. One rule for every verb that replaces a directory."""
     from patchctl.stackwrite import snapshot
 
-    (project / ".patchctl").mkdir(exist_ok=True)
     before = snapshot(project / "stack")
     for inside, what in ((project / "stack/patches", "the stack"),
-                         (project / ".git/x", "the project's .git"),
-                         (project / ".patchctl/x", "patchctl's state")):
+                         (project / ".git/x", "the project's .git")):
         for args in (("apply", "--into", str(inside), "--upstream", str(upstream.path)),
                      ("export", "--format", "quilt", str(inside))):
             r = cli("-C", str(project), *args, "--force")
@@ -184,7 +182,7 @@ def test_into_a_folder_inside_the_stack_or_git_is_refused(cli, project: Path,
             assert f"inside {what}" in r.err or f"would replace {what}" in r.err, r.err
             assert len(r.err.strip().splitlines()) == 1
     assert snapshot(project / "stack") == before
-    assert not (project / ".git/x").exists() and not (project / ".patchctl/x").exists()
+    assert not (project / ".git/x").exists()
 
 
 def test_a_symlink_dir_is_followed(cli, project: Path, tmp_path: Path) -> None:

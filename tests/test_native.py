@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import native_libraries
 from tests.builders import Upstream
 
 REPO = Path(__file__).resolve().parents[1]
@@ -40,7 +41,7 @@ CPU_LANE_TESTS = {
     "compute.smoke.threads1", "compute.smoke.threads2", "compute.smoke.threads4",
     "identity.json_matches_lock", "identity.text", "capabilities.only_certified",
     "stamp.missing", "stamp.fingerprint", "stamp.edited", "stamp.accepts", "selftest.worker",
-    "frame.codec",
+    "frame.codec", "core.json_sha256", "core.sha256_unavailable",
 }
 # The stage mode's CTests, registered only in a consumer build against llama.cpp.
 STAGE_TESTS = {
@@ -165,6 +166,16 @@ def worker_json(build: Path, *args: str) -> dict:
     return json.loads(run([build / "bin" / "worker", *args, "--json"]).stdout)
 
 
+@pytest.fixture(scope="session")
+def libraries() -> None:
+    """Skips a test that builds native/ where its libraries are missing (and cannot be)."""
+    if not (CMAKE and CTEST and NINJA):
+        pytest.skip("cmake, ctest and ninja are needed: pip install cmake ninja")
+    why = native_libraries.missing(CMAKE, NINJA)
+    if why:
+        pytest.skip(why)
+
+
 @dataclass
 class Lane:
     native: Path
@@ -173,10 +184,8 @@ class Lane:
 
 
 @pytest.fixture(scope="module")
-def cpu_lane(tmp_path_factory: pytest.TempPathFactory) -> Lane:
+def cpu_lane(tmp_path_factory: pytest.TempPathFactory, libraries: None) -> Lane:
     """The cpu presets end to end in a copy of native/ (binaries in <copy>/../build)."""
-    if not (CMAKE and CTEST and NINJA):
-        pytest.skip("cmake, ctest and ninja are needed: pip install cmake ninja")
     native = copy_native(tmp_path_factory.mktemp("lane"))
     run([CMAKE, "--preset", "cpu"], cwd=native)
     run([CMAKE, "--build", "--preset", "cpu"], cwd=native)
@@ -216,6 +225,12 @@ def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
     assert identity["certification"] == "uncertified"
     assert identity["upstream_build"] is None
     assert identity["lane"]["name"] == "dev" and identity["lane"]["release"] is False
+    libraries = {lib["name"]: lib for lib in identity["libraries"]}
+    assert set(libraries) == {"nlohmann_json", "OpenSSL"}
+    assert libraries["nlohmann_json"]["license"] == "MIT"
+    assert libraries["nlohmann_json"]["linkage"] == "header-only"
+    assert libraries["OpenSSL"]["license"] == "Apache-2.0"
+    assert all(re.fullmatch(r"\d+\.\d+\.\d+\w*", lib["version"]) for lib in libraries.values())
 
 
 @pytest.mark.slow
@@ -260,6 +275,7 @@ def test_presets_put_binaries_outside_the_source_tree() -> None:
 
 
 @needs_tools
+@pytest.mark.usefixtures("libraries")
 def test_debug_preset_configures_outside_the_source_tree(tmp_path: Path) -> None:
     native = copy_native(tmp_path)
     run([CMAKE, "--preset", "cpu-debug"], cwd=native)
@@ -505,6 +521,37 @@ def test_too_old_cmake_message(tmp_path: Path) -> None:
     assert "python -m pip install cmake ninja" in message
 
 
+# --- libraries ---------------------------------------------------------------------
+
+@needs_tools
+@pytest.mark.parametrize(("package", "what", "install", "hint"), [
+    ("nlohmann_json", "worker: nlohmann_json not found.", "apt-get install nlohmann-json3-dev",
+     "set nlohmann_json_DIR"),
+    ("OpenSSL", "worker: OpenSSL (libcrypto) not found.", "apt-get install libssl-dev",
+     "set OPENSSL_ROOT_DIR"),
+])
+def test_missing_library_is_refused(tmp_path: Path, package: str, what: str, install: str,
+                                    hint: str) -> None:
+    """Issue 27 (part 3): JSON and SHA-256 come from nlohmann/json and OpenSSL, found by
+    find_package; without one configure stops with one message naming the package to
+    install (shown by hiding the installed one from find_package)."""
+    native = copy_native(tmp_path)
+    proc = configure(native, tmp_path / "b", f"-DCMAKE_DISABLE_FIND_PACKAGE_{package}=TRUE",
+                     check=False)
+    assert proc.returncode != 0
+    message = flat(proc.stderr)
+    assert what in message and install in message and hint in message
+    assert message.count("CMake Error") == 1
+
+
+def test_libraries_probe_names_what_to_install() -> None:
+    """The skip reason of the tests that build native/ where its libraries are missing."""
+    if not (CMAKE and NINJA):
+        pytest.skip("cmake and ninja are needed: pip install cmake ninja")
+    why = native_libraries.missing(CMAKE, NINJA)
+    assert why is None or (why.startswith("worker: ") and native_libraries.INSTALL in why)
+
+
 # --- certification -------------------------------------------------------------
 
 def _record(fingerprint: str, evidence: str, sha: str, model: str) -> str:
@@ -520,6 +567,7 @@ def _record(fingerprint: str, evidence: str, sha: str, model: str) -> str:
 
 @needs_tools
 @pytest.mark.slow
+@pytest.mark.usefixtures("libraries")
 def test_only_records_with_matching_fingerprint_and_evidence_are_advertised(
         tmp_path: Path) -> None:
     native = copy_native(tmp_path)
@@ -564,6 +612,7 @@ def test_only_records_with_matching_fingerprint_and_evidence_are_advertised(
 
 
 @needs_tools
+@pytest.mark.usefixtures("libraries")
 def test_malformed_certification_record_stops_configure(tmp_path: Path) -> None:
     native = copy_native(tmp_path)
     records = tmp_path / "records"
@@ -587,6 +636,7 @@ def test_repository_ships_no_certification_record() -> None:
 
 @needs_tools
 @pytest.mark.slow
+@pytest.mark.usefixtures("libraries")
 def test_identity_matches_patchctl_fingerprint(cli, project: Path, tmp_path: Path) -> None:
     fingerprint = cli("-C", str(project), "fingerprint", "--json")
     assert fingerprint.code == 0, fingerprint.err
@@ -602,6 +652,7 @@ def test_identity_matches_patchctl_fingerprint(cli, project: Path, tmp_path: Pat
 
 
 @needs_tools
+@pytest.mark.usefixtures("libraries")
 def test_stamped_git_tree_is_accepted(cli, project: Path, upstream: Upstream,
                                       tmp_path: Path) -> None:
     """`apply --commits` leaves a .git/ in the tree; the manifest must skip it."""
@@ -618,6 +669,7 @@ def test_stamped_git_tree_is_accepted(cli, project: Path, upstream: Upstream,
 
 @needs_tools
 @pytest.mark.slow
+@pytest.mark.usefixtures("libraries")
 def test_consumer_path_links_a_stamped_upstream(cli, project: Path, upstream: Upstream,
                                                 tmp_path: Path) -> None:
     tree = tmp_path / "tiny-patched"
@@ -653,6 +705,7 @@ def test_consumer_path_links_a_stamped_upstream(cli, project: Path, upstream: Up
 @pytest.mark.llama
 @pytest.mark.skipif(not LLAMA_CPP, reason="set PATCHCTL_LLAMA_CPP to a llama.cpp clone "
                     "that has the pin to build the real consumer path (minutes)")
+@pytest.mark.usefixtures("libraries")
 def test_llama_cpp_consumer_path(cli, tmp_path: Path) -> None:
     tree = tmp_path / "llama.cpp"
     # The library needs neither the vocab test models, the web UI bundle nor the ops

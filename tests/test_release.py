@@ -24,7 +24,7 @@ import pytest
 
 from patchctl.errors import InputError
 from patchctl.release import layout
-from tests import fake_release
+from tests import fake_release, native_libraries
 from tests.builders import git
 
 REPO = Path(__file__).resolve().parents[1]
@@ -73,6 +73,14 @@ def make_checkout(dest: Path) -> Path:
     return dest
 
 
+def skip_without_libraries() -> None:
+    search = os.pathsep.join([str(BIN), os.environ.get("PATH", "")])
+    cmake, ninja = shutil.which("cmake", path=search), shutil.which("ninja", path=search)
+    why = native_libraries.missing(cmake, ninja) if cmake and ninja else None
+    if why:
+        pytest.skip(why)
+
+
 @dataclass
 class Release:
     root: Path            # the session's scratch directory
@@ -88,6 +96,7 @@ class Release:
 def release(tmp_path_factory: pytest.TempPathFactory) -> Release:
     if not HAVE_TOOLS:
         pytest.skip("cmake and ninja are needed: pip install cmake ninja")
+    skip_without_libraries()
     root = tmp_path_factory.mktemp("release")
     home = root / "home"
     home.mkdir()
@@ -223,7 +232,7 @@ def test_manifest_recipe_and_buildinfo_describe_the_build(release: Release,
     for needle in (f"SOURCE_DATE_EPOCH: {man['source']['source_date_epoch']}",
                    "cmake --build BUILD --target worker", "-DWORKER_RELEASE_LANE=cpu",
                    "patchctl -C SRC release build --tree TREE --lane cpu",
-                   man["stack"]["fingerprint"]):
+                   man["stack"]["fingerprint"], "nlohmann_json ", "OpenSSL 3."):
         assert needle in info
     sums = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=unpacked, capture_output=True,
                           text=True, check=False)
@@ -263,6 +272,19 @@ def test_sbom_is_valid_spdx_2_3(release: Release, unpacked: Path) -> None:
         assert entry["checksums"] == [{"algorithm": "SHA256", "checksumValue": digest}]
     assert {p["name"] for p in sbom["packages"]} >= {"worker", "tiny", "cmake", "ninja",
                                                       "patchctl"}
+    # Issue 27 (part 3): the libraries the worker is built with, at the versions the
+    # build found (the binary's identity says which), with their licenses.
+    identity = json.loads(worker(unpacked, "--version", "--json").stdout)
+    versions = {lib["name"]: lib["version"] for lib in identity["libraries"]}
+    libraries = {p["name"]: p for i, p in packages.items() if i.startswith("SPDXRef-Library-")}
+    assert {n: p["versionInfo"] for n, p in libraries.items()} == versions
+    assert libraries["nlohmann_json"]["licenseDeclared"] == "MIT"
+    assert libraries["OpenSSL"]["licenseDeclared"] == "Apache-2.0"
+    assert versions["OpenSSL"].startswith("3.")
+    links = {r["spdxElementId"]: r["relationshipType"] for r in sbom["relationships"]
+             if r["relatedSpdxElement"] == "SPDXRef-Package-worker"}
+    assert links["SPDXRef-Library-nlohmann-json"] == "STATIC_LINK"  # header-only: compiled in
+    assert links["SPDXRef-Library-OpenSSL"] == "DYNAMIC_LINK"
     files = {f["fileName"]: f for f in sbom["files"]}
     worker_sha = hashlib.sha256((unpacked / "bin" / "worker").read_bytes()).hexdigest()
     assert {"algorithm": "SHA256", "checksumValue": worker_sha} in files["./bin/worker"][
@@ -390,6 +412,21 @@ def test_verify_reports_a_recipe_for_another_stack(cli, unpacked: Path) -> None:
     assert "recipe.json names stack fingerprint" in r.out
 
 
+@needs_tools
+@pytest.mark.slow
+def test_verify_reports_an_sbom_with_other_library_versions(cli, unpacked: Path) -> None:
+    """Issue 27 (part 3): the SBOM's libraries are the ones the binary was built with."""
+    def edit(sbom: dict) -> None:
+        for p in sbom["packages"]:
+            if p["SPDXID"] == "SPDXRef-Library-OpenSSL":
+                p["versionInfo"] = "1.1.1w"
+    edit_json(unpacked / "sbom.spdx.json", edit)
+    resum(unpacked)
+    r = cli("release", "verify", str(unpacked))
+    assert r.code == 1
+    assert "sbom.spdx.json names libraries" in r.out and "OpenSSL 1.1.1w" in r.out
+
+
 def test_verify_of_a_missing_package_is_bad_input(cli, tmp_path: Path) -> None:
     r = cli("release", "verify", str(tmp_path / "nope.tar.gz"))
     assert r.code == 2
@@ -515,6 +552,7 @@ def test_worker_refuses_a_lane_this_cpu_cannot_run(unpacked: Path) -> None:
 def test_llama_cpp_release(tmp_path: Path) -> None:
     """The repository's own stack, released against llama.cpp: a clone of this
     repository's HEAD (a clean checkout), the real `apply --into`, the real library."""
+    skip_without_libraries()
     home = tmp_path / "home"
     home.mkdir()
     env = tool_env(home)

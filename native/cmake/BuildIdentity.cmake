@@ -29,11 +29,12 @@ endfunction()
 #                                [UPSTREAM_DIR <dir> UPSTREAM_TARGET <t>
 #                                 UPSTREAM_TREE <tree>]
 #                                LANE <name> LANE_ARCH <arch>
-#                                LANE_FEATURES <list> RELEASE <bool>)
+#                                LANE_FEATURES <list> RELEASE <bool>
+#                                LIBRARIES <name> <version> <license> <linkage>...)
 function(worker_generate_build_identity output)
   cmake_parse_arguments(PARSE_ARGV 1 arg ""
     "LOCK;CERT;UPSTREAM_DIR;UPSTREAM_TARGET;UPSTREAM_TREE;LANE;LANE_ARCH;RELEASE"
-    "LANE_FEATURES")
+    "LANE_FEATURES;LIBRARIES")
   set(lock "${arg_LOCK}")
   set(cert "${arg_CERT}")
 
@@ -97,6 +98,19 @@ function(worker_generate_build_identity output)
   else()
     set(WORKER_CXX_RELEASE false)
   endif()
+
+  set(WORKER_CXX_LIBRARIES "")
+  set(library "")
+  foreach(field IN LISTS arg_LIBRARIES)
+    worker_cxx_string("${field}" quoted)
+    list(APPEND library "${quoted}")
+    list(LENGTH library n)
+    if(n EQUAL 4)
+      list(JOIN library ", " fields)
+      string(APPEND WORKER_CXX_LIBRARIES "\n      {${fields}},")
+      set(library "")
+    endif()
+  endforeach()
 
   configure_file("${PROJECT_SOURCE_DIR}/src/worker/build_identity.hpp.in"
     "${output}" @ONLY)

@@ -150,7 +150,9 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
             "schema": layout.RECIPE_SCHEMA, "protocol_version": identity["protocol_version"],
             "pin": lock.pin, "stack_fingerprint": lock.fingerprint,
             "lane": identity["lane"]["name"], "artifacts": []})
-        (root / layout.BUILDINFO).write_text(_buildinfo(man, stack, lane, upstream_target))
+        libraries = [lib for lib in identity.get("libraries", []) if isinstance(lib, dict)]
+        (root / layout.BUILDINFO).write_text(_buildinfo(man, stack, lane, upstream_target,
+                                                        libraries))
         sbom_files = {rel: root / rel for rel in (layout.WORKER, license_file)}
         _write_json(root / layout.SBOM, document(SbomInputs(
             package=package, engine_version=identity["engine_version"], lane=lane,
@@ -158,7 +160,8 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
             upstream_url=stack.pin().url, pin=lock.pin, license_text=license_text,
             license_file=license_file,
             patches=[(p.name, layout.file_sha256(p.path)) for p in stack.patches()],
-            toolchain=toolchain, files=sbom_files, source_date_epoch=epoch)))
+            toolchain=toolchain, libraries=libraries, files=sbom_files,
+            source_date_epoch=epoch)))
         (root / layout.SUMS).write_text(layout.render_sums(root))
 
         out.mkdir(parents=True, exist_ok=True)
@@ -242,11 +245,14 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     fsutil.atomic_write(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
 
 
-def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str) -> str:
+def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str,
+               libraries: list[dict[str, str]]) -> str:
     lane_info = man["lane"]
     patches = "".join(f"  {p.name}  sha256 {layout.file_sha256(p.path)}\n"
                       for p in stack.patches())
     tools = "".join(f"  {k}: {v}\n" for k, v in sorted(man["toolchain"].items()))
+    libs = "".join(f"  {lib.get('name')} {lib.get('version')} ({lib.get('license')}, "
+                   f"{lib.get('linkage')})\n" for lib in libraries) or "  none\n"
     rel_lock = stack.lock_path.resolve().relative_to(stack.root.parent.resolve()).as_posix()
     patches = patches or "  none\n"
     return (
@@ -261,6 +267,7 @@ def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str) -> str
         f"stack: {man['stack']['algorithm']} {man['stack']['fingerprint']}\n"
         f"patches:\n{patches}"
         f"toolchain:\n{tools}"
+        f"libraries (the same versions rebuild the same bytes):\n{libs}"
         "environment: SOURCE_DATE_EPOCH as above, LC_ALL=C, TZ=UTC; CFLAGS, CXXFLAGS, "
         "CPPFLAGS, LDFLAGS and CMAKE_* unset\n"
         "\n"

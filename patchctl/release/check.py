@@ -225,6 +225,11 @@ def _compare_sbom(sbom: dict[str, Any], listed: dict[str, str], identity: dict[s
     patches = sorted(p.get("name") for i, p in packages.items()
                      if i and i.startswith("SPDXRef-Patch-"))
     _differ(found, where, "patches", patches, sorted(p["file"] for p in stack["patches"]))
+    libraries = sorted(f"{p.get('name')} {p.get('versionInfo')}" for i, p in packages.items()
+                       if i and i.startswith("SPDXRef-Library-"))
+    embedded = sorted(f"{lib.get('name')} {lib.get('version')}"
+                      for lib in identity.get("libraries") or [] if isinstance(lib, dict))
+    _differ(found, where, "libraries", libraries, embedded)
     for f in sbom.get("files", []):
         rel = str(f.get("fileName", "")).removeprefix("./")
         sha = next((c.get("checksumValue") for c in f.get("checksums", [])

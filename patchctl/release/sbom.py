@@ -1,7 +1,9 @@
 """The package's SPDX 2.3 JSON SBOM.
 
 It names the worker, the upstream at its pin with the license found in the
-pinned tree, each patch of the stack with its sha256, the toolchain that
+pinned tree, each patch of the stack with its sha256, the libraries the
+worker was built with (nlohmann/json, OpenSSL: name, version as configure
+found it, license, linkage; from the binary's identity), the toolchain that
 built the binary and patchctl itself, and the files that ship with their
 SHA-1 and SHA-256 (SPDX 2.3 requires SHA-1 for files). Everything in it comes
 from the build's inputs, and its one timestamp is SOURCE_DATE_EPOCH, so a
@@ -28,6 +30,12 @@ _KNOWN_LICENSES = (
 )
 
 
+# Where a library the worker is built with lives (native/cmake/Libraries.cmake).
+_LIBRARY_HOMEPAGES = {"nlohmann_json": "https://github.com/nlohmann/json",
+                      "OpenSSL": "https://www.openssl.org"}
+_SPDX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*")
+
+
 def license_id(text: str) -> str | None:
     return next((spdx for spdx, pattern in _KNOWN_LICENSES if pattern.search(text)), None)
 
@@ -50,6 +58,7 @@ class SbomInputs:
     license_file: str               # where the text sits in the package
     patches: list[tuple[str, str]]  # (file name, sha256 of the patch file)
     toolchain: dict[str, str]       # tool -> version
+    libraries: list[dict[str, str]]  # the identity's: name, version, license, linkage
     files: dict[str, Path]          # package path -> file, for checksums
     source_date_epoch: int
 
@@ -100,6 +109,21 @@ def document(inp: SbomInputs) -> dict[str, Any]:
                                 checksums=[{"algorithm": "SHA256", "checksumValue": digest}]))
         relationships.append({"spdxElementId": pid, "relationshipType": "PATCH_APPLIED",
                               "relatedSpdxElement": upstream_id})
+    for lib in inp.libraries:
+        name = str(lib.get("name") or "library")
+        lid = f"SPDXRef-Library-{_ref(name)}"
+        linkage = lib.get("linkage", "")
+        declared = lib.get("license", "")
+        p = package(lid, name, lib.get("version") or "NOASSERTION",
+                    license_declared=declared if _SPDX_ID.fullmatch(declared) else "NOASSERTION",
+                    comment=f"a library the worker is built with ({linkage}), the build "
+                    "machine's installation at the version configure found")
+        if name in _LIBRARY_HOMEPAGES:
+            p["homepage"] = _LIBRARY_HOMEPAGES[name]
+        packages.append(p)
+        relationships.append({"spdxElementId": lid,
+                              "relationshipType": "DYNAMIC_LINK" if linkage == "shared"
+                              else "STATIC_LINK", "relatedSpdxElement": worker_id})
     tools = dict(inp.toolchain, patchctl=__version__)
     for tool, version in sorted(tools.items()):
         tid = f"SPDXRef-Tool-{_ref(tool)}"

@@ -36,6 +36,14 @@ struct UpstreamBuild {
   std::string tree;  // the stamp's git tree id
 };
 
+// A third-party library the worker was built with (native/cmake/Libraries.cmake).
+struct Library {
+  std::string name;
+  std::string version;  // as found at configure time
+  std::string license;  // SPDX id
+  std::string linkage;  // "header-only", "shared" or "static"
+};
+
 struct BuildIdentity {
   std::string engine_version;
   // The stack, as in `patchctl fingerprint --json`.
@@ -60,6 +68,7 @@ struct BuildIdentity {
   std::string lane_arch;
   std::vector<std::string> lane_features;
   bool release = false;  // built by `patchctl release build`: checks its package at start
+  std::vector<Library> libraries;
 };
 
 // First 16 hex characters, as patchctl prints it.

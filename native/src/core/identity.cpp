@@ -25,6 +25,13 @@ json::Value identity_json(const BuildIdentity& id) {
                                   {"target", id.upstream_build->target},
                                   {"tree", id.upstream_build->tree}};
   }
+  json::Array libraries;
+  for (const Library& l : id.libraries) {
+    libraries.emplace_back(json::Object{{"name", l.name},
+                                        {"version", l.version},
+                                        {"license", l.license},
+                                        {"linkage", l.linkage}});
+  }
   return json::Object{
       {"protocol_version", static_cast<int>(kProtocolVersion)},
       {"engine_version", id.engine_version},
@@ -45,6 +52,7 @@ json::Value identity_json(const BuildIdentity& id) {
                             {"arch", id.lane_arch},
                             {"cpu_features", std::move(features)},
                             {"release", id.release}}},
+      {"libraries", std::move(libraries)},
   };
 }
 
@@ -69,6 +77,12 @@ std::string identity_text(const BuildIdentity& id) {
   if (!id.lane_features.empty()) {
     out << ", needs";
     for (const std::string& f : id.lane_features) out << " " << f;
+  }
+  out << "\nlibraries:";
+  for (std::size_t i = 0; i < id.libraries.size(); ++i) {
+    const Library& l = id.libraries[i];
+    out << (i == 0 ? " " : ", ") << l.name << " " << l.version << " (" << l.license << ", "
+        << l.linkage << ")";
   }
   out << "\n";
   return out.str();

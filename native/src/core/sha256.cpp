@@ -1,101 +1,53 @@
 #include "worker/sha256.hpp"
 
-#include <algorithm>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+
 #include <cstdio>
+#include <memory>
+#include <stdexcept>
 #include <vector>
 
 namespace worker {
 
 namespace {
 
-constexpr std::array<std::uint32_t, 64> kK = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
-
-constexpr std::uint32_t rotr(std::uint32_t x, int n) { return (x >> n) | (x << (32 - n)); }
+[[noreturn]] void unavailable(const char* step) {
+  char reason[256] = "no error queued";
+  if (const unsigned long code = ERR_get_error()) ERR_error_string_n(code, reason, sizeof reason);
+  ERR_clear_error();
+  throw std::runtime_error(std::string("SHA-256 from OpenSSL's libcrypto failed (") + step +
+                           ": " + reason + "); check OPENSSL_CONF and OPENSSL_MODULES");
+}
 
 }  // namespace
 
-Sha256::Sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-         0x5be0cd19} {}
-
-void Sha256::block(const std::uint8_t* p) {
-  std::array<std::uint32_t, 64> w{};
-  for (int i = 0; i < 16; ++i) {
-    w[i] = (std::uint32_t{p[4 * i]} << 24) | (std::uint32_t{p[4 * i + 1]} << 16) |
-           (std::uint32_t{p[4 * i + 2]} << 8) | std::uint32_t{p[4 * i + 3]};
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  if (ctx_ == nullptr) unavailable("EVP_MD_CTX_new");
+  if (EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr) != 1) {
+    EVP_MD_CTX_free(ctx_);
+    unavailable("EVP_DigestInit_ex");
   }
-  for (int i = 16; i < 64; ++i) {
-    const std::uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
-    const std::uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
-    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
-  }
-  std::uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3];
-  std::uint32_t e = h_[4], f = h_[5], g = h_[6], h = h_[7];
-  for (int i = 0; i < 64; ++i) {
-    const std::uint32_t s1 = rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25);
-    const std::uint32_t ch = (e & f) ^ (~e & g);
-    const std::uint32_t t1 = h + s1 + ch + kK[i] + w[i];
-    const std::uint32_t s0 = rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22);
-    const std::uint32_t maj = (a & b) ^ (a & c) ^ (b & c);
-    const std::uint32_t t2 = s0 + maj;
-    h = g;
-    g = f;
-    f = e;
-    e = d + t1;
-    d = c;
-    c = b;
-    b = a;
-    a = t1 + t2;
-  }
-  h_[0] += a; h_[1] += b; h_[2] += c; h_[3] += d;
-  h_[4] += e; h_[5] += f; h_[6] += g; h_[7] += h;
 }
 
+Sha256::~Sha256() { EVP_MD_CTX_free(ctx_); }
+
 void Sha256::update(const std::uint8_t* data, std::size_t size) {
-  length_ += size;
-  while (size > 0) {
-    if (buffered_ == 0 && size >= 64) {
-      block(data);
-      data += 64;
-      size -= 64;
-      continue;
-    }
-    const std::size_t take = std::min<std::size_t>(64 - buffered_, size);
-    std::copy(data, data + take, buffer_.begin() + static_cast<std::ptrdiff_t>(buffered_));
-    buffered_ += take;
-    data += take;
-    size -= take;
-    if (buffered_ == 64) {
-      block(buffer_.data());
-      buffered_ = 0;
-    }
-  }
+  if (EVP_DigestUpdate(ctx_, data, size) != 1) unavailable("EVP_DigestUpdate");
 }
 
 std::string Sha256::hex() {
-  const std::uint64_t bits = length_ * 8;
-  const std::uint8_t one = 0x80;
-  update(&one, 1);
-  const std::uint8_t zero = 0;
-  while (buffered_ != 56) update(&zero, 1);
-  std::uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<std::uint8_t>(bits >> (56 - 8 * i));
-  update(len, 8);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_DigestFinal_ex(ctx_, digest, &size) != 1 || size != 32) {
+    unavailable("EVP_DigestFinal_ex");
+  }
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
-  out.reserve(64);
-  for (const std::uint32_t word : h_) {
-    for (int shift = 28; shift >= 0; shift -= 4) out.push_back(kHex[(word >> shift) & 0xF]);
+  out.reserve(2 * size);
+  for (unsigned int i = 0; i < size; ++i) {
+    out.push_back(kHex[digest[i] >> 4]);
+    out.push_back(kHex[digest[i] & 0xF]);
   }
   return out;
 }
@@ -107,15 +59,14 @@ std::string sha256_hex(std::string_view data) {
 }
 
 std::optional<std::string> sha256_file_hex(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return std::nullopt;
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> f(std::fopen(path.c_str(), "rb"),
+                                                          &std::fclose);
+  if (!f) return std::nullopt;
   Sha256 s;
   std::vector<std::uint8_t> buf(1 << 16);
   std::size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0) s.update(buf.data(), n);
-  const bool failed = std::ferror(f) != 0;
-  std::fclose(f);
-  if (failed) return std::nullopt;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f.get())) > 0) s.update(buf.data(), n);
+  if (std::ferror(f.get()) != 0) return std::nullopt;
   return s.hex();
 }
 

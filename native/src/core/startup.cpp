@@ -47,7 +47,7 @@ std::string short16(const std::string& s) { return s.substr(0, 16); }
 const json::Value* at(const json::Value& doc, std::initializer_list<const char*> path) {
   const json::Value* v = &doc;
   for (const char* key : path) {
-    v = v->get(key);
+    v = json::get(*v, key);
     if (v == nullptr) return nullptr;
   }
   return v;
@@ -55,7 +55,7 @@ const json::Value* at(const json::Value& doc, std::initializer_list<const char*>
 
 std::string string_at(const json::Value& doc, std::initializer_list<const char*> path) {
   const json::Value* v = at(doc, path);
-  const std::string* s = v ? v->as_string() : nullptr;
+  const std::string* s = v ? json::as_string(*v) : nullptr;
   return s ? *s : std::string();
 }
 
@@ -134,7 +134,8 @@ std::optional<Refusal> check_package(const std::string& root_text, const BuildId
                            "`, this binary is `" + mine + "`");
   };
   const json::Value* protocol = at(m, {"worker", "protocol_version"});
-  const std::int64_t* protocol_int = protocol ? protocol->as_int() : nullptr;
+  const std::optional<std::int64_t> protocol_int =
+      protocol ? json::as_int(*protocol) : std::nullopt;
   if (auto r = differs("protocol", protocol_int ? std::to_string(*protocol_int) : "",
                        std::to_string(kProtocolVersion))) {
     return r;
@@ -211,32 +212,31 @@ std::optional<Refusal> check_recipe(const std::string& path, const BuildIdentity
   const json::ParseResult parsed = json::parse(*text);
   if (!parsed.value) return refuse("not JSON (" + parsed.error + ")");
   const json::Value& r = *parsed.value;
-  const json::Object* members = r.as_object();
-  if (members == nullptr) return refuse("not a JSON object");
+  if (!r.is_object()) return refuse("not a JSON object");
+  const json::Object& members = r.get_ref<const json::Object&>();
   static const std::set<std::string> kKnown = {"schema", "protocol_version", "pin",
                                                "stack_fingerprint", "lane", "artifacts"};
-  for (const auto& member : *members) {
+  for (const auto& member : members) {
     if (kKnown.count(member.first) == 0) return refuse("unknown key \"" + member.first + "\"");
   }
   if (string_at(r, {"schema"}) != kRecipeSchema) {
     return refuse(std::string("schema must be \"") + kRecipeSchema + "\"");
   }
-  const json::Value* protocol = r.get("protocol_version");
-  if (protocol == nullptr || protocol->as_int() == nullptr) {
-    return refuse("protocol_version must be an integer");
-  }
-  if (*protocol->as_int() != kProtocolVersion) {
-    return refuse("requires protocol " + std::to_string(*protocol->as_int()) +
+  const json::Value* protocol_value = json::get(r, "protocol_version");
+  const std::optional<std::int64_t> protocol =
+      protocol_value ? json::as_int(*protocol_value) : std::nullopt;
+  if (!protocol) return refuse("protocol_version must be an integer");
+  if (*protocol != kProtocolVersion) {
+    return refuse("requires protocol " + std::to_string(*protocol) +
                   ", this worker speaks " + std::to_string(kProtocolVersion));
   }
   const auto require = [&](const char* key, const std::string& mine,
                            const char* what) -> std::optional<Refusal> {
-    const json::Value* v = r.get(key);
-    if (v == nullptr || v->as_string() == nullptr) {
-      return refuse(std::string(key) + " must be a string");
-    }
-    if (*v->as_string() != mine) {
-      return refuse(std::string("requires ") + what + " " + *v->as_string() +
+    const json::Value* v = json::get(r, key);
+    const std::string* given = v ? json::as_string(*v) : nullptr;
+    if (given == nullptr) return refuse(std::string(key) + " must be a string");
+    if (*given != mine) {
+      return refuse(std::string("requires ") + what + " " + *given +
                     ", this worker is " + mine);
     }
     return std::nullopt;
@@ -246,18 +246,17 @@ std::optional<Refusal> check_recipe(const std::string& path, const BuildIdentity
   if (auto x = require("lane", id.lane, "lane")) return x;
 
   std::size_t artifacts = 0;
-  if (const json::Value* list = r.get("artifacts")) {
-    if (list->as_array() == nullptr) return refuse("artifacts must be an array");
+  if (const json::Value* list = json::get(r, "artifacts")) {
+    if (!list->is_array()) return refuse("artifacts must be an array");
     const fs::path base = fs::path(path).parent_path();
-    for (const json::Value& a : *list->as_array()) {
+    for (const json::Value& a : *list) {
       const std::string rel = string_at(a, {"path"});
       const std::string want = string_at(a, {"sha256"});
-      const json::Object* keys = a.as_object();
       bool extra = false;
-      for (const auto& member : keys ? *keys : json::Object{}) {
+      for (const auto& member : a.is_object() ? a.get_ref<const json::Object&>() : json::Object{}) {
         extra |= member.first != "path" && member.first != "sha256" && member.first != "role";
       }
-      if (keys == nullptr || rel.empty() || !is_hex64(want) || extra) {
+      if (!a.is_object() || rel.empty() || !is_hex64(want) || extra) {
         return refuse("each artifact must be {\"path\", \"sha256\" (64 hex)[, \"role\"]}");
       }
       const fs::path file = fs::path(rel).is_absolute() ? fs::path(rel) : base / rel;

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <utility>
 
 #include "args.hpp"
 #include "driver.hpp"
@@ -79,15 +80,15 @@ json::Value stage_json(const StageReport& s, std::int64_t& boundary_bytes, std::
   if (parsed.value) {
     const json::Value& v = *parsed.value;
     const auto get = [&](const char* key) {
-      const json::Value* m = v.get(key);
-      return m != nullptr && m->as_int() != nullptr ? *m->as_int() : 0;
+      const json::Value* m = json::get(v, key);
+      return m != nullptr ? json::as_int(*m).value_or(0) : 0;
     };
     if (get("frames_to_next") > 0) {
       boundary_bytes += get("bytes_to_next");
       boundary_tokens += get("tokens");
       width = get("n_embd_boundary");
     }
-    out.emplace_back("stats", v);
+    out.emplace("stats", std::move(*parsed.value));
   }
   return out;
 }
@@ -215,7 +216,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
                    {"reconnects", r.reconnects},
                    {"identical_to_local", identical}};
   if (as_json) {
-    std::cout << json::Value(std::move(doc)).dump() << "\n";
+    std::cout << json::dump(json::Value(std::move(doc))) << "\n";
   } else {
     std::cout << "drive: " << mode << ", " << r.stages.size() << " stage process(es), " << o.prompt
               << " prompt tokens + " << o.steps << " steps in " << r.total_s << " s ("

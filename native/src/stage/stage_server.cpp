@@ -130,7 +130,7 @@ int Stage::serve() {
                          {"compute_us", stats_.compute_us},
                          {"replays", stats_.replays},
                          {"reconnects", stats_.reconnects}};
-      std::cout << json::Value(std::move(stats)).dump() << std::endl;
+      std::cout << json::dump(json::Value(std::move(stats))) << std::endl;
       return 0;
     }
     if (in.kind == FrameKind::kError) {

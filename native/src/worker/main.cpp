@@ -3,11 +3,13 @@
 // checks its package, lane and recipe at start (--check), and runs its
 // deterministic self-test (--self-test).
 
+#include <exception>
 #include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "worker/build_identity.hpp"  // generated into the build directory
@@ -47,9 +49,9 @@ constexpr std::string_view kUsage =
     "  --stage, --drive, --write-tiny-model  the pipeline stage mode (see below;\n"
     "                   only in a worker built with WORKER_UPSTREAM_DIR)\n"
     "\n"
-    "exit codes: 0 ok, 2 usage, 3 output error, 10 package fails its checksums\n"
-    "or manifest, 11 this CPU cannot run the lane, 12 recipe does not match,\n"
-    "13 self-test failed, 20-25 stage mode (below)\n";
+    "exit codes: 0 ok, 2 usage, 3 output or library error, 10 package fails its\n"
+    "checksums or manifest, 11 this CPU cannot run the lane, 12 recipe does not\n"
+    "match, 13 self-test failed, 20-25 stage mode (below)\n";
 
 int usage_error(std::string_view message) {
   std::cerr << "worker: " << message << "\n" << kUsage;
@@ -137,9 +139,7 @@ worker::json::Value steps_json(const std::vector<worker::GateStep>& steps) {
   return items;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") break;
     if (is_stage_mode(argv[i])) {
@@ -191,7 +191,7 @@ int main(int argc, char** argv) {
   worker::BuildIdentity id = worker::generated::build_identity();
   id.build_type = WORKER_BUILD_TYPE;
   if (mode == Mode::kVersion) {
-    std::cout << (as_json ? worker::identity_json(id).dump() + "\n"
+    std::cout << (as_json ? worker::json::dump(worker::identity_json(id)) + "\n"
                           : worker::identity_text(id));
     std::cout.flush();
     return std::cout ? 0 : 3;
@@ -205,13 +205,12 @@ int main(int argc, char** argv) {
 
   int code = 0;
   if (mode == Mode::kCapabilities) {
-    std::cout << (as_json ? worker::capabilities_json(id).dump() + "\n"
+    std::cout << (as_json ? worker::json::dump(worker::capabilities_json(id)) + "\n"
                           : worker::capabilities_text(id));
   } else if (mode == Mode::kCheck) {
     if (as_json) {
-      std::cout << worker::json::Value(worker::json::Object{{"ok", true},
-                                                            {"steps", steps_json(steps)}})
-                       .dump()
+      std::cout << worker::json::dump(worker::json::Object{{"ok", true},
+                                                           {"steps", steps_json(steps)}})
                 << "\n";
     } else {
       for (const auto& s : steps) std::cout << s.name << ": " << s.status << ", " << s.detail << "\n";
@@ -228,8 +227,10 @@ int main(int argc, char** argv) {
     if (as_json) {
       worker::json::Value doc = worker::self_test_json(checks);
       worker::json::Object out{{"gate", steps_json(steps)}};
-      for (auto& member : *doc.as_object()) out.emplace_back(member);
-      std::cout << worker::json::Value(std::move(out)).dump() << "\n";
+      for (auto& [key, value] : doc.get_ref<worker::json::Object&>()) {
+        out.emplace(key, std::move(value));
+      }
+      std::cout << worker::json::dump(worker::json::Value(std::move(out))) << "\n";
     } else {
       for (const auto& s : steps) std::cout << s.name << ": " << s.status << ", " << s.detail << "\n";
       std::cout << worker::self_test_text(checks);
@@ -238,4 +239,17 @@ int main(int argc, char** argv) {
   }
   std::cout.flush();
   return std::cout ? code : 3;
+}
+
+}  // namespace
+
+// An environment failure below the worker (libcrypto that cannot provide
+// SHA-256, say) is one line and exit 3, never an abort with a trace.
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "worker: " << e.what() << "\n";
+    return 3;
+  }
 }
