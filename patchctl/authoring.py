@@ -22,6 +22,7 @@ from patchctl import (
     gitrepo,
     grades,
     importing,
+    lint,
     patchtext,
     schemas,
     stackwrite,
@@ -121,6 +122,8 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
     written. A file in ``patches/`` that the series does not list (one being
     written by hand) is never overwritten unless ``force``.
     """
+    patchtext.check_options([("--concern", None if concern is None else
+                              lint.trailer_problem("Concern", concern))])
     with stackwrite.stack_lock(project, f"import into {stack.root}"), \
             tempfile.TemporaryDirectory(prefix="patchctl-import-") as tmp:
         snap = stackwrite.snapshot(stack.root)
@@ -143,10 +146,13 @@ def import_patches(project: Path, stack: Stack, upstream: Path, sources: list[st
             for c, (grade, diff) in zip(candidates, steps, strict=True):
                 files = diff_paths(diff)
                 added = importing.fill_trailers(c, concern=concern, files=files)
-                header = patchtext.mail_header(
-                    author=c.author or gitrepo.author_ident(),
-                    date=c.date or patchtext.now_rfc2822(), subject=c.subject,
-                    body=c.body, trailers=c.trailers)
+                try:
+                    header = patchtext.mail_header(
+                        author=c.author or gitrepo.author_ident(),
+                        date=c.date or patchtext.now_rfc2822(), subject=c.subject,
+                        body=c.body, trailers=c.trailers)
+                except InputError as e:
+                    raise InputError(f"{c.source}: {e}") from e
                 name = patchtext.numbered_name(number, c.subject)
                 number += 1
                 if name in names:

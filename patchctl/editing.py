@@ -35,6 +35,7 @@ from patchctl.stack import (
     render_lock,
     resolve_name,
 )
+from patchctl.untrusted import shorten
 
 
 @dataclass
@@ -200,6 +201,12 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
             raise InputError(f"{file} already exists in {stack.patches_dir}")
         if not scope:
             raise InputError("--scope: give at least one path glob the patch may touch")
+        patchtext.check_options([
+            ("--concern", lint.trailer_problem("Concern", concern)),
+            ("--scope", lint.trailer_problem("Scope", " ".join(scope))),
+            *(("--assisted-by", lint.trailer_problem("Assisted-by", a)) for a in assisted_by),
+            ("--subject", None if subject is None else lint.line_problem("the subject", subject)),
+            ("--message", lint.body_problem(body, trailers_follow=True))])
         extra = _check_trailers(trailers)
         status = [v for k, v in extra if k == "Upstream-Status"] or ["Pending"]
         header = patchtext.mail_header(
@@ -237,7 +244,7 @@ def _check_trailers(trailers: Sequence[tuple[str, str]]) -> list[tuple[str, str]
             raise InputError(f"--trailer {key}=...: set it with {_OWN_OPTION[key]}")
         problem = lint.trailer_problem(key, value)
         if problem:
-            raise InputError(f"--trailer {key}={value}: {problem}")
+            raise InputError(f"--trailer {shorten(key)}=...: {problem}")
         out.append((key, value.strip()))
     return out
 

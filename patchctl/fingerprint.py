@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Protocol
 
-from patchctl.stack import LOCK_FORMAT, Lock, LockedPatch, Pin, render_lock
+from patchctl.stack import LOCK_FORMAT, Lock, LockedPatch, Pin, Stack, parse_lock, render_lock
 from patchctl.textout import count
 
 ALGORITHM = "pcfp2"
@@ -75,6 +75,23 @@ def staleness(old: Lock | None, new: Lock) -> str | None:
     if render_lock(old) != render_lock(new):
         return "it differs from what `patchctl lock` writes (edited by hand?)"
     return None
+
+
+def lock_state(stack: Stack, new: Lock) -> tuple[str, str | None]:
+    """The stack's lock against ``new``: ("current", None), ("missing", why) or ("stale",
+    why). The one verdict `verify` and `lock --check` give (and rebase-pin asks): one read
+    of the file (a regular file only) and one parse; a lock that is not TOML, or not a
+    lock, raises ``StackError`` (exit 2) wherever it is asked.
+
+    Text equal to ``render_lock(new)`` is current without a parse: patchctl writes TOML
+    with a real writer, so that text parses back to ``new`` (tests/test_stack.py)."""
+    text = stack.lock_text()
+    if text is None:
+        return "missing", "missing"
+    if text == render_lock(new):
+        return "current", None
+    why = staleness(parse_lock(text, source=stack.lock_path), new)
+    return ("current", None) if why is None else ("stale", why)
 
 
 def short(value: str) -> str:

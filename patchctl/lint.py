@@ -7,10 +7,12 @@ set of symlinked paths as an argument, so this module stays free of git.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
-from patchctl.patchfile import Patch
+from patchctl.patchfile import Patch, is_trailer_block
+from patchctl.untrusted import control_character, shorten
 
 ERROR = "error"
 WARNING = "warning"
@@ -132,20 +134,90 @@ def parent_dirs(path: str) -> list[str]:
 
 
 _TRAILER_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")
+# Body lines that end a mail's message or start a diff, for `git mailinfo` (`---`, a
+# `diff -` or `Index:` line), `git apply` and patchctl (a `--- file`), or split an mbox
+# (a `From ... hh:mm` separator line); as the body, one would change the patch.
+_STRUCTURE_LINE = re.compile(r"^(?:---(?:\s|$)|diff -|Index: |From .*\d\d:\d\d)")
 
 
-def trailer_problem(key: str, value: str) -> str | None:
-    """What verify would call an error in the trailer ``key: value``, or None."""
+# -- what patchctl writes into a header: one check, made by every writer (patchtext) ------
+
+
+def line_problem(what: str, value: str) -> str | None:
+    """What is wrong with ``value`` as one line of a patch header (a subject, an author,
+    a date, a trailer's value), or None: a newline or another control character would
+    start a header or trailer of its own, or hide text on a terminal."""
+    bad = control_character(value)
+    if bad is not None:
+        return f"{what} must be one line without control characters ('{shorten(value)}' " \
+            f"holds {bad})"
+    return None
+
+
+def trailer_form_problem(key: str, value: str) -> str | None:
+    """What is wrong with ``key: value`` as a line of a trailer block, or None."""
     if not _TRAILER_KEY.match(key):
-        return f"{key!r} is not a trailer key (letters, digits and '-')"
-    if not value.strip() or "\n" in value:
+        return f"'{shorten(key)}' is not a trailer key (letters, digits and '-', " \
+            "e.g. Upstream-Status)"
+    return line_problem(f"`{key}:`", value)
+
+
+def trailer_problem(key: str, value: str, *, content: bool = True) -> str | None:
+    """What is wrong with the trailer ``key: value`` given on the command line, or None:
+    its form, an empty value, and (``content``) what verify would call an error in it."""
+    problem = trailer_form_problem(key, value)
+    if problem is not None:
+        return problem
+    if not value.strip():
         return f"`{key}:` needs a value on one line"
+    if not content:
+        return None
     if key == "Upstream-Status" and not UPSTREAM_STATUS_STRICT.match(f"{key}: {value}"):
         return ("use exactly `Upstream-Status: Pending|Submitted [where]|Backport [ref]|Denied|"
                 "Inappropriate [why]|Inactive-Upstream [...]`")
     if key == "Reproducer" and not _under_reproducers(value.strip()):
         return f"`Reproducer: {value}` must be a path under reproducers/"
     return None
+
+
+def body_problem(body: str, *, trailers_follow: bool = False) -> str | None:
+    """What is wrong with ``body`` as a patch's message body (between the subject and
+    the trailers), or None: a control character other than tab and newline; a line that
+    would end the message or start a diff there (so become part of the patch); and,
+    unless trailers follow it, a last paragraph that would be read as the trailers."""
+    bad = control_character(body, newlines=True)
+    if bad is not None:
+        return f"the body holds a control character ({bad})"
+    lines = body.split("\n")
+    for n, line in enumerate(lines, start=1):
+        if _STRUCTURE_LINE.match(line):
+            return f"line {n} of the body, '{shorten(line)}', would end the message or " \
+                "start a diff (as `---`, `diff -`, `Index:` and mbox `From ` lines do); " \
+                "reword or indent it"
+    while lines and not lines[-1].strip():
+        lines.pop()
+    cut = len(lines)
+    while cut > 0 and lines[cut - 1].strip():
+        cut -= 1
+    if not trailers_follow and is_trailer_block(lines[cut:]):
+        return "the body's last paragraph would be read as trailers (`Key: value` lines); " \
+            "set trailers with their own options, or reword it"
+    return None
+
+
+def header_problem(*, subject: str, author: str, date: str, body: str,
+                   trailers: Sequence[tuple[str, str]]) -> str | None:
+    """What is wrong with a patch header made of these, or None: the one check of every
+    value patchctl writes into a header (``patchtext.mail_header``)."""
+    for what, value in (("the subject", subject), ("the author", author), ("the date", date)):
+        problem = line_problem(what, value)
+        if problem is not None:
+            return problem
+    for key, value in trailers:
+        problem = trailer_form_problem(key, value)
+        if problem is not None:
+            return problem
+    return body_problem(body, trailers_follow=bool(trailers))
 
 
 def _under_reproducers(path: str) -> bool:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil, gitrepo, schemas
+from patchctl import fsutil, gitrepo, schemas, tomlwrite
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import ALGORITHM, fingerprint
 from patchctl.lint import glob_match
@@ -38,23 +38,14 @@ class Stamp:
     algorithm: str = ALGORITHM
 
     def render(self) -> str:
-        def q(v: str) -> str:
-            return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-        lines = [
-            "# patchctl apply stamp: this directory = pin + stack; do not edit by hand.",
-            "format = 1",
-            f"algorithm = {q(self.algorithm)}",
-            f"name = {q(self.name)}",
-            f"pin = {q(self.pin)}",
-            f"fingerprint = {q(self.fingerprint)}",
-            f"tree = {q(self.tree)}",
-            f"manifest = {q(self.manifest)}",
-            f"patches = [{', '.join(q(p) for p in self.patches)}]",
-        ]
+        values: dict[str, tomlwrite.Value] = {
+            "format": 1, "algorithm": self.algorithm, "name": self.name, "pin": self.pin,
+            "fingerprint": self.fingerprint, "tree": self.tree, "manifest": self.manifest,
+            "patches": self.patches}
         if self.exclude:
-            lines.append(f"exclude = [{', '.join(q(p) for p in self.exclude)}]")
-        return "\n".join(lines) + "\n"
+            values["exclude"] = self.exclude
+        return tomlwrite.render("patchctl apply stamp: this directory = pin + stack; "
+                                "do not edit by hand.", values)
 
 
 def read_stamp(directory: Path) -> Stamp | None:

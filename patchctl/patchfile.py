@@ -38,6 +38,7 @@ KNOWN_KEYS = (
 _CANONICAL = {k.lower(): k for k in KNOWN_KEYS}
 
 _KEY_LINE = re.compile(r"^([A-Za-z][A-Za-z0-9-]*):[ \t]*(.*)$")
+_DEP3_END = re.compile(r"^---\s*$")
 _SUBJECT_PREFIX = re.compile(r"^\s*(\[[^\]]*\]\s*)+")
 _DIFF_START = re.compile(r"^(diff --git |Index: |--- )")
 _FILE_HEADER = re.compile(r"^diff --git ")
@@ -269,13 +270,19 @@ def _parse_mail(header: list[str]) -> tuple[str, str, str, str, dict[str, list[s
     while cut > 0 and body_lines[cut - 1].strip():
         cut -= 1
     trailer_block = body_lines[cut:]
-    if trailer_block and all(_KEY_LINE.match(ln) or ln[:1] in " \t" for ln in trailer_block):
+    if is_trailer_block(trailer_block):
         for key, value in _unfold(trailer_block):
             _add_meta(metadata, key, value)
         body_lines = body_lines[:cut]
     while body_lines and not body_lines[-1].strip():
         body_lines.pop()
     return subject, author, date, "\n".join(body_lines), metadata
+
+
+def is_trailer_block(paragraph: Sequence[str]) -> bool:
+    """A message's last paragraph is its trailers when every line is ``Key: value`` or
+    continues one (starts with whitespace); the one test, for reading and writing."""
+    return bool(paragraph) and all(_KEY_LINE.match(ln) or ln[:1] in " \t" for ln in paragraph)
 
 
 def _parse_dep3(header: list[str]) -> tuple[str, str, str, str, dict[str, list[str]]]:
@@ -285,6 +292,8 @@ def _parse_dep3(header: list[str]) -> tuple[str, str, str, str, dict[str, list[s
     for key, value in pairs:
         _add_meta(metadata, key, value)
     for line in header:
+        if _DEP3_END.match(line):
+            break  # what follows the `---` that ends a DEP-3 header (a diffstat) is no prose
         if not _KEY_LINE.match(line) and line[:1] not in (" ", "\t"):
             prose.append(line)
     fields = {k.lower(): v for k, v in pairs}

@@ -14,11 +14,13 @@ from __future__ import annotations
 import difflib
 import email.utils
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from email.header import Header
 from pathlib import Path
 
-from patchctl.patchfile import Patch, parse_patch
+from patchctl import lint
+from patchctl.errors import InputError
+from patchctl.patchfile import Patch, is_trailer_block, parse_patch
 
 ZERO_FROM = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 _FROM_LINE = re.compile(r"^From [0-9a-f]{40} ")
@@ -60,7 +62,12 @@ def render(header: str, stat_and_diff: str, *, mail_form: bool = True) -> str:
 
 def mail_header(*, author: str, date: str, subject: str, body: str,
                 trailers: Sequence[tuple[str, str]]) -> str:
-    """A canonical format-patch header; non-ASCII text is MIME-encoded as git does."""
+    """A canonical format-patch header; non-ASCII text is MIME-encoded as git does.
+
+    Every value is checked first (``lint.header_problem``): one that would add a header,
+    a trailer or a diff line of its own is refused, whichever command brought it."""
+    _refuse(lint.header_problem(author=author, date=date, subject=subject, body=body,
+                                trailers=trailers))
     text = "\n".join([subject, body, *(f"{k}: {v}" for k, v in trailers)])
     lines = [ZERO_FROM, f"From: {_encode_address(author)}", f"Date: {date}",
              f"Subject: [PATCH] {_encode(subject)}"]
@@ -99,7 +106,7 @@ def split_trailers(message: str) -> tuple[str, list[tuple[str, str]]]:
     while cut > 0 and lines[cut - 1].strip():
         cut -= 1
     block = lines[cut:]
-    if not block or not all(_TRAILER.match(ln) or ln[:1] in " \t" for ln in block):
+    if not is_trailer_block(block):
         return message.strip("\n"), []
     trailers: list[tuple[str, str]] = []
     for ln in block:
@@ -125,8 +132,10 @@ def set_trailer(header: str, key: str, value: str | None, *, mail_form: bool = T
     ``key: value`` where the first stood, or appended to the trailers; removed with None.
 
     In mail form only the trailer block (the message's last paragraph) is
-    touched; in DEP-3 form, the header's ``Key: value`` lines.
+    touched; in DEP-3 form, the header's ``Key: value`` lines. A key or value that is
+    not one trailer line (``lint.trailer_form_problem``) is refused.
     """
+    _refuse(lint.trailer_form_problem(key, "" if value is None else value))
     lines = header.rstrip("\n").split("\n") if header.strip() else []
     start = 0
     if mail_form:
@@ -135,10 +144,7 @@ def set_trailer(header: str, key: str, value: str | None, *, mail_form: bool = T
         while cut > start and lines[cut - 1].strip():
             cut -= 1
         block = lines[cut:]
-        if block and all(_TRAILER.match(ln) or ln[:1] in " \t" for ln in block):
-            start = cut
-        else:
-            start = len(lines)
+        start = cut if is_trailer_block(block) else len(lines)
     out = lines[:start]
     placed = False
     skipping = False
@@ -163,7 +169,9 @@ def set_body(header: str, body: str) -> str:
     """``header`` (mail-form ``header_text`` output) with the message body, the text
     between the mail headers and the trailer block, replaced by ``body`` (removed when
     blank). The mail headers and the trailer block are kept verbatim; a non-ASCII body
-    gets the MIME headers format-patch writes for it."""
+    gets the MIME headers format-patch writes for it. A body that could add to the diff
+    or the trailers (``lint.body_problem``: with no trailer block after it, a last
+    paragraph of `Key: value` lines would become one) is refused."""
     lines = header.rstrip("\n").split("\n") if header.strip() else []
     cut = lines.index("") if "" in lines else len(lines)
     head, rest = lines[:cut], lines[cut + 1:]
@@ -171,8 +179,9 @@ def set_body(header: str, body: str) -> str:
     while start > 0 and rest[start - 1].strip():
         start -= 1
     block = rest[start:]
-    if not (block and all(_TRAILER.match(ln) or ln[:1] in " \t" for ln in block)):
+    if not is_trailer_block(block):
         block = []
+    _refuse(lint.body_problem(body, trailers_follow=bool(block)))
     if not body.isascii() and not any(ln.lower().startswith("content-type:") for ln in head):
         head += ["MIME-Version: 1.0", "Content-Type: text/plain; charset=UTF-8",
                  "Content-Transfer-Encoding: 8bit"]
@@ -183,6 +192,19 @@ def set_body(header: str, body: str) -> str:
     while out and out[-1] == "":
         out.pop()
     return "\n".join(out) + "\n"
+
+
+def _refuse(problem: str | None) -> None:
+    if problem is not None:
+        raise InputError(f"{problem}; nothing was written")
+
+
+def check_options(checks: Iterable[tuple[str, str | None]]) -> None:
+    """Refuse the first (option, ``lint`` problem) pair with a problem, naming the option:
+    what a command checks of its options before work that ``mail_header`` would refuse."""
+    for option, problem in checks:
+        if problem is not None:
+            raise InputError(f"{option}: {problem}; nothing was written")
 
 
 def reparse(text: str, *, name: str, path: Path, strip: int = 1) -> Patch:

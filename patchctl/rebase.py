@@ -26,7 +26,7 @@ from typing import Any
 
 from patchctl import gitrepo, grades, patchtext, rebase_review, stackwrite
 from patchctl.errors import GitError, InputError
-from patchctl.fingerprint import make_lock, staleness
+from patchctl.fingerprint import lock_state, make_lock
 from patchctl.grades import APPLIES as APPLIES  # outreach reads it from here
 from patchctl.grades import CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
 from patchctl.patchfile import Patch
@@ -370,8 +370,8 @@ def refuse_hand_edits(project: Path, stack: Stack) -> None:
         more = f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
         raise InputError(f"{stack.root} has uncommitted changes ({', '.join(dirty[:3])}{more}); "
                          "commit or stash them first, so the rewrite cannot lose them")
-    why = staleness(stack.lock(), make_lock(stack.pin(), stack.patches()))
-    if why is not None:
+    state, why = lock_state(stack, make_lock(stack.pin(), stack.patches()))
+    if state != "current":
         raise InputError(f"{stack.lock_path} is not current ({why}); "
                          "review the stack and run `patchctl lock` first")
 

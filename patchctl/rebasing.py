@@ -29,7 +29,7 @@ from pathlib import Path
 
 from patchctl import fsutil, gitrepo, patchtext, rebase_review, rebase_state, stackwrite
 from patchctl.errors import InputError, StackError
-from patchctl.fingerprint import fingerprint, make_lock, staleness
+from patchctl.fingerprint import fingerprint, lock_state, make_lock
 from patchctl.grades import CONFLICT, EXACT, UPSTREAM
 from patchctl.lint import ERROR, added_findings
 from patchctl.patchfile import Patch
@@ -199,7 +199,7 @@ def _finished(stack: Stack, state: RebaseState) -> bool:
     """The stack is the rebase's result: it pins the new commit and its lock is current."""
     pin = stack.pin()
     return pin.commit == state.new and \
-        staleness(stack.lock(), make_lock(pin, stack.patches())) is None
+        lock_state(stack, make_lock(pin, stack.patches()))[0] == "current"
 
 
 def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil
+from patchctl import fsutil, tomlwrite
 from patchctl.errors import StackError
 from patchctl.patchfile import Patch, read_patch
 from patchctl.untrusted import shorten
@@ -42,15 +42,11 @@ class Pin:
     tag: str | None = None
 
     def to_toml(self) -> str:
-        lines = [
-            "# The upstream this stack applies to. `commit` is the pin; a tag is informative only.",
-            f"name = {_quote(self.name)}",
-            f"url = {_quote(self.url)}",
-            f"commit = {_quote(self.commit)}",
-        ]
+        values: dict[str, str] = {"name": self.name, "url": self.url, "commit": self.commit}
         if self.tag:
-            lines.append(f"tag = {_quote(self.tag)}")
-        return "\n".join(lines) + "\n"
+            values["tag"] = self.tag
+        return tomlwrite.render("The upstream this stack applies to. `commit` is the pin; "
+                                "a tag is informative only.", values)
 
 
 @dataclass(frozen=True)
@@ -99,9 +95,14 @@ class Stack:
         return parse_pin(_read_text(self.pin_path), source=self.pin_path)
 
     def lock(self) -> Lock | None:
+        text = self.lock_text()
+        return None if text is None else parse_lock(text, source=self.lock_path)
+
+    def lock_text(self) -> str | None:
+        """The lock file's text (a regular file only), or None when there is none."""
         if not self.lock_path.exists():
             return None
-        return parse_lock(_read_text(self.lock_path), source=self.lock_path)
+        return _read_text(self.lock_path)
 
     def resolve(self, query: str) -> SeriesEntry:
         """The series entry QUERY names (see ``resolve_name``)."""
@@ -375,6 +376,8 @@ def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:
     commit = data["commit"].strip().lower()
     check_commit_id(commit, what=f"{source}: commit")
     tag = data.get("tag")
+    if tag is not None and not isinstance(tag, str):
+        raise StackError(f"{source}: tag must be a string (see docs/FORMATS.md)")
     return Pin(name=data["name"], url=data["url"], commit=commit, tag=tag or None)
 
 
@@ -391,14 +394,14 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
     data = _toml(text, source)
     try:
         patches = tuple(
-            LockedPatch(file=p["file"], strip=int(p["strip"]), digest=p["digest"])
+            LockedPatch(file=_str(p, "file"), strip=int(p["strip"]), digest=_str(p, "digest"))
             for p in data.get("patch", [])
         )
         return Lock(
-            algorithm=data["algorithm"],
-            name=data["name"],
-            pin=data["pin"],
-            fingerprint=data["fingerprint"],
+            algorithm=_str(data, "algorithm"),
+            name=_str(data, "name"),
+            pin=_str(data, "pin"),
+            fingerprint=_str(data, "fingerprint"),
             patches=patches,
             format=int(data.get("format", 0)),
         )
@@ -407,23 +410,19 @@ def parse_lock(text: str, *, source: Path | str = LOCK_FILE) -> Lock:
 
 
 def render_lock(lock: Lock) -> str:
-    lines = [
-        "# patchctl stack lock: written by `patchctl lock`; do not edit by hand.",
-        f"format = {lock.format}",
-        f"algorithm = {_quote(lock.algorithm)}",
-        f"name = {_quote(lock.name)}",
-        f"pin = {_quote(lock.pin)}",
-        f"fingerprint = {_quote(lock.fingerprint)}",
-    ]
-    for p in lock.patches:
-        lines += ["", "[[patch]]", f"file = {_quote(p.file)}", f"strip = {p.strip}"]
-        lines.append(f"digest = {_quote(p.digest)}")
-    return "\n".join(lines) + "\n"
+    return tomlwrite.render(
+        "patchctl stack lock: written by `patchctl lock`; do not edit by hand.",
+        {"format": lock.format, "algorithm": lock.algorithm, "name": lock.name,
+         "pin": lock.pin, "fingerprint": lock.fingerprint},
+        [("patch", {"file": p.file, "strip": p.strip, "digest": p.digest})
+         for p in lock.patches])
 
 
-def _quote(value: str) -> str:
-    escaped = value.replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{escaped}"'
+def _str(table: Mapping[str, Any], key: str) -> str:
+    value = table[key]
+    if not isinstance(value, str):
+        raise TypeError(f"{key} must be a string")
+    return value
 
 
 def _toml(text: str, source: Path | str) -> dict[str, Any]:

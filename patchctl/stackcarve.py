@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import gitrepo, patchtext, schemas
+from patchctl import gitrepo, lint, patchtext, schemas
 from patchctl.errors import InputError
 from patchctl.lint import glob_match
 from patchctl.stack import Stack, resolve_name
@@ -77,6 +77,10 @@ def split(project: Path, stack: Stack, upstream: Path, name: str, *, globs: Sequ
     after it. Both parts must be non-empty; together they equal NAME."""
     if not globs:
         raise InputError("--paths: give at least one path glob to carve out")
+    patchtext.check_options([
+        ("--paths", lint.trailer_problem("Scope", " ".join(globs))),
+        ("--subject", None if subject is None else lint.line_problem("the subject", subject)),
+        ("--concern", None if concern is None else lint.trailer_problem("Concern", concern))])
     with transaction(project, stack, "split") as t:
         i = t.index_of(name)
         patch = t.patches[i]

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import gitrepo, patchtext, schemas, stackwrite
+from patchctl import gitrepo, lint, patchtext, schemas, stackwrite
 from patchctl.errors import InputError
 from patchctl.fingerprint import make_lock
 from patchctl.lint import ERROR, added_findings
@@ -30,6 +30,7 @@ from patchctl.stack import (
     render_lock,
     resolve_name,
 )
+from patchctl.untrusted import shorten
 
 _SCHEMAS = {"delete": schemas.DELETE, "rename": schemas.RENAME, "move": schemas.MOVE,
             "fold": schemas.FOLD, "split": schemas.SPLIT, "header": schemas.HEADER}
@@ -269,7 +270,8 @@ def set_header(project: Path, stack: Stack, name: str,
     """Set (value) or remove (None) trailers of NAME, and replace its body (the text
     between subject and trailers) when ``body`` is given, validated as verify validates
     them: a change that adds a lint error is refused. The diff, and so the fingerprint,
-    stays."""
+    stays: the patch is parsed again and refused unless its diff is byte-identical, its
+    subject and author are kept, and its trailers differ only in the keys set."""
     with transaction(project, stack, "header --set") as t:
         i = t.index_of(name)
         old = t.patches[i]
@@ -279,15 +281,16 @@ def set_header(project: Path, stack: Stack, name: str,
                 raise InputError(f"{old.name}: --message needs a format-patch header; "
                                  "this one is DEP-3 (edit its Description: instead)")
             header = patchtext.set_body(header, body)
+        settings = [(key, None if value is None else _checked(key, value))
+                    for key, value in settings]
         for key, value in settings:
-            header = patchtext.set_trailer(header, check_key(key),
-                                           None if value is None else check_value(key, value),
-                                           mail_form=old.mail_form)
+            header = patchtext.set_trailer(header, key, value, mail_form=old.mail_form)
         diff = "\n".join(old.text.split("\n")[old.diff_line - 1:])
         stat = _diffstat(old)
         text = f"{header.rstrip(chr(10))}\n---\n{stat}{diff}" if old.mail_form else \
             f"{header.rstrip(chr(10))}\n\n{diff}"
         new = patchtext.reparse(text, name=old.name, path=old.path, strip=old.strip)
+        _same_but(old, new, settings, body)
         added = added_findings(old, new)
         errors = [f.message for f in added if f.severity == ERROR]
         if errors:
@@ -301,6 +304,49 @@ def set_header(project: Path, stack: Stack, name: str,
         return _header_of(new, changed=True, warnings=[f.message for f in added])
 
 
+def _checked(key: str, value: str) -> str:
+    """A ``--set KEY=VALUE`` value, stripped and checked as every trailer patchctl writes
+    is (``lint.trailer_problem``; verify's judgement of it comes after)."""
+    value = value.strip()
+    problem = lint.trailer_problem(key, value, content=False)
+    if problem is not None:
+        hint = f" (use --unset {key} to remove it)" if not value else ""
+        raise InputError(f"--set {shorten(key)}=...: {problem}{hint}")
+    return value
+
+
+def _same_but(old: Patch, new: Patch, settings: Sequence[tuple[str, str | None]],
+              body: str | None) -> None:
+    """Refuse a header change whose result, parsed again, differs from ``old`` in more
+    than was asked: the diff (every line from the first file header on), the subject,
+    author and date, a trailer not set, or a body other than the one given."""
+    def lines(p: Patch) -> list[str]:
+        return p.text.split("\n")[p.diff_line - 1:]
+
+    want = body.strip("\n").split("\n") if body is not None else []
+    while want and not want[-1].strip():
+        want.pop()  # as a body is read: trailing blank lines are not part of it
+    why = None
+    if lines(new) != lines(old) or new.mail_form != old.mail_form:
+        why = "its diff would change"
+    elif (new.subject, new.author, new.date) != (old.subject, old.author, old.date):
+        why = "its subject, author or date would change"
+    elif body is not None and new.body != "\n".join(want):
+        why = "the body would not read back as given"
+    else:
+        keys = {k.lower() for k, _ in settings}
+        values = {k.lower(): [] if v is None else [v] for k, v in settings}
+        have = patchtext.trailers(new)
+        if [t for t in have if t[0].lower() not in keys] != \
+                [t for t in patchtext.trailers(old) if t[0].lower() not in keys] or \
+                any([v for k, v in have if k.lower() == key] != want
+                    for key, want in values.items()):
+            why = "its trailers would change beyond the ones set"
+    if why is not None:
+        raise InputError(f"{old.name}: refused, {why} (a header change leaves the rest of "
+                         "the patch as it is); nothing was written")
+
+
 def _diffstat(patch: Patch) -> str:
     """The text between the mail header's ``---`` and the diff, kept as it was."""
     lines = patch.text.split("\n")[: patch.diff_line - 1]
@@ -308,17 +354,3 @@ def _diffstat(patch: Patch) -> str:
         return ""
     cut = len(lines) - lines[::-1].index("---")
     return "".join(ln + "\n" for ln in lines[cut:])
-
-
-def check_key(key: str) -> str:
-    if not key or not all(c.isalnum() or c == "-" for c in key) or not key[0].isalpha():
-        raise InputError(f"{key!r} is not a trailer key (letters, digits and '-', e.g. "
-                         "Upstream-Status)")
-    return key
-
-
-def check_value(key: str, value: str) -> str:
-    value = value.strip()
-    if not value or "\n" in value or not value.isprintable():
-        raise InputError(f"{key}: give a one-line value (use --unset {key} to remove it)")
-    return value

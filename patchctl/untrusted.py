@@ -93,7 +93,9 @@ def shorten(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_CONTROLS = r"\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_CONTROLS}]")
+_CONTROL_OR_NEWLINE = re.compile(f"[\n{_CONTROLS}]")
 
 
 def printable(text: str, *, newlines: bool = False) -> str:
@@ -104,6 +106,16 @@ def printable(text: str, *, newlines: bool = False) -> str:
     if newlines:
         return _CONTROL.sub(_escape, text)
     return _CONTROL.sub(_escape, text.replace("\n", "\\n"))
+
+
+def control_character(text: str, *, newlines: bool = False) -> str | None:
+    """The first character of ``text`` that ``printable`` escapes, or a newline unless
+    ``newlines``, written as ``printable`` writes it; None when there is none. How a
+    value is refused that would otherwise start a line (a header, a trailer) of its own."""
+    m = (_CONTROL if newlines else _CONTROL_OR_NEWLINE).search(text)
+    if m is None:
+        return None
+    return "\\n" if m.group() == "\n" else _escape(m)
 
 
 def _escape(m: re.Match[str]) -> str:

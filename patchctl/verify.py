@@ -434,21 +434,13 @@ def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
 
 def _check_lock(stack: Stack, pin: Pin,
                 patches: list[Summary]) -> tuple[str, Finding | None]:
-    from patchctl.fingerprint import make_lock, staleness
-    from patchctl.stack import render_lock
+    from patchctl.fingerprint import lock_state, make_lock
 
-    new = make_lock(pin, patches)
-    try:  # the lock is ours and canonical: equal text means current, no TOML parse needed
-        if stack.lock_path.read_text(encoding="utf-8") == render_lock(new):
-            return "current", None
-    except (OSError, UnicodeDecodeError):
-        pass
-    lock = stack.lock()
-    if lock is None:
+    state, why = lock_state(stack, make_lock(pin, patches))
+    if state == "missing":
         return "missing", Finding(ERROR, "lock", f"{stack.lock_path} is missing; "
                                   "write it with `patchctl lock`")
-    why = staleness(lock, new)
-    if why is None:
+    if state == "current":
         return "current", None
     return "stale", Finding(ERROR, "lock", f"{stack.lock_path.name} is stale ({why}); "
                             "run `patchctl lock` after reviewing the change")

@@ -11,6 +11,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from patchctl.materialize import manifest, read_stamp
 from tests.builders import Upstream, drop_blob, make_project, make_upstream, special_file
@@ -297,3 +299,37 @@ def test_apply_on_a_partial_clone_that_cannot_fetch_offers_no_exclude(
         "include/tiny.h, and 2 more)" in r.err, r.err
     assert "--exclude" not in r.err and "an --upstream that has them" in r.err
     assert not (tmp_path / "tree").exists()
+
+
+def test_a_pin_name_with_a_newline_is_stamped_and_read_back(cli, project: Path,
+                                                            tmp_path: Path) -> None:
+    """Issue 22 #14: the stamp copied the pin name unescaped, so the next `apply --into`
+    refused its own stamp as not TOML."""
+    pin = project / "stack/upstream.toml"
+    pin.write_text(pin.read_text().replace('name = "', 'name = "up\\nstream\\"', 1))
+    assert cli("-C", str(project), "lock").code == 0
+    into = tmp_path / "tree"
+    first = _apply(cli, project, into)
+    assert first.code == 0, first.err
+    stamp = read_stamp(into)
+    assert stamp is not None and stamp.name == 'up\nstream"tiny'
+    again = _apply(cli, project, into)
+    assert again.code == 0, again.err
+    assert json.loads(again.out)["unchanged"] is True
+
+
+@settings(suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(name=st.text(), patches=st.lists(st.text(min_size=1), max_size=3),
+       exclude=st.lists(st.text(min_size=1), max_size=2))
+def test_property_text_values_round_trip_through_the_stamp(tmp_path: Path, name: str,
+                                                           patches: list[str],
+                                                           exclude: list[str]) -> None:
+    """Issue 22 #14: any text in the stamp's values reads back as it was written."""
+    from patchctl import fsutil
+    from patchctl.materialize import STAMP, Stamp
+
+    stamp = Stamp(name=name, pin="a" * 40, fingerprint="f" * 64, tree="b" * 40,
+                  manifest="c" * 64, patches=tuple(patches), exclude=tuple(exclude))
+    fsutil.atomic_write(tmp_path / STAMP, stamp.render())
+    assert read_stamp(tmp_path) == stamp
+    assert len(stamp.render().splitlines()) == 9 + bool(exclude)  # a line per key

@@ -848,3 +848,48 @@ def test_import_reports_progress_on_stderr(cli, empty: Path, sources: Path,
     assert said[3] == f"[1/3] {files[0]}" and said[-1] == f"writing 3 patch(es) into " \
         f"{empty / 'stack'}"
     assert "patchctl: [" not in r.out
+
+
+@pytest.mark.parametrize("option", [
+    ["--concern", "c\nScope: **"], ["--subject", "s\nScope: **"],
+    ["--assisted-by", "tool\nScope: **"], ["--scope", "x\nConcern: other"],
+    ["-m", "Why.\n---\ndiff --git a/README.md b/README.md"], ["--concern", "c\x1b[2J"]],
+    ids=["concern", "subject", "assisted-by", "scope", "message-diff", "concern-escape"])
+def test_new_options_cannot_add_headers_or_trailers(cli, canonical: Path,
+                                                    option: list[str]) -> None:
+    """Issue 22 #5: `new` wrote --concern, --subject, --assisted-by (and --scope) verbatim
+    into the header it keeps for refresh: a newline in one added a trailer. Each is
+    checked as `header --set` checks a value (lint.py), before the edit is opened."""
+    args = {"--concern": "c", "--scope": "x"}
+    flags = [a for k, v in args.items() if k != option[0] for a in (k, v)]
+    before = snap(canonical)
+    r = cli("-C", str(canonical), "new", "x", *flags, *option)
+    assert r.code == 2 and r.err.count("\n") == 1, r.err
+    assert option[0] in r.err
+    assert not (canonical / ".patchctl/edit").exists()
+    assert snap(canonical) == before
+
+
+def test_import_values_cannot_add_trailers_or_diff_lines(cli, empty: Path, tmp_path: Path,
+                                                        upstream: Upstream,
+                                                        sources: Path) -> None:
+    """Issue 22 #5 (and #2 by import): `import --concern` was written verbatim, and a
+    commit message holding a `---` line and a diff became part of the imported patch.
+    Both are refused, naming the source; nothing is imported."""
+    before = snap(empty)
+    r = cli("-C", str(empty), "import", str(sources / sorted(p.name for p in
+                                                             sources.iterdir())[0]),
+            "--concern", "c\nScope: **")
+    assert r.code == 2 and "--concern" in r.err and r.err.count("\n") == 1, r.err
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(upstream.path), str(fork))
+    git(fork, "checkout", "-q", "-b", "feature", upstream.commits["base"])
+    (fork / "src/util.c").write_text((fork / "src/util.c").read_text() + CUBE)
+    git(fork, "commit", "-q", "--cleanup=verbatim", "-am",
+        "util : add cube\n\nWhy.\n---\ndiff --git a/README.md b/README.md\n--- a/README.md\n"
+        "+++ b/README.md\n@@ -1 +1,2 @@\n # tiny\n+injected\n\nConcern: cube\n")
+    r = cli("-C", str(empty), "import", "--from-repo", str(fork),
+            f"{upstream.commits['base']}..feature")
+    assert r.code == 2 and "would end the message or start a diff" in r.err, r.err
+    assert r.err.count("\n") == 1 and "@" in r.err  # names the source, repo@commit
+    assert snap(empty) == before

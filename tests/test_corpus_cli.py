@@ -110,6 +110,32 @@ ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
     ("fingerprint-both", ["fingerprint", "--json", "--cmake"], (OK, USAGE), ""),
     ("lock-extra-arg", ["lock", "extra"], USAGE, ""),
     ("series-nul-arg", ["series", "x\x00y"], USAGE, ""),
+    # Issue 22 #2 and #5: values that would add a header, a trailer or a diff line
+    ("header-message-diff", ["header", "1", "-m", "Why.\n\nConcern: c\nScope: **\n---\n"
+                             "diff --git a/README.md b/README.md\n--- a/README.md\n"
+                             "+++ b/README.md\n@@ -1 +1,2 @@\n x\n+injected"], USAGE,
+     "start a diff"),
+    ("header-message-escape", ["header", "1", "-m", "Why.\x1b[2J"], USAGE, "control character"),
+    ("header-set-newline", ["header", "1", "--set", "Bug=1\nScope: **"], USAGE, "one line"),
+    ("header-unset-newline", ["header", "1", "--unset", "Bug\nScope"], USAGE, "trailer key"),
+    ("new-concern-newline", ["new", "x", "--concern", "c\nScope: **", "--scope", "x"], USAGE,
+     "--concern"),
+    ("new-subject-newline", ["new", "x", "--concern", "c", "--scope", "x", "--subject",
+                             "s\n\nScope: **"], USAGE, "--subject"),
+    ("new-assisted-newline", ["new", "x", "--concern", "c", "--scope", "x", "--assisted-by",
+                              "t\nScope: **"], USAGE, "--assisted-by"),
+    ("new-scope-newline", ["new", "x", "--concern", "c", "--scope", "x\nConcern: y"], USAGE,
+     "--scope"),
+    ("new-message-dashes", ["new", "x", "--concern", "c", "--scope", "x", "-m", "a\n---\nb"],
+     USAGE, "--message"),
+    ("new-trailer-cr", ["new", "x", "--concern", "c", "--scope", "x", "--trailer",
+                        "Bug=1\rScope: **"], USAGE, "--trailer"),
+    ("split-concern-newline", ["split", "1", "--paths", "x", "--concern", "b\nScope: **"], USAGE,
+     "--concern"),
+    ("split-subject-newline", ["split", "1", "--paths", "x", "--subject", "b\nScope: **"], USAGE,
+     "--subject"),
+    ("import-concern-newline", ["import", "{T}/absent.patch", "--concern", "c\nScope: **"],
+     USAGE, "--concern"),
 ]]
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -166,6 +168,51 @@ def test_lock_corpus(cli, case: Case, tmp_path: Path, upstream: Upstream, patche
         return
     check(r, OK)
     check(_verify(cli, project, upstream), OK)
+
+
+# Text a pin name may hold (valid TOML, so the pin file is fine): each must reach the lock
+# and the stamp escaped, and read back as it was.
+PIN_NAMES = [Case(i, data, OK) for i, data in [
+    ("newline", "ti\nny"), ("quote", 'ti"ny'), ("backslash", "ti\\ny\\"),
+    ("toml-injection", 'tiny"\nfingerprint = "0'), ("table-injection", 'x"\n[[patch]]\nfile = "y'),
+    ("control", "\x01\x1b[2J\x7f"), ("c1-and-separators", "\x85\u2028\u2029"),
+    ("bidi", "\u202etiny\u202c"), ("triple-quotes", "'''\"\"\"'"), ("cr", "ti\rny"),
+    ("empty", ""), ("non-ascii", "caf\u00e9 \U0001f600"),
+]]
+
+
+@params(PIN_NAMES)
+def test_pin_name_corpus(cli, case: Case, tmp_path: Path, upstream: Upstream, patches) -> None:
+    """Issue 22 #14: a pin name with a newline was copied into stack.lock and the stamp
+    unescaped. The lock an older patchctl wrote is refused alike by verify and
+    `lock --check` (one read, one parse); `lock` writes one that both call current, and
+    `apply --into` reads back the stamp it wrote."""
+    import tomli_w
+
+    project = _project(tmp_path, upstream, patches)
+    pin = project / "stack/upstream.toml"
+    pin.write_text(tomli_w.dumps({**tomllib.loads(pin.read_text()), "name": case.data}))
+    lock = project / "stack/stack.lock"
+    name = case.data.replace("\\", "\\\\").replace('"', '\\"')  # the old writer's escaping
+    lock.write_text(re.sub(r'(?m)^name = ".*"$', lambda _: f'name = "{name}"', lock.read_text(),
+                           count=1))
+    verified = _verify(cli, project, upstream)
+    check(verified, (OK, FINDINGS, USAGE))
+    check(cli("-C", str(project), "lock", "--check"), verified.code)  # the same verdict
+    check(cli("-C", str(project), "lock"), OK)
+    assert tomllib.loads(lock.read_text())["name"] == case.data
+    r = _verify(cli, project, upstream, "--json")
+    check(r, OK)
+    assert json.loads(r.out)["lock"] == "current"
+    check(cli("-C", str(project), "lock", "--check"), OK)
+    into = tmp_path / "tree"
+    args = ("-C", str(project), "apply", "--into", str(into), "--upstream", str(upstream.path),
+            "--json")
+    check(cli(*args), OK)
+    assert tomllib.loads((into / ".patchctl-stamp").read_text())["name"] == case.data
+    again = cli(*args)
+    check(again, OK)
+    assert json.loads(again.out)["unchanged"] is True
 
 
 STAMP = [Case(i, data, code, frag) for i, data, code, frag in [

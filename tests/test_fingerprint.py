@@ -88,3 +88,26 @@ def test_lock_check_and_verify_agree_on_a_lock_format(cli, project: Path) -> Non
     assert cli("-C", str(project), "lock").code == 0
     assert _lock_check(cli, project).code == 0
     assert cli("-C", str(project), "verify").code == 0
+
+
+def test_a_pin_name_with_a_newline_locks_and_verifies(cli, project: Path) -> None:
+    """Issue 22 #14: a pin `name` with a newline (valid TOML) was written into stack.lock
+    unescaped: `lock` wrote a lock that was not TOML, verify (comparing text) said
+    "lock: current" while `lock --check` (parsing it) exited 2. Both now give one
+    verdict, from one read and one parse (`fingerprint.lock_state`)."""
+    import json
+
+    pin = project / "stack/upstream.toml"
+    pin.write_text(pin.read_text().replace('name = "', 'name = "up\\n\\"stream\\u0007', 1))
+    assert cli("-C", str(project), "lock").code == 0
+    import tomllib
+
+    assert tomllib.loads((project / "stack/stack.lock").read_text())["name"] == \
+        'up\n"stream\x07tiny'
+    assert _lock_check(cli, project).code == 0
+    v = cli("-C", str(project), "verify", "--json")
+    assert v.code == 0 and json.loads(v.out)["lock"] == "current"
+    lock = project / "stack/stack.lock"
+    lock.write_text(lock.read_text().replace("\\n", "\n", 1))  # the old, broken lock
+    assert _lock_check(cli, project).code == 2
+    assert cli("-C", str(project), "verify").code == 2  # the same verdict

@@ -78,6 +78,16 @@ def test_plain_dep3_patch() -> None:
     assert p.files[0].path == "src/a.c"
 
 
+def test_the_dashes_ending_a_dep3_header_are_not_its_body() -> None:
+    """Issue 22 #5: the `---` line that ends a DEP-3 header (and a diffstat after it) was
+    read as the patch's body; import, which now refuses a body holding a `---` line
+    (it would end the message of the patch it writes), refused every such patch."""
+    text = DEP3.replace("--- a/src/a.c", "Prose.\n---\n a.c | 2 +-\n\n--- a/src/a.c", 1)
+    p = parse_patch(text.encode(), path=Path("x"), name="x")
+    assert p.body.endswith("Prose.") and "---" not in p.body and "a.c |" not in p.body
+    assert p.digest == parse_patch(DEP3.encode(), path=Path("x"), name="x").digest
+
+
 def test_digest_ignores_headers_but_not_the_diff() -> None:
     a = parse_patch(_mail("Upstream-Status: Pending").encode(), path=Path("x"), name="x")
     b = parse_patch(_mail("Upstream-Status: Submitted [https://x/1]").encode(), path=Path("x"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from patchctl.patchtext import reparse, set_body, set_trailer, trailers
 
 MAIL = (
@@ -60,3 +62,59 @@ def test_trailers_lists_every_key_in_order() -> None:
     assert trailers(patch) == [("Concern", "y"), ("Upstream-Status", "Pending"),
                                ("Scope", "a.c b.c"),
                                ("Signed-off-by", "A <a@example.invalid>")]
+
+
+def _header(**kw: object) -> str:
+    from patchctl.patchtext import mail_header
+
+    args: dict = {"author": "A <a@example.invalid>", "date": "Thu, 1 Jan 2026 00:00:00 +0000",
+                  "subject": "x : y", "body": "Why.", "trailers": [("Concern", "y")]}
+    return mail_header(**{**args, **kw})
+
+
+@pytest.mark.parametrize("field", [
+    {"subject": "x\nScope: **"}, {"subject": "x\n\nConcern: z"}, {"author": "A\nScope: **"},
+    {"date": "now\nScope: **"}, {"trailers": [("Concern", "y\nScope: **")]},
+    {"trailers": [("Concern", "y\rScope: **")]}, {"trailers": [("Scope: **\nBug", "1")]},
+    {"trailers": [("Concern", "y\x00")]}, {"body": "Why.\n---\nmore"},
+    {"body": "Why.\n\ndiff --git a/x b/x"}, {"body": "Why.\n--- a/x\n+++ b/x\n@@ -1 +1 @@"},
+    {"body": "Scope: **", "trailers": []}, {"body": "Why\x1b]52;c;x\x07"},
+], ids=["subject", "subject-paragraph", "author", "date", "trailer-value", "trailer-cr",
+        "trailer-key", "trailer-nul", "body-dashes", "body-diff", "body-traditional",
+        "body-as-trailers", "body-escape"])
+def test_every_header_value_is_checked_where_it_is_written(field: dict) -> None:
+    """Issue 22 #5: `mail_header` wrote every value verbatim, so whichever command passed
+    one with a newline (split, new, import) added a header or trailer. It now refuses
+    them (`lint.header_problem`), whoever calls it."""
+    from patchctl.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        _header(**field)
+    assert "\n" not in str(e.value)
+
+
+def test_ordinary_header_values_are_kept() -> None:
+    """What the checks leave alone: non-ASCII, tabs, a `-----` rule, `Key:` lines in
+    prose, and a paragraph of them that the trailer block follows."""
+    body = ("Why.\n\n----- a rule\nKey: in the middle\nof prose.\n  indented\n\n"
+            "Scope: a paragraph before trailers")
+    text = _header(subject="caf\u00e9 : tab\there", body=body)
+    patch = reparse(text + DIFF, name="p", path=Path("p"))
+    assert patch.body == body and patch.subject == "caf\u00e9 : tab\there"
+    assert trailers(patch) == [("Concern", "y")]
+
+
+def test_set_trailer_and_set_body_refuse_what_would_add_lines() -> None:
+    """Issue 22 #2 and #5: `set_trailer` and `set_body` (header --set, header -m, fold)
+    refuse a value that adds a line and a body that would end the message."""
+    from patchctl.errors import InputError
+
+    with pytest.raises(InputError, match="one line"):
+        set_trailer(MAIL, "Bug", "1\nScope: **")
+    with pytest.raises(InputError, match="not a trailer key"):
+        set_trailer(MAIL, "Scope: **\nBug", None)
+    with pytest.raises(InputError, match="start a diff"):
+        set_body(MAIL, "Why.\n---\ndiff --git a/x b/x")
+    bare = "From: A <a@example.invalid>\nSubject: [PATCH] x\n"
+    with pytest.raises(InputError, match="read as trailers"):
+        set_body(bare, "Why.\n\nScope: **")

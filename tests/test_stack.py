@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from patchctl.errors import StackError
 from patchctl.stack import (
@@ -181,3 +183,60 @@ def test_patch_names_quilt_uses_are_kept() -> None:
         assert check_patch_name(name) == name
     with pytest.raises(StackError, match="a name, not a path"):
         check_patch_name("debian/fix.diff", subdirs=False)
+
+
+# -- TOML written with a real writer (Issue 22 #14) --------------------------------------
+
+HOSTILE_NAMES = ["ti\nny", 'a"b', "back\\slash\\", 'x"\nfingerprint = "0', "\x00\x01\x1b[2J\x7f",
+                 "\u2028\u202e", "'''", "tab\there", ""]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_any_pin_name_round_trips_through_the_pin_file_and_the_lock(name: str) -> None:
+    """Issue 22 #14: a pin `name` with a newline (valid TOML) was copied into stack.lock
+    unescaped: the lock was not TOML. Every value is now written by tomli_w."""
+    pin = Pin(name=name, url=f"u{name}", commit="a" * 40, tag=f"t{name}")
+    assert parse_pin(pin.to_toml()) == pin
+    lock = Lock(algorithm="pcfp2", name=name, pin="a" * 40, fingerprint="f" * 64,
+                patches=(LockedPatch("0001-x.patch", 1, "d" * 64),))
+    text = render_lock(lock)
+    assert parse_lock(text) == lock and render_lock(parse_lock(text)) == text
+    top = text.split("\n\n")[0].splitlines()
+    assert len(top) == 6, "one line per top-level key, as CMake reads it"
+
+
+def test_the_files_patchctl_writes_keep_their_bytes() -> None:
+    """Issue 22 #14: the writer changed, today's files did not (the committed stacks'
+    locks and pin files are what `render_lock` / `to_toml` write for them)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    for stack in (root / "stack", root / "examples/tiny/stack"):
+        lock_text = (stack / "stack.lock").read_text()
+        assert render_lock(parse_lock(lock_text)) == lock_text
+        pin_text = (stack / "upstream.toml").read_text()
+        assert parse_pin(pin_text).to_toml() == pin_text
+
+
+def test_a_name_that_is_not_text_is_refused_in_one_line() -> None:
+    """Issue 22 #14: bytes from argv (a lone surrogate) cannot be written as TOML text."""
+    from patchctl.errors import InputError
+
+    with pytest.raises(InputError, match="not UTF-8 text") as e:
+        Pin(name="x\udcff", url="u", commit="a" * 40).to_toml()
+    assert "\n" not in str(e.value)
+
+
+@given(name=st.text(), url=st.text(), tag=st.text(min_size=1), file=st.text(min_size=1))
+def test_property_text_values_round_trip_through_pin_and_lock(name: str, url: str, tag: str,
+                                                              file: str) -> None:
+    """Issue 22 #14: any text (control characters, quotes, newlines, non-ASCII) in a
+    value patchctl writes to TOML reads back as it was."""
+    pin = Pin(name=name, url=url, commit="b" * 40, tag=tag)
+    assert parse_pin(pin.to_toml()) == pin
+    assert len(pin.to_toml().splitlines()) == 5  # comment and four keys, a line each
+    lock = Lock(algorithm="pcfp2", name=name, pin="b" * 40, fingerprint=url,
+                patches=(LockedPatch(file, 1, tag),))
+    text = render_lock(lock)
+    assert parse_lock(text) == lock and render_lock(parse_lock(text)) == text
+    assert len(text.splitlines()) == 11

@@ -6,6 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
+
 from tests.builders import git
 from tests.test_stackops import T1, T2, T3, assert_kills_leave_old_or_new, refused, series, verifies
 
@@ -79,6 +81,22 @@ def test_split_whose_remainder_is_empty_is_refused(cli, tiny: Path, big: Path) -
     assert "remainder would be empty" in refused(cli, tiny, "split", "bump", "--paths",
                                                  "docs/*, src/*")
     assert "remainder would be empty" in refused(cli, big, "split", "0007", "--paths", "docs/*")
+
+
+@pytest.mark.parametrize("option", [
+    ["--concern", "b\nScope: **"], ["--subject", "b\nScope: **"],
+    ["--subject", "b\n\nConcern: x\nScope: **"], ["--concern", "b\rScope: **"],
+    ["--subject", "b\x1b[2J"], ["--concern", ""]],
+    ids=["concern", "subject", "subject-trailers", "concern-cr", "subject-escape",
+         "concern-empty"])
+def test_split_options_cannot_add_headers_or_trailers(cli, tiny: Path,
+                                                      option: list[str]) -> None:
+    """Issue 22 #5: split wrote --concern and --subject verbatim: `--concern $'b\nScope:
+    **'` gave the new patch a second Scope of `**` (verify OK). Every value is checked
+    as `header --set` checks one, before anything is written."""
+    assert cli("-C", str(tiny), "fold", "bump", "--into", "3").code == 0
+    err = refused(cli, tiny, "split", "3", "--paths", "src/*", *option)
+    assert option[0] in err
 
 
 def test_split_on_50_patches(cli, big: Path, tmp_path: Path) -> None:

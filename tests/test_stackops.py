@@ -209,6 +209,89 @@ def test_header_message_replaces_the_body(cli, tiny: Path) -> None:
     verifies(cli, tiny)
 
 
+INJECTED_DIFF = ("diff --git a/README.md b/README.md\n--- a/README.md\n+++ b/README.md\n"
+                 "@@ -1 +1,2 @@\n # tiny\n+injected")
+
+
+BLOCK = "Concern: bump\nUpstream-Status: Pending\nScope: **\n"  # trailers as the body's
+
+
+@pytest.mark.parametrize("tail", [
+    f"---\n{INJECTED_DIFF}",  # the issue's body: a trailer block, a `---` line and a hunk
+    INJECTED_DIFF,  # a diff alone
+    INJECTED_DIFF.split("\n", 1)[1],  # a `--- / +++ / @@` diff, no `diff --git`
+    "Index: README.md\n" + "=" * 67 + "\n" + INJECTED_DIFF.split("\n", 1)[1],
+    "---\nThe rest, as git am would cut it.",
+    "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001",
+    "\x1b[2J",
+    "\r\nAnd a carriage return.",
+], ids=["issue", "diff-git", "traditional", "index", "dashes", "mbox-from", "escape", "cr"])
+def test_header_message_cannot_change_the_diff(cli, tiny: Path, tail: str) -> None:
+    """Issue 22 #2: `header NAME -m TEXT` with a body holding a trailer block, a `---` line
+    and a hunk made the hunk part of the patch: the fingerprint changed, the lock was
+    rewritten, verify said OK and `apply --into` wrote the injected line. A body that
+    could end the message or start a diff is refused; nothing is written."""
+    fp = json.loads(cli("-C", str(tiny), "fingerprint", "--json").out)["fingerprint"]
+    refused(cli, tiny, "header", "bump", "-m", f"Why.\n\n{BLOCK}{tail}")
+    assert json.loads(cli("-C", str(tiny), "fingerprint", "--json").out)["fingerprint"] == fp
+
+
+def test_header_message_cannot_add_or_change_trailers(cli, tiny: Path) -> None:
+    """Issue 22 #2: a body's last paragraph of `Key: value` lines is read as the trailers
+    when no trailer block follows it, so `-m 'Scope: **'` widened the Scope of a patch
+    without one. Refused there; before a trailer block it stays prose, and the parsed
+    trailers are unchanged."""
+    from patchctl.patchtext import header_text
+
+    path = tiny / "stack/patches" / T2
+    before = path.read_text()
+    trailers = trailers_of(before)
+    # the same patch with its trailer block removed (its lint errors are old ones)
+    head = header_text(parsed(before))
+    bare = before.replace(head, head.split("\n\nConcern:")[0] + "\n")
+    assert trailers_of(bare) == []
+    path.write_text(bare)
+    assert cli("-C", str(tiny), "lock").code == 0
+    err = refused(cli, tiny, "header", "bump", "-m", "Why.\n\nConcern: bump\nScope: **")
+    assert "would be read as trailers" in err
+    assert "would be read as trailers" in refused(cli, tiny, "header", "bump", "-m",
+                                                  "Scope: **")
+    path.write_text(before)
+    assert cli("-C", str(tiny), "lock").code == 0
+    r = cli("-C", str(tiny), "header", "bump", "-m", "Why.\n\nScope: ** is wide, but prose")
+    assert r.code == 0, r.err
+    assert trailers_of(path.read_text()) == trailers
+    assert "\n\nScope: ** is wide, but prose\n\nConcern: bump\n" in path.read_text()
+    verifies(cli, tiny)
+
+
+def test_a_header_change_is_refused_unless_only_what_was_asked_changes(tiny: Path) -> None:
+    """Issue 22 #2: whatever gets past the body and trailer checks, `header` parses the
+    result again and refuses it unless the diff is byte-identical and the trailers
+    differ only in the keys set."""
+    from patchctl.errors import InputError
+    from patchctl.stackops import _same_but
+
+    old = parsed((tiny / "stack/patches" / T2).read_text())
+    same = parsed(old.text.replace("Scope: src/*.c", "Scope: **"))
+    _same_but(old, same, [("Scope", "**")], None)
+    with pytest.raises(InputError, match="trailers would change beyond the ones set"):
+        _same_but(old, same, [("Bug", "1")], None)
+    with pytest.raises(InputError, match="trailers would change beyond the ones set"):
+        _same_but(old, same, [("Scope", "src/*")], None)
+    moved = parsed(old.text.replace("+    int y = x * 4 + 1;", "+    int y = 0;"))
+    with pytest.raises(InputError, match="its diff would change"):
+        _same_but(old, moved, [], None)
+    with pytest.raises(InputError, match="would not read back as given"):
+        _same_but(old, old, [], "Another body.")
+
+
+def parsed(text: str):
+    from patchctl.patchtext import reparse
+
+    return reparse(text, name=T2, path=Path(T2))
+
+
 def trailers_of(text: str) -> list[tuple[str, str]]:
     from patchctl.patchtext import reparse, trailers
 

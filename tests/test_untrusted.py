@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from patchctl.untrusted import BadDocument, parse_json, printable, read_json
+from patchctl.untrusted import (
+    BadDocument,
+    control_character,
+    parse_json,
+    printable,
+    read_json,
+)
 
 SCHEMA = {"type": "object", "required": ["kind"],
           "properties": {"kind": {"type": "string"}, "stack": {"type": "array",
@@ -55,3 +61,13 @@ def test_printable_escapes_what_drives_a_terminal_or_forges_a_row() -> None:
     assert printable("a\r\tb\u202ec\x9b") == "a\\x0d\tb\\u202ec\\x9b"
     assert printable("one\ntwo", newlines=True) == "one\ntwo"
     assert printable("plain ascii, ünïcode") == "plain ascii, ünïcode"
+
+
+def test_control_character_names_what_printable_would_escape() -> None:
+    """Issue 22 #5: the one test of "a value holds a control character" (a trailer, a
+    subject, a body) is the set ``printable`` escapes, a newline too unless allowed."""
+    assert control_character("Pending [a\tb] ünïcode") is None
+    assert control_character("b\nScope: **") == "\\n"
+    assert control_character("b\nScope: **", newlines=True) is None
+    assert control_character("x\ry") == "\\x0d"
+    assert control_character("x\u202e", newlines=True) == "\\u202e"

@@ -12,19 +12,18 @@ from patchctl.commands._common import emit_json, project_dir, stack_of
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""
     from patchctl.errors import StackError
-    from patchctl.fingerprint import make_lock, short, staleness
+    from patchctl.fingerprint import lock_state, make_lock, short
     from patchctl.stackwrite import write_lock
 
     stack = stack_of(ctx)
     new = make_lock(stack.pin(), stack.patches())
     try:
-        old = stack.lock()
+        state, why = lock_state(stack, new)  # the verdict verify gives
     except StackError:
         if check:
             raise
-        old = None  # a damaged lock is what `patchctl lock` is there to rewrite
-    why = staleness(old, new)
-    if why is None:
+        state, why = "stale", "unreadable"  # what `patchctl lock` is there to rewrite
+    if state == "current":
         click.echo(f"{stack.lock_path}: current ({short(new.fingerprint)})")
         return 0
     if check:
