@@ -111,3 +111,30 @@ def test_a_pin_name_with_a_newline_locks_and_verifies(cli, project: Path) -> Non
     lock.write_text(lock.read_text().replace("\\n", "\n", 1))  # the old, broken lock
     assert _lock_check(cli, project).code == 2
     assert cli("-C", str(project), "verify").code == 2  # the same verdict
+
+
+def test_fingerprint_cmake_keeps_any_pin_name_as_data(cli, project: Path, tmp_path: Path
+                                                      ) -> None:
+    """Issue 22 (same class as #3/#14): `fingerprint --cmake` wrote
+    `set(PATCHCTL_UPSTREAM_NAME "{name}")` unescaped, so a pin name holding `")` ran CMake
+    code in the build that includes the snippet. Read back by real cmake, it is the name."""
+    import shutil
+    import subprocess
+
+    import pytest
+
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        pytest.skip("cmake is not installed")
+    name = 'x") file(WRITE pwned "1") set(Y "${ENV{HOME}} \\\\ \n; $'
+    pin = project / "stack/upstream.toml"
+    toml_name = name.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    pin.write_text(pin.read_text().replace('name = "tiny"', f'name = "{toml_name}"', 1))
+    r = cli("-C", str(project), "fingerprint", "--cmake")
+    assert r.code == 0, r.err
+    (tmp_path / "snippet.cmake").write_text(r.out)
+    (tmp_path / "show.cmake").write_text('include("${CMAKE_CURRENT_LIST_DIR}/snippet.cmake")\n'
+                                         'file(WRITE name.txt "${PATCHCTL_UPSTREAM_NAME}")\n')
+    subprocess.run([cmake, "-P", "show.cmake"], cwd=tmp_path, check=True, capture_output=True)
+    assert not (tmp_path / "pwned").exists()
+    assert (tmp_path / "name.txt").read_text() == name

@@ -52,12 +52,16 @@ def fingerprint_cmd(ctx: click.Context, as_json: bool, cmake: bool) -> None:
                         for p in lk.patches],
         })
     elif cmake:
-        files = ";".join(p.file for p in lk.patches)
-        click.echo(f'set(PATCHCTL_ALGORITHM "{lk.algorithm}")\n'
-                   f'set(PATCHCTL_UPSTREAM_NAME "{lk.name}")\n'
-                   f'set(PATCHCTL_PIN "{lk.pin}")\n'
-                   f'set(PATCHCTL_FINGERPRINT "{lk.fingerprint}")\n'
-                   f'set(PATCHCTL_FINGERPRINT_SHORT "{short(lk.fingerprint)}")\n'
-                   f'set(PATCHCTL_PATCHES "{files}")')
+        values = {"ALGORITHM": lk.algorithm, "UPSTREAM_NAME": lk.name, "PIN": lk.pin,
+                  "FINGERPRINT": lk.fingerprint, "FINGERPRINT_SHORT": short(lk.fingerprint),
+                  "PATCHES": ";".join(p.file for p in lk.patches)}
+        click.echo("\n".join(f"set(PATCHCTL_{k} {_cmake_quoted(v)})" for k, v in values.items()))
     else:
         click.echo(lk.fingerprint)
+
+
+def _cmake_quoted(value: str) -> str:
+    """``value`` as a CMake quoted argument that reads back as exactly ``value``: a pin name
+    such as ``x") execute_process(...`` or ``${ENV{HOME}}`` stays data."""
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return '"' + escaped.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t") + '"'
