@@ -27,7 +27,7 @@ from patchctl import (
 from patchctl.authoring import diff_paths, series_items
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import make_lock
-from patchctl.lint import glob_match
+from patchctl.globs import check_globs, glob_match, valid_globs
 from patchctl.patchfile import Patch
 from patchctl.stack import (
     Stack,
@@ -141,7 +141,8 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
         raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
     patches = stack.patches()
     touched = [path for p in patches for f in p.files for path in f.paths]
-    scope = list(scope) if header is not None else patches[upto - 1].scope
+    # a broken Scope glob matches nothing here; verify names it
+    scope = valid_globs(scope if header is not None else patches[upto - 1].scope)
     gitrepo.scratch_checkout(  # a sparse work tree still holds the patch's Scope
         upstream, work, pin.commit, needed=touched,
         wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None,
@@ -201,6 +202,7 @@ def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern
             raise InputError(f"{file} already exists in {stack.patches_dir}")
         if not scope:
             raise InputError("--scope: give at least one path glob the patch may touch")
+        check_globs(scope, "--scope")
         patchtext.check_options([
             ("--concern", lint.trailer_problem("Concern", concern)),
             ("--scope", lint.trailer_problem("Scope", " ".join(scope))),
@@ -283,8 +285,9 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         result = RefreshResult(target, "new" if old is None else patchtext.compare(old, new), "")
         if old is not None and result.change == patchtext.CONTENT:
             result.interdiff = patchtext.interdiff(old, new, name=target)
+        scope = valid_globs(new.scope)  # a broken glob matches nothing; verify names it
         result.outside_scope = [f for f in diff_paths(diff)
-                                if new.scope and not any(glob_match(f, g) for g in new.scope)]
+                                if new.scope and not any(glob_match(f, g) for g in scope)]
         after = [p for p in patches if p.name != target]
         at = next((i for i, p in enumerate(patches) if p.name == target), len(patches))
         final = [*after[:at], new, *after[at:]]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from patchctl.globs import glob_match, glob_problem, valid_globs
 from patchctl.patchfile import Patch, is_trailer_block
 from patchctl.untrusted import control_character, shorten
 
@@ -100,17 +101,25 @@ def _lint_metadata(patch: Patch, header_end: int) -> list[Finding]:
 
 def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding]:
     out: list[Finding] = []
-    scope = patch.scope
-    binary_ok = [g for v in patch.metadata.get("Binary", []) for g in v.split()]
+    binary = [g for v in patch.metadata.get("Binary", []) for g in v.split()]
+    for key, globs in (("Scope", patch.scope), ("Binary", binary)):
+        for g in dict.fromkeys(globs):
+            problem = glob_problem(g)
+            if problem:
+                out.append(Finding(ERROR, "glob", f"`{key}:` {problem}",
+                                   _trailer_line(patch, key, g)))
+    # a broken glob matches nothing: its own finding above says why
+    scope, binary_ok = valid_globs(patch.scope), valid_globs(binary)
     for f in patch.files:
         for path in f.paths:
             if path.startswith("/") or ".." in path.split("/"):
                 out.append(Finding(ERROR, "unsafe-path",
                                    f"{path}: absolute or `..` path escapes the tree", f.line))
                 continue
-            if scope and not any(glob_match(path, g) for g in scope):
+            if patch.scope and not any(glob_match(path, g) for g in scope):
                 out.append(Finding(ERROR, "scope",
-                                   f"{path} is outside the patch's Scope ({' '.join(scope)})",
+                                   f"{path} is outside the patch's Scope "
+                                   f"({' '.join(patch.scope)})",
                                    f.line))
             through = [p for p in parent_dirs(path) if p in upstream_symlinks]
             if through or (path in upstream_symlinks and f.source is not None):
@@ -225,47 +234,13 @@ def _under_reproducers(path: str) -> bool:
     return len(parts) >= 2 and parts[0] == "reproducers" and ".." not in parts
 
 
-def glob_match(path: str, pattern: str) -> bool:
-    """fnmatch where `*` stays within one directory and `**` spans any number."""
-    if not any(c in pattern for c in "*?["):
-        return path == pattern  # most Scope entries name files exactly
-    return _glob_regex(pattern).match(path) is not None
-
-
-_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    rx = _GLOB_CACHE.get(pattern)
-    if rx is None:
-        parts, i = [], 0
-        while i < len(pattern):
-            c = pattern[i]
-            if pattern.startswith("**/", i):
-                parts.append("(?:.*/)?")
-                i += 3
-                continue
-            if pattern.startswith("**", i):
-                parts.append(".*")
-                i += 2
-                continue
-            if c == "*":
-                parts.append("[^/]*")
-            elif c == "?":
-                parts.append("[^/]")
-            elif c == "[":
-                j = pattern.find("]", i + 1)
-                if j == -1:
-                    parts.append(re.escape(c))
-                else:
-                    parts.append(pattern[i : j + 1])
-                    i = j + 1
-                    continue
-            else:
-                parts.append(re.escape(c))
-            i += 1
-        rx = _GLOB_CACHE[pattern] = re.compile("".join(parts) + r"\Z")
-    return rx
+def _trailer_line(patch: Patch, key: str, glob: str) -> int | None:
+    """The header line of the ``key:`` trailer that holds ``glob``, if one does."""
+    for number, line in enumerate(patch.text.split("\n")[: patch.diff_line - 1], start=1):
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() == key.lower() and glob in value:
+            return number
+    return None
 
 
 def _line_of(patch: Patch, offset: int) -> int:

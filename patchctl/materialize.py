@@ -17,7 +17,7 @@ from typing import Any
 from patchctl import fsutil, gitrepo, schemas, tomlwrite
 from patchctl.errors import InputError, StackError
 from patchctl.fingerprint import ALGORITHM, fingerprint
-from patchctl.lint import glob_match
+from patchctl.globs import check_globs, glob_match
 from patchctl.patchfile import Patch
 from patchctl.stack import Pin, Stack
 from patchctl.stackwrite import output_areas
@@ -126,6 +126,7 @@ def materialize(
     patches = stack.patches()
     fp = fingerprint(pin.commit, patches)
     exclude = list(exclude or [])
+    check_globs(exclude, "--exclude")
     for p in patches:
         for f in p.files:
             hit = next((g for g in exclude for path in f.paths if glob_match(path, g)), None)

@@ -6,9 +6,9 @@ size, digest, paths and lint findings: a ``Summary``); on a stack that did not
 change it reads them back instead of parsing. The cache lives in the user's
 cache dir (never in the project): ``<cache>/parsed/<hash of the stack dir>.json``.
 An entry is keyed by the patch's name, strip level and the sha256 of its bytes,
-and the whole file by the source of the parser, the linter and this module, so
-any change to a patch or to that code parses again. Lint findings are cached as
-``lint_patch`` gives them without upstream symlinks; a patch that touches one of
+and the whole file by the source of the parser, the linter, its glob matcher and this
+module, so any change to a patch or to that code parses again. Lint findings are cached
+as ``lint_patch`` gives them without upstream symlinks; a patch that touches one of
 upstream's symlinks (or a path under one) is parsed and linted again with them
 (``Summary.touches``). ``partition`` keeps its ``<hash>.plan`` beside it, and
 goes with it. Losing or corrupting the cache costs only time.
@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from patchctl import fsutil, lint, patchfile
+from patchctl import fsutil, globs, lint, patchfile
 from patchctl.lint import Finding, lint_patch, parent_dirs
 from patchctl.patchfile import Patch
 
@@ -83,7 +83,7 @@ def _in_place(f: patchfile.FileDiff) -> bool:
 
 def _code_key() -> str:
     h = hashlib.sha256()
-    for module in (patchfile, lint):
+    for module in (patchfile, lint, globs):  # globs: how lint matches Scope
         h.update(Path(module.__file__ or "").read_bytes())
     h.update(Path(__file__).read_bytes())
     return f"{FORMAT}:{h.hexdigest()}"

@@ -29,7 +29,7 @@ from typing import Any
 from patchctl import fsutil, gitrepo, schemas
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.fingerprint import fingerprint
-from patchctl.lint import glob_match
+from patchctl.globs import check_globs, glob_match
 from patchctl.patchfile import Patch
 from patchctl.stack import Stack, select_names
 from patchctl.toolchain import (
@@ -176,6 +176,7 @@ def reproduce(stack: Stack, upstream: Path, *, project: Path, names: Sequence[st
     cache, one cold upstream build each). ``keep`` stops at the first
     unexpected step and leaves the source and build trees as it left them.
     """
+    check_globs(exclude, "--exclude")
     t0 = time.perf_counter()
     say: Progress = progress or (lambda _msg: None)
     pin = stack.pin()

@@ -16,7 +16,7 @@ from typing import Any
 
 from patchctl import gitrepo, lint, patchtext, schemas
 from patchctl.errors import InputError
-from patchctl.lint import glob_match
+from patchctl.globs import check_globs, glob_match
 from patchctl.stack import Stack, resolve_name
 from patchctl.stackops import (
     StackOpResult,
@@ -77,6 +77,7 @@ def split(project: Path, stack: Stack, upstream: Path, name: str, *, globs: Sequ
     after it. Both parts must be non-empty; together they equal NAME."""
     if not globs:
         raise InputError("--paths: give at least one path glob to carve out")
+    check_globs(globs, "--paths")
     patchtext.check_options([
         ("--paths", lint.trailer_problem("Scope", " ".join(globs))),
         ("--subject", None if subject is None else lint.line_problem("the subject", subject)),

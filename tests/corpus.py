@@ -8,9 +8,12 @@ fails the case: in-process, an uncaught exception propagates out of ``cli``.
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 OK, FINDINGS, USAGE, ENVIRONMENT = 0, 1, 2, 3
 
@@ -81,3 +84,26 @@ def tree_digest(root: Path, *, skip: tuple[str, ...] = ()) -> dict[str, str]:
             else:
                 out[rel] = "special"
     return out
+
+
+# -- a time bound per case ------------------------------------------------------------------
+
+BOUND_S = 5.0  # what a case may take: generous for any linear work, short of a hang
+_pool: Any = None
+
+
+def bounded(fn: Callable[..., Any], *args: Any, limit: float = BOUND_S) -> Any:
+    """``fn(*args)`` in a forked worker process, failing the case if it runs past ``limit``
+    seconds (a thread cannot bound a regex: `re` holds the GIL while it backtracks). The
+    worker is reused across calls and replaced after a timeout. ``fn`` must be importable
+    by name (a module-level function)."""
+    global _pool
+    if _pool is None:
+        _pool = multiprocessing.get_context("fork").Pool(1)
+    try:
+        return _pool.apply_async(fn, args).get(timeout=limit)
+    except multiprocessing.TimeoutError:
+        _pool.terminate()
+        _pool = None
+        raise AssertionError(f"{getattr(fn, '__name__', fn)}{args!r:.300} ran past "
+                             f"{limit} s") from None

@@ -14,6 +14,7 @@ runs thousands of examples (tests/conftest.py registers both).
 
 from __future__ import annotations
 
+import itertools
 import re
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import tiny_c
+from tests.corpus import bounded
 
 # -- series ---------------------------------------------------------------------------------
 
@@ -293,3 +295,81 @@ def test_refresh_of_an_unchanged_patch_is_byte_identical(cli, upstream_tiny, tmp
     done = cli("-C", str(project), "refresh")
     assert done.code == 0, done.err
     assert {p.name: p.read_bytes() for p in (project / "stack/patches").iterdir()} == before
+
+
+# -- globs: fnmatch within a component, the old regex across components ---------------------
+
+_NAME = "ab!-]^[\\"  # path characters, the ones that mean something in a set included
+_RANGE = st.tuples(st.sampled_from("ab-]^!"), st.sampled_from("ab-]^!")).map(
+    lambda t: f"{min(t)}-{max(t)}")
+_SET = st.builds(lambda neg, items: "[" + ("!" if neg else "") + "".join(items) + "]",
+                 st.booleans(), st.lists(st.one_of(st.sampled_from(_NAME), _RANGE),
+                                         min_size=1, max_size=3))
+_COMPONENT_GLOB = st.one_of(
+    st.text("ab!-]^[*?\\", max_size=10),  # anything, broken sets included
+    st.lists(st.one_of(st.sampled_from(["a", "b", "!", "-", "^", "*", "?", "**"]), _SET),
+             max_size=6).map("".join))
+
+
+def _with_fnmatch(path: str, pattern: str) -> tuple[bool | str, bool]:
+    import fnmatch
+
+    from patchctl.globs import GlobError, glob_match
+
+    try:
+        ours: bool | str = glob_match(path, pattern)
+    except GlobError as e:
+        ours = str(e)
+    return ours, fnmatch.fnmatchcase(path, pattern)
+
+
+@settings(max_examples=settings().max_examples * 10)
+@given(_COMPONENT_GLOB, st.text(_NAME, max_size=8))
+def test_glob_within_one_component_is_fnmatch(pattern: str, name: str) -> None:
+    """Issue 22 #8: `[!x]` was read as the set {!, x} and broken sets gave tracebacks.
+    Within one path component the matcher is fnmatch, except that it refuses (one line)
+    the sets fnmatch silently reads as text or as empty: a `[` never closed, a reversed
+    range. Each case runs under a time bound."""
+    ours, theirs = bounded(_with_fnmatch, name, pattern)
+    if isinstance(ours, str):
+        assert "[" in pattern and ("is not closed" in ours or "is reversed" in ours), ours
+        assert "\n" not in ours
+    else:
+        assert ours == theirs, (pattern, name)
+
+
+_PATH_TOKENS = ["a", "b", "/", "*", "**", "**/", "?", "[ab]", "[!a]"]
+_REFERENCE = {"*": "[^/]*", "**": ".*", "**/": "(?:.*/)?", "?": "[^/]", "[ab]": "[ab]",
+              "[!a]": "[^a/]"}
+
+
+def _no_star_runs(tokens: list[str]) -> bool:
+    """Star tokens side by side read as one longer run, and `**` then `/` as `**/`: not
+    what the reference (one regex per token) means."""
+    return not any((a.endswith("*") and b.startswith("*")) or (a == "**" and b[0] == "/")
+                   for a, b in itertools.pairwise(tokens))
+
+
+def _with_reference(path: str, tokens: list[str]) -> tuple[bool, bool, bool, bool]:
+    """The matcher and, as reference, the regex the old `_glob_regex` built (small inputs:
+    its backtracking stays cheap), plain and as CODEOWNERS reads a directory."""
+    import re
+
+    from patchctl.globs import compile_glob
+
+    glob = compile_glob("".join(tokens))
+    rx = "".join(_REFERENCE.get(t, re.escape(t)) for t in tokens)
+    return (glob.match(path), re.fullmatch(rx, path) is not None,
+            glob.match(path, or_parent=True), re.fullmatch(rx + "(?:/.*)?", path) is not None)
+
+
+@settings(max_examples=settings().max_examples * 10)
+@given(st.lists(st.sampled_from(_PATH_TOKENS), max_size=7).filter(_no_star_runs),
+       st.text("ab/", max_size=10))
+def test_glob_across_components_keeps_the_old_semantics(tokens: list[str], path: str) -> None:
+    """Issue 22 #7: `**` was `.*` in a backtracking regex (exponential). The linear matcher
+    answers as that regex did: `*`, `?` and sets within a component, `**` across any,
+    `**/` empty or ending in `/`. Each case runs under a time bound."""
+    ours, reference, ours_dir, reference_dir = bounded(_with_reference, path, tokens)
+    assert ours == reference, ("".join(tokens), path)
+    assert ours_dir == reference_dir, ("".join(tokens), path)

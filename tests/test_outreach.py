@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, git, make_project
+from tests.builders import Upstream, commit_all, format_patch, git, make_project, write
 from tests.outreach_helpers import (
     FORBIDS,
     NO_RULES,
@@ -240,6 +240,34 @@ def test_unknown_patch_is_one_line_usage_error(cli, forbids) -> None:
     r = cli("-C", str(project), "draft-outreach", "--upstream", str(up.path), "9999")
     assert r.code == 2
     assert r.err.count("\n") == 1 and "carries the number 9999" in r.err
+
+
+def test_star_runs_in_codeowners_and_editorconfig_do_not_hang(tmp_path: Path) -> None:
+    """Issue 22 #7: a 30-byte CODEOWNERS line (`****************************x @a`) hung
+    draft-outreach: CODEOWNERS and .editorconfig globs became backtracking regexes, `.*`
+    for each `**`. draft-outreach runs in a subprocess with a time bound: a hang fails the
+    test instead of hanging it."""
+    import subprocess
+    import sys
+
+    up = policy_upstream(tmp_path / "up", NO_RULES)
+    write(up.path, {"CODEOWNERS": "*" * 28 + "x @a\n/src/**/*.c @b\n",
+                    ".editorconfig": "[" + "*" * 28 + "x]\nindent_style = tab\n"})
+    up.commits["policy"] = commit_all(up.path, "policy : star runs")
+    long_path = "src/" + "a_long_directory_name/" * 2 + "some_source_file_name.c"
+    patch = format_patch(up, up.commits["policy"], lambda w: write(w, {long_path: "int x;\n"}),
+                         subject="src : long path", scratch=tmp_path / "scratch",
+                         trailers={"Concern": "long", "Upstream-Status": "Pending",
+                                   "Scope": "src/**"})
+    project = _project(tmp_path, up, [("0001-long.patch", patch)])
+    r = subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), "draft-outreach",
+                        "--upstream", str(up.path), "--json"], capture_output=True, text=True,
+                       check=False, timeout=60)
+    assert r.returncode == 0, r.stderr
+    data = json.loads(r.stdout)["patches"][0]
+    assert {(x["name"], x["source"]) for x in data["reviewers"]} >= {
+        ("@b", "CODEOWNERS:2 (/src/**/*.c)")}
+    assert not any(x["code"] == "indent" for x in data["lint"])
 
 
 def test_help_says_it_never_posts(cli) -> None:

@@ -99,6 +99,29 @@ def test_split_options_cannot_add_headers_or_trailers(cli, tiny: Path,
     assert option[0] in err
 
 
+def test_split_paths_invalid_glob_is_one_line(cli, tiny: Path) -> None:
+    """Issue 22 #8: `split --paths 'src/[]'` (and a reversed range) ended in a re.error
+    traceback; it is refused with one line naming --paths, exit 2, nothing written."""
+    assert cli("-C", str(tiny), "fold", "bump", "--into", "3").code == 0
+    err = refused(cli, tiny, "split", "3", "--paths", "src/[]")
+    assert "--paths: glob `src/[]`: the `[` at character 5 is not closed" in err
+    err = refused(cli, tiny, "split", "3", "--paths", "src/*", "--paths", "src/[z-a].c")
+    assert "--paths: glob `src/[z-a].c`: the range `z-a` is reversed" in err
+
+
+def test_split_paths_negated_set_negates(cli, tiny: Path) -> None:
+    """Issue 22 #8: `[!i]` was read as the set {!, i}, so `--paths '[!i]*/*'` carved
+    include/tiny.h out, the opposite of fnmatch; it now carves everything but include/."""
+    assert cli("-C", str(tiny), "fold", "bump", "--into", "3").code == 0
+    r = cli("-C", str(tiny), "split", "3", "--paths", "[!i]*/*", "--name", "0004-src")
+    assert r.code == 0, r.err
+    made = (tiny / "stack/patches/0004-src.patch").read_text()
+    kept = (tiny / "stack/patches" / T3).read_text()
+    assert "a/src/tiny.c" in made and "include/tiny.h" not in made
+    assert "a/include/tiny.h" in kept and "a/src/tiny.c" not in kept
+    verifies(cli, tiny)
+
+
 def test_split_on_50_patches(cli, big: Path, tmp_path: Path) -> None:
     tree = applied_tree(cli, big, tmp_path, "before")
     assert cli("-C", str(big), "fold", "0021", "--into", "0020").code == 0

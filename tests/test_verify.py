@@ -369,3 +369,63 @@ def test_an_upstream_lacking_a_root_level_blob_verifies(cli, tmp_path: Path, pat
     assert r.code == 0, r.out + r.err
     data = json.loads(r.out)
     assert data["reversed_tree"] == data["pin_tree"] == up.tree(up.commits["base"])
+
+
+LONG_PATH = "src/" + "a_long_directory_name/" * 2 + "some_source_file_name.c"
+
+
+def _long_path_patch(upstream: Upstream, scratch: Path, scope: str) -> str:
+    def edit(work: Path) -> None:
+        write(work, {LONG_PATH: "int long_one;\n"})
+
+    return format_patch(upstream, upstream.commits["base"], edit, subject="src : long path",
+                        trailers=default_trailers("long", scope), scratch=scratch)
+
+
+def test_scope_star_run_does_not_hang_verify(tmp_path, upstream) -> None:
+    """Issue 22 #7: `Scope: ************************x` (25 bytes) became twelve `.*` in a
+    backtracking regex and hung verify on a patch touching a 70-byte path. verify runs in
+    a subprocess with a time bound: a hang fails the test instead of hanging it."""
+    import sys
+
+    text = _long_path_patch(upstream, tmp_path / "s", "*" * 24 + "x")
+    project = make_project(tmp_path / "p", upstream, [("0001-long.patch", text)])
+    r = subprocess.run([sys.executable, "-m", "patchctl", "-C", str(project), "verify",
+                        "--upstream", str(upstream.path)], capture_output=True, text=True,
+                       check=False, timeout=60)
+    assert r.returncode == 1, r.stderr
+    assert f"{LONG_PATH} is outside the patch's Scope (************************x)" in r.stdout
+
+
+@pytest.mark.parametrize(("scope", "fragment"), [
+    ("src/[z-a].c", "the range `z-a` is reversed"),
+    ("src/[]", "the `[` at character 5 is not closed"),
+])
+def test_invalid_scope_glob_is_a_finding_on_its_line(cli, tmp_path, upstream, scope: str,
+                                                      fragment: str) -> None:
+    """Issue 22 #8: an invalid Scope glob (`src/[z-a].c`, `src/[]`) made verify die with a
+    re.error traceback; it is now an error finding naming the glob and the trailer's line,
+    and the glob matches nothing (so the file is also outside the Scope)."""
+    text = _long_path_patch(upstream, tmp_path / "s", f"src/** {scope}")
+    project = make_project(tmp_path / "p", upstream, [("0001-long.patch", text)])
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path), "--json")
+    assert r.code == 1 and "Traceback" not in r.out + r.err, r.err
+    findings = json.loads(r.out)["patches"][0]["findings"]
+    line = 1 + text.split("\n").index(f"Scope: src/** {scope}")
+    glob = [f for f in findings if f["code"] == "glob"]
+    assert len(glob) == 1 and fragment in glob[0]["message"], findings
+    assert glob[0]["message"].startswith(f"`Scope:` glob `{scope}`: ")
+    assert glob[0]["line"] == line
+    assert not any(f["code"] == "scope" for f in findings)  # src/** still covers the file
+
+
+def test_negated_set_in_scope_negates(cli, tmp_path, upstream) -> None:
+    """Issue 22 #8: `[!x]` was read as the set {!, x}: `Scope: [!s]*/**` covered only
+    src/ files, the opposite of what fnmatch (and the author) means."""
+    text = _long_path_patch(upstream, tmp_path / "s", "[!i]*/**")
+    project = make_project(tmp_path / "p", upstream, [("0001-long.patch", text)])
+    assert cli("-C", str(project), "verify", "--upstream", str(upstream.path)).code == 0
+    text = _long_path_patch(upstream, tmp_path / "s", "[!s]*/**")
+    project = make_project(tmp_path / "q", upstream, [("0001-long.patch", text)])
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path))
+    assert r.code == 1 and "is outside the patch's Scope ([!s]*/**)" in r.out

@@ -16,7 +16,7 @@ from typing import Any
 
 from patchctl.errors import StackError
 from patchctl.evidence import READABLE_SCHEMAS
-from patchctl.lint import glob_match
+from patchctl.globs import glob_match, valid_globs
 from patchctl.outreach import policy
 from patchctl.patchfile import FileDiff, Patch
 
@@ -175,7 +175,8 @@ def assistance(patch: Patch) -> tuple[list[Assistance], list[str]]:
     for value in patch.metadata.get("Assisted-by", []):
         tool, _, rest = value.partition("[")
         globs = rest.rstrip("]").split() if rest else []
-        files = [p for p in paths if not globs or any(glob_match(p, g) for g in globs)]
+        usable = valid_globs(globs)  # a broken glob matches nothing
+        files = [p for p in paths if not globs or any(glob_match(p, g) for g in usable)]
         out.append(Assistance(tool.strip(), files, f"Assisted-by: {value}"))
     # names only: e-mail addresses stay out of briefs
     coauthors = [v.split("<", 1)[0].strip() or v for v in patch.metadata.get("Co-authored-by", [])]
@@ -233,12 +234,12 @@ def policy_lint(patch: Patch, rules: list[policy.Rule], editorconfig: str | None
                     for h in f.hunks for i, ln in enumerate(h.lines)):
             out.append(LintFinding("final-newline", f.path, None, "no newline at end of file",
                                    f".editorconfig:{final.line}"))
-    scope = patch.scope
+    scope = valid_globs(patch.scope)  # a broken glob matches nothing; verify names it
     for f in patch.files:
         for path in f.paths:
-            if scope and not any(glob_match(path, g) for g in scope):
+            if patch.scope and not any(glob_match(path, g) for g in scope):
                 out.append(LintFinding("scope", path, None,
-                                       f"outside the patch's Scope ({' '.join(scope)})",
+                                       f"outside the patch's Scope ({' '.join(patch.scope)})",
                                        "Scope trailer"))
     if api and not any(is_test_path(p) for f in patch.files for p in f.paths):
         names = ", ".join(sorted({a.name for a in api}))

@@ -92,6 +92,8 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
     code = hashlib.sha256()
     for path in sorted(CODE.glob("*.py")):
         code.update(path.name.encode() + b"\0" + path.read_bytes())
+    # the matcher CODEOWNERS, .editorconfig and Scope are read with lives outside outreach/
+    code.update(b"globs.py\0" + (CODE.parent / "globs.py").read_bytes())
     out["code/patchctl/outreach"] = code.hexdigest()
     return out
 

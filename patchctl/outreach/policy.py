@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from patchctl.globs import GlobError, compile_glob
+
 # Where projects keep the files this module reads, in the order they are shown.
 RULE_FILES = (
     "CONTRIBUTING.md", ".github/CONTRIBUTING.md", "docs/CONTRIBUTING.md",
@@ -273,31 +275,14 @@ def editorconfig_for(text: str, path: str) -> dict[str, EditorProperty]:
 
 
 def _editorconfig_match(glob: str, path: str) -> bool:
+    """EditorConfig's section globs: the shared matcher with ``{a,b}`` alternatives; a
+    glob without ``/`` matches the name in any directory."""
     if "/" not in glob:
         glob = "**/" + glob
-    glob = glob.lstrip("/")
-    rx, i = "", 0
-    while i < len(glob):
-        c = glob[i]
-        if glob.startswith("**/", i):
-            rx, i = rx + "(?:.*/)?", i + 3
-            continue
-        if glob.startswith("**", i):
-            rx, i = rx + ".*", i + 2
-            continue
-        if c == "*":
-            rx += "[^/]*"
-        elif c == "?":
-            rx += "[^/]"
-        elif c == "{" and "}" in glob[i:]:
-            j = glob.index("}", i)
-            rx += "(?:" + "|".join(re.escape(a) for a in glob[i + 1 : j].split(",")) + ")"
-            i = j + 1
-            continue
-        else:
-            rx += re.escape(c)
-        i += 1
-    return re.fullmatch(rx, path) is not None
+    try:
+        return compile_glob(glob.lstrip("/"), braces=True).match(path)
+    except GlobError:
+        return False  # a section whose glob is broken applies to no file
 
 
 # -- CODEOWNERS -----------------------------------------------------------------------
@@ -333,19 +318,15 @@ def team_members(text: str) -> dict[str, tuple[str, int]]:
 
 
 def _codeowners_match(pattern: str, path: str) -> bool:
+    """GitHub's CODEOWNERS rules on the shared matcher: a pattern with a ``/`` other than
+    at its end is anchored at the root, any other matches in any directory; ``[`` is
+    itself (CODEOWNERS has no character sets)."""
     anchored = pattern.startswith("/") or "/" in pattern.rstrip("/")
-    body = pattern.strip("/")
-    rx = ""
-    i = 0
-    while i < len(body):
-        if body.startswith("**", i):
-            rx, i = rx + ".*", i + 2
-            continue
-        c = body[i]
-        rx += "[^/]*" if c == "*" else "[^/]" if c == "?" else re.escape(c)
-        i += 1
+    body = pattern.strip("/").replace("[", "[[]")
     # GitHub: "docs/*" owns docs/a.md but not docs/sub/b.md; any other pattern also owns
     # everything under a directory it names
-    tail = "" if pattern.endswith("/*") else "(?:/.*)?"
-    rx = ("" if anchored else "(?:.*/)?") + rx + tail
-    return re.fullmatch(rx, path) is not None
+    try:
+        glob = compile_glob(body if anchored else "**/" + body)
+    except GlobError:
+        return False  # longer than any path: it owns nothing
+    return glob.match(path, or_parent=not pattern.endswith("/*"))
