@@ -26,6 +26,12 @@ MIT = ("MIT License\n\nPermission is hereby granted, free of charge, to any pers
        "obtaining a copy of this software\n")
 
 
+LIBRARIES = [{"name": "nlohmann_json", "version": "3.11.2", "license": "MIT",
+              "linkage": "STATIC_LINK"},
+             {"name": "OpenSSL", "version": "3.0.22", "license": "Apache-2.0",
+              "linkage": "DYNAMIC_LINK"}]
+
+
 def identity() -> dict[str, Any]:
     """What a release worker of this host's cpu lane says to ``--version --json``."""
     fingerprint = "f" * 64
@@ -39,6 +45,7 @@ def identity() -> dict[str, Any]:
         "upstream_build": {"dir": "/src/tree", "target": "tiny", "tree": "b" * 40},
         "lane": {"name": "cpu", "arch": hostinfo.machine_arch(), "cpu_features": [],
                  "release": True},
+        "libraries": LIBRARIES,
     }
 
 
@@ -72,7 +79,8 @@ def make_package(root: Path, marker: Path, **script: Any) -> Path:
         upstream_url="https://example.invalid/tiny.git", pin=ident["stack"]["pin"],
         license_text=MIT, license_file=LICENSE, patches=[(PATCH, "d" * 64)],
         toolchain={"GNU C++ compiler": "12.2.0", "cmake": "3.30.0"},
-        files={rel: root / rel for rel in (layout.WORKER, LICENSE)}, source_date_epoch=0)))
+        files={rel: root / rel for rel in (layout.WORKER, LICENSE)}, libraries=LIBRARIES,
+        source_date_epoch=0)))
     resum(root)
     return root
 

@@ -98,7 +98,7 @@ ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
     ("outreach-out-is-stack", ["draft-outreach", "--series", "--out", "{P}/stack"], USAGE,
      "would replace the stack"),
     ("outreach-out-is-project", ["draft-outreach", "--series", "--out", "{P}"], USAGE,
-     "would replace the stack"),
+     "would replace the project"),
     # issue 22 #1: --out deleted files it never wrote, --handoff overwrote stack/series
     ("outreach-out-inside-stack", ["draft-outreach", "--series", "--out", "{P}/stack/patches"],
      USAGE, "inside the stack"),

@@ -46,7 +46,9 @@ IDENTITY_SCHEMA = _object({
     "upstream_build": {"anyOf": [{"type": "null"},
                                  _object({"dir": _STR, "target": _STR, "tree": _STR})]},
     "lane": LANE_SCHEMA,
-})
+}, libraries={"type": "array",
+              "items": _object({"name": _STR, "version": _STR, "license": _STR,
+                                "linkage": _STR})})
 
 # manifest.json, patchctl.release/1: what ``manifest`` writes.
 MANIFEST_SCHEMA = _object({
