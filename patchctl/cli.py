@@ -54,7 +54,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "header": ("patchctl.commands.stackops:header",
                "Print a patch's trailers, or set one (validated as verify does)."),
     "export": ("patchctl.commands.authoring:export",
-               "Write the stack as an mbox, format-patch files or a quilt series."),
+               "Write the stack as an mbox, format-patch files, a quilt series or plain "
+               "diffs to submit."),
     "reproduce": ("patchctl.commands.reproduce:reproduce",
                   "Build each patch's reproducer: it must fail before and pass after."),
     "draft-outreach": ("patchctl.commands.outreach:draft_outreach",

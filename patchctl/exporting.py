@@ -1,13 +1,18 @@
-"""``patchctl export``: the stack as an mbox, format-patch files, or a quilt series.
+"""``patchctl export``: the stack as an mbox, format-patch files, a quilt series, or the
+plain diffs a person submits upstream.
 
-What is written is what ``git am`` (mbox, format-patch) or ``quilt push -a``
-(quilt, with ``QUILT_PATCHES=DIR``) accepts on the pinned upstream. The
+What is written is what ``git am`` (mbox, format-patch), ``quilt push -a``
+(quilt, with ``QUILT_PATCHES=DIR``) or ``git apply`` in order (upstream) accepts
+on the pinned upstream. The upstream form is the diff alone (no mail header,
+commit message, trailers, diffstat or author): the stack's own text never
+leaves the project through it; the person who submits writes the message. The
 directory is assembled beside DIR and swapped into place (``fsutil.swap_in``),
 so a reader never sees half an export and a crash leaves the old one or the new.
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -16,11 +21,13 @@ from typing import Any
 from patchctl import fsutil, patchtext, schemas
 from patchctl.errors import InputError
 from patchctl.patchfile import Patch
-from patchctl.stack import Stack
+from patchctl.stack import Pin, Stack
 from patchctl.stackwrite import output_areas
 
-FORMATS = ("mbox", "format-patch", "quilt")
+FORMATS = ("mbox", "format-patch", "quilt", "upstream")
 MBOX = "stack.mbox"
+README = "README.txt"
+_NUMBER = re.compile(r"^\d{4}-")
 _DEP3_ONLY = {"Description", "Author", "Last-Update"}
 
 
@@ -55,6 +62,18 @@ def mail_text(patch: Patch) -> str:
     return patchtext.render(header, diff if diff.endswith("\n") else diff + "\n")
 
 
+def upstream_names(patches: list[Patch]) -> list[str]:
+    """``NNNN-name.diff`` per patch, numbered in series order (a patch's own number and
+    any folder it sits in are dropped)."""
+    out = []
+    for i, p in enumerate(patches, start=1):
+        stem = p.name.rsplit("/", 1)[-1]
+        for suffix in (".patch", ".diff"):
+            stem = stem.removesuffix(suffix)
+        out.append(f"{i:04d}-{_NUMBER.sub('', stem) or 'patch'}.diff")
+    return out
+
+
 def export_stack(stack: Stack, fmt: str, dest: Path, *, force: bool = False) -> ExportResult:
     if fmt not in FORMATS:
         raise InputError(f"--format {fmt!r}: use one of {', '.join(FORMATS)}")
@@ -62,8 +81,9 @@ def export_stack(stack: Stack, fmt: str, dest: Path, *, force: bool = False) -> 
     if fmt != "quilt":
         odd = [p for p in patches if p.strip != 1]
         if odd:
-            raise InputError(f"{odd[0].name} is -p{odd[0].strip} in the series and `git am` "
-                             "takes -p1 only: export it with --format quilt, or rewrite it "
+            tool = "git apply" if fmt == "upstream" else "git am"
+            raise InputError(f"{odd[0].name} is -p{odd[0].strip} in the series and `{tool}` "
+                             "takes -p1 here: export it with --format quilt, or rewrite it "
                              "with `patchctl edit` + `patchctl refresh`")
     protect, inside = output_areas(stack.root.parent, stack)
     dest = fsutil.replaceable(dest, "export", protect, inside=inside)
@@ -73,11 +93,17 @@ def export_stack(stack: Stack, fmt: str, dest: Path, *, force: bool = False) -> 
             raise InputError(f"{dest} is not empty; choose a new directory or pass --force "
                              "to replace it")
         with fsutil.swap_in(dest) as staging:
-            files = _write(staging, fmt, patches)
+            files = _write(staging, fmt, patches, stack.pin())
     return ExportResult(fmt, str(dest), files, len(patches))
 
 
-def _write(out: Path, fmt: str, patches: list[Patch]) -> list[str]:
+def _write(out: Path, fmt: str, patches: list[Patch], pin: Pin) -> list[str]:
+    if fmt == "upstream":
+        names = upstream_names(patches)
+        for name, p in zip(names, patches, strict=True):
+            (out / name).write_bytes(p.diff_text().encode("utf-8", "surrogateescape"))
+        (out / README).write_text(_readme(names, pin), encoding="utf-8")
+        return [README, *names]
     if fmt == "mbox":
         # One blank line between mails, as mbox wants; git am ignores it after a diff.
         text = "\n".join(mail_text(p) for p in patches)
@@ -94,3 +120,18 @@ def _write(out: Path, fmt: str, patches: list[Patch]) -> list[str]:
     series = "".join(p.name + (f" -p{p.strip}" if p.strip != 1 else "") + "\n" for p in patches)
     (out / "series").write_text(series, encoding="utf-8")
     return ["series", *(p.name for p in patches)]
+
+
+def _readme(names: list[str], pin: Pin) -> str:
+    from patchctl.untrusted import printable
+
+    return "".join([
+        f"Plain diffs for {printable(pin.name)} ({printable(pin.url)}).\n",
+        f"Pin: {pin.commit}\n",
+        "Apply them in this order with `git apply` at the pin, each on top of the ones "
+        "before:\n\n",
+        *(f"  {n}\n" for n in names),
+        "\nThe diffs carry no commit message, no trailers and no author: the person who "
+        "submits them\nwrites the commit message and the pull request text, and commits "
+        "as themselves.\n",
+    ])

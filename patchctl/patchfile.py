@@ -136,6 +136,13 @@ class Patch:
             lines.pop()
         return _HUNK_HEADING.sub(r"\1", "\n".join(lines) + "\n") if lines else ""
 
+    def diff_text(self) -> str:
+        """The diff alone, as ``git apply`` reads it: from the first file header to the
+        end, verbatim, without the mail header, message, trailers, diffstat and
+        format-patch signature before and after it."""
+        text = "\n".join(_without_signature(self.text.split("\n")[self.diff_line - 1:]))
+        return text if text.endswith("\n") else text + "\n"
+
     @functools.cached_property
     def digest(self) -> str:
         return hashlib.sha256(self.normalized_diff().encode("utf-8", "surrogateescape")).hexdigest()

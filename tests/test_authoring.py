@@ -19,6 +19,7 @@ from tests.builders import (
     git,
     make_project,
     make_upstream,
+    many_patches,
     replace_in,
 )
 
@@ -356,6 +357,73 @@ def test_export_refuses_strip_levels_git_am_cannot_take(cli, tmp_path: Path, ups
     assert not (tmp_path / "out").exists()
     assert cli("-C", str(project), "export", "--format", "quilt", str(tmp_path / "q")).code == 0
     assert (tmp_path / "q/series").read_text() == f"{patches[0][0]} -p0\n"
+
+
+def _apply_in_order(upstream: Upstream, index: Path, files: list[Path]) -> str:
+    """Each file through real `git apply --check --cached`, then applied, in order, on a
+    temporary index holding the pin; the tree that results."""
+    env = {"GIT_INDEX_FILE": str(index)}
+    git(upstream.path, "read-tree", upstream.commits["base"], env=env)
+    for f in files:
+        git(upstream.path, "apply", "--check", "--cached", str(f), env=env)
+        git(upstream.path, "apply", "--cached", str(f), env=env)
+    return git(upstream.path, "write-tree", env=env).strip()
+
+
+def test_upstream_export_is_the_plain_diffs_without_the_stacks_text(
+        cli, project: Path, upstream: Upstream, tmp_path: Path) -> None:
+    """Issue 24 #5: every export form carried the stack's machine-written commit message,
+    its trailers (Concern:, Scope:, ...) and a placeholder author, and `git am` + push sends
+    them upstream as they are. --format upstream writes the diff alone, per patch, that
+    `git apply` takes in order at the pin, and a README.txt of facts."""
+    out = tmp_path / "out"
+    r = cli("-C", str(project), "export", "--format", "upstream", str(out), "--json")
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    names = ["0001-util-add-tiny_square.diff", "0002-tiny-bump-op-02.diff",
+             "0003-tiny-declare-square.diff"]
+    assert doc["format"] == "upstream" and doc["files"] == ["README.txt", *names]
+    assert sorted(p.name for p in out.iterdir()) == sorted(doc["files"])
+    stack_texts = [(project / "stack/patches" / n.replace(".diff", ".patch")).read_text()
+                   for n in names]
+    for name, original in zip(names, stack_texts, strict=True):
+        text = (out / name).read_text()
+        assert text.startswith("diff --git a/")
+        assert text == original[original.index("diff --git "):]  # the diff, verbatim
+        for leftover in ("Subject:", "From:", "Date:", "Concern:", "Scope:", "Upstream-Status:",
+                         "Reproducer:", "Why this change is needed", "file changed",
+                         "upstream.invalid", "\n-- \n"):
+            assert leftover not in text, (name, leftover)
+    applied = _apply_in_order(upstream, tmp_path / "index", [out / n for n in names])
+    assert applied == _tree_after_apply(cli, project, tmp_path)
+    readme = (out / "README.txt").read_text()
+    assert upstream.commits["base"] in readme and all(f"  {n}\n" in readme for n in names)
+    assert "no commit message, no trailers and no author" in readme
+    again = cli("-C", str(project), "export", "--format", "upstream", str(out))
+    assert again.code == 2 and "not empty" in again.err
+    assert cli("-C", str(project), "export", "--format", "upstream", str(out),
+               "--force").code == 0
+
+
+def test_upstream_export_applies_cumulatively(cli, tmp_path: Path, docs_upstream: Upstream
+                                              ) -> None:
+    """Issue 24 #5: the third diff edits the line the first one changed, so it applies only
+    on top of it (each file is one step of the series, not a diff against the pin); the
+    synthetic patches' diffstat and body are left out."""
+    up = Upstream(tmp_path / "up", dict(docs_upstream.commits))
+    shutil.copytree(docs_upstream.path, up.path)
+    patches = many_patches(3)
+    project = make_project(tmp_path / "p", up, patches)
+    out = tmp_path / "out"
+    assert cli("-C", str(project), "export", "--format", "upstream", str(out)).code == 0
+    names = ["0001-docs-page-0000.diff", "0002-docs-page-0001.diff",
+             "0003-docs-page-0000-again.diff"]
+    assert all("Patch " not in (out / n).read_text() for n in names)
+    _apply_in_order(up, tmp_path / "index", [out / n for n in names])
+    env = {"GIT_INDEX_FILE": str(tmp_path / "index2")}
+    git(up.path, "read-tree", up.commits["base"], env=env)
+    with pytest.raises(AssertionError):  # not at the pin on its own
+        git(up.path, "apply", "--check", "--cached", str(out / names[2]), env=env)
 
 
 def test_export_kill_at_every_step_leaves_old_or_new(cli, project: Path, tmp_path: Path,

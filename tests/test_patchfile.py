@@ -61,6 +61,15 @@ def test_format_patch_headers_trailers_and_diff() -> None:
     assert p.mail_form
 
 
+def test_diff_text_is_the_diff_alone() -> None:
+    """Issue 24 #5 (export --format upstream): the diff without the mail header, message,
+    trailers, diffstat and signature; a DEP-3 header goes too."""
+    mail = parse_patch(_mail("Scope: src/a.c").encode(), path=Path("x"), name="x.patch")
+    assert mail.diff_text() == DIFF
+    dep3 = parse_patch(DEP3.encode(), path=Path("x"), name="x.patch")
+    assert dep3.diff_text() == DEP3[DEP3.index("--- a/src/a.c"):]
+
+
 def test_rfc2047_subject_is_decoded() -> None:
     p = parse_patch(_mail("Upstream-Status: Pending", "=?UTF-8?q?[PATCH]_caf=C3=A9_fix?=")
                     .encode(), path=Path("x"), name="x")

@@ -173,16 +173,20 @@ def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["mbox", "format-patch", "quilt"]),
+@click.option("--format", "fmt",
+              type=click.Choice(["mbox", "format-patch", "quilt", "upstream"]),
               required=True, help="mbox / format-patch: for `git am`; quilt: a series "
-              "directory for `quilt push -a`.")
+              "directory for `quilt push -a`; upstream: the plain diffs a person submits "
+              "(no commit message, trailers or author).")
 @click.argument("dest", type=click.Path(path_type=Path), metavar="DIR")
 @click.option("--force", is_flag=True, help="Replace DIR if it is not empty.")
 @json_option
 @click.pass_context
 def export(ctx: click.Context, fmt: str, dest: Path, force: bool, as_json: bool) -> None:
-    """Write the stack into DIR as an mbox (DIR/stack.mbox), format-patch files, or a quilt
-    series (DIR/series + patches; use QUILT_PATCHES=DIR).
+    """Write the stack into DIR as an mbox (DIR/stack.mbox), format-patch files, a quilt
+    series (DIR/series + patches; use QUILT_PATCHES=DIR), or plain diffs to submit upstream
+    (DIR/NNNN-name.diff + README.txt: the diff alone, for `git apply` in order at the pin;
+    the commit message and PR text are the submitter's to write).
 
     DIR is assembled beside itself and swapped in whole; a symlink DIR is followed (its
     target is replaced, the link kept), and DIR may not be or hold the project."""

@@ -59,7 +59,10 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     changes and adds to the public API, why (stack/outreach/CONCERN.toml), how
     it was tested (evidence/), prior art, a per-hunk understanding guide with
     likely reviewer questions, AI-assistance facts from `Assisted-by:`
-    trailers, policy lint and suggested reviewers. Output is deterministic.
+    trailers and the project's git history of each patch file, policy lint and
+    suggested reviewers. Output is deterministic. It warns while the patches
+    carry a commit message, stack trailers or a placeholder author: submit the
+    plain diffs of `patchctl export --format upstream DIR` instead.
     """
     from patchctl.outreach import output
 
@@ -97,6 +100,10 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
 
         diffs = port(stack, repo, b, onto, progress=progress)
     end_progress()
+    from patchctl.outreach.disclosure import warnings
+
+    for line in warnings([p.disclosure for p in b.patches if p.disclosure]):
+        click.echo(line, err=True)
     whole = series or not patches
     if as_json and out is None:
         emit_json(b.to_dict())

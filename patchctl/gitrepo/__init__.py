@@ -88,8 +88,10 @@ from patchctl.gitrepo.index import (
 from patchctl.gitrepo.missing import MissingFiles
 from patchctl.gitrepo.read import (
     CommitRef,
+    FileCommit,
     GrepHit,
     commit_ref,
+    file_history,
     first_adding,
     grep_fixed,
     path_authors,
@@ -117,6 +119,7 @@ __all__ = [
     "CommitInfo",
     "CommitRef",
     "FileChange",
+    "FileCommit",
     "GrepHit",
     "HunkOffset",
     "MissingFiles",
@@ -146,6 +149,7 @@ __all__ = [
     "dirty_paths",
     "fetch_ref",
     "file_changes",
+    "file_history",
     "first_adding",
     "first_parent_path",
     "format_diff",

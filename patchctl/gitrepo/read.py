@@ -118,6 +118,41 @@ def first_adding(repo: Path, commit: str, text: str, path: str) -> CommitRef | N
     return CommitRef(sha, date, printable(subject))
 
 
+@dataclass(frozen=True)
+class FileCommit:
+    author: str  # names only, never e-mail addresses
+    committer: str
+    trailers: tuple[tuple[str, str], ...]  # (key, value) of the message's trailer block
+
+
+def file_history(path: Path) -> tuple[list[FileCommit], bool] | None:
+    """The commits of the git work tree holding ``path`` that touched it (renames
+    followed), newest first, and whether the clone is shallow (older commits absent);
+    None when ``path`` is in no git work tree."""
+    where = path.parent
+    r = run_git(["rev-parse", "--is-inside-work-tree", "--is-shallow-repository"],
+                repo=where, check=False)
+    if r.returncode != 0 or r.stdout.split()[:1] != ["true"]:
+        return None
+    shallow = r.stdout.split()[1:2] == ["true"]
+    # -z: NUL after each commit; names hold no NUL and unfolded trailers no newline, so
+    # the output is (author, committer, trailer lines) triples whatever the text holds
+    r = run_git(["log", "-z", "--follow", "--format=%an%x00%cn%x00%(trailers:only,unfold)",
+                 "--", path.name], repo=where, check=False)
+    if r.returncode != 0:  # e.g. a repository without commits yet
+        return [], shallow
+    fields = r.stdout.split("\0")
+    commits = []
+    for i in range(0, len(fields) - 2, 3):
+        author, committer, trailers = fields[i:i + 3]
+        pairs = tuple((printable(k.strip()), printable(v.strip()))
+                      for t in trailers.split("\n") if t.strip()
+                      for k, _, v in [t.partition(":")])
+        commits.append(FileCommit(printable(author.strip()), printable(committer.strip()),
+                                  pairs))
+    return commits, shallow
+
+
 def commit_ref(repo: Path, commit: str) -> CommitRef:
     out = run_git(["log", "-1", "--format=%H%x00%as%x00%s", commit],
                   repo=repo).stdout.rstrip("\n")

@@ -17,6 +17,7 @@ from typing import Any
 from patchctl import gitrepo, schemas
 from patchctl.fingerprint import fingerprint
 from patchctl.outreach import facts, policy
+from patchctl.outreach.disclosure import EXPORT_COMMAND, Disclosure, disclose
 from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
 from patchctl.untrusted import printable
@@ -120,6 +121,8 @@ class PatchBrief:
     authors: list[Reviewer]
     missing: list[str]
     port: dict[str, Any] | None = None  # filled by --onto
+    # who or what wrote it (the project's history of the file) and what git am would send
+    disclosure: Disclosure | None = None
 
     @property
     def added(self) -> int:
@@ -151,6 +154,8 @@ class Brief:
     patches: list[PatchBrief]
     onto: str | None = None
     missing: list[str] = field(default_factory=list)
+    # how to submit: the plain diffs, no commit message, trailers or author
+    submit: list[str] = field(default_factory=lambda: list(EXPORT_COMMAND))
 
     @property
     def owners(self) -> list[str]:
@@ -235,8 +240,7 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         missing.append("no Reproducer: trailer")
     missing += not_utf8
     if not assistance:
-        missing.append("no Assisted-by: trailer: the patch records no machine assistance "
-                       "(the submitter knows whether that is complete)")
+        missing.append("no Assisted-by: trailer: the patch records no machine assistance")
     return PatchBrief(
         index=index, file=patch.name, subject=patch.subject, author=_name_only(patch.author),
         concern=patch.concern, upstream_status=patch.upstream_status, scope=patch.scope,
@@ -245,7 +249,7 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         rules=rules, template=template, outreach=outreach, evidence=evidence, checks=checks,
         guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
-        authors=authors, missing=missing)
+        authors=authors, missing=missing, disclosure=disclose(project, patch))
 
 
 def _read(upstream: Path, base: str, paths: Sequence[str]
