@@ -142,9 +142,11 @@ def _backend(name: str, host: dict[str, Any]) -> dict[str, Any]:
 def _read_metrics(path: Path | None) -> object:
     if path is None:
         return None
+    from patchctl.untrusted import BadDocument, read_json
+
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        return read_json(path)
+    except BadDocument as e:
         return {"error": f"{path}: {e}"}
 
 

@@ -102,7 +102,7 @@ class ParseCache:
             data = json.loads(self.path.read_text(encoding="utf-8"))
             if isinstance(data, dict) and data.get("key") == self.key:
                 self.entries = data.get("patches") or {}
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # a damaged cache costs only time
             pass
 
     def read(self, path: Path, *, name: str, strip: int) -> Summary:

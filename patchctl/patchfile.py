@@ -428,11 +428,14 @@ def _new_mode(modes: tuple[str, ...]) -> str | None:
 
 
 def _without_signature(lines: list[str]) -> list[str]:
-    """Drop git format-patch's `-- ` / version signature after the last hunk."""
+    """Drop git format-patch's `-- ` / version signature after the last hunk. A signature
+    has text after its `-- ` line; without any, the line is the diff's own (a removed
+    `- ` line)."""
     for i in range(len(lines) - 1, -1, -1):
         if lines[i] == "-- ":
             tail = lines[i + 1 :]
-            if len(tail) <= 3 and all(not t.startswith(("+", "-", " ", "@@")) for t in tail):
+            if len(tail) <= 3 and any(tail) and \
+                    all(not t.startswith(("+", "-", " ", "@@")) for t in tail):
                 return lines[:i]
             break
     return lines

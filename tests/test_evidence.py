@@ -103,3 +103,16 @@ def test_a_worker_identity_that_is_not_of_its_schema_is_one_failure(tmp_path: Pa
         worker.chmod(0o755)
         with pytest.raises(EnvironmentFailure, match=r"`worker --version --json` failed \("):
             worker_identity(worker)
+
+
+def test_metrics_nested_too_deep_are_recorded_as_an_error(cli, project: Path,
+                                                          tmp_path: Path) -> None:
+    """Issue 22 #12 (same class): `record --metrics FILE` read the file with json.loads, so
+    a file nested 100,000 deep ended the command in a RecursionError traceback."""
+    metrics = tmp_path / "metrics.json"
+    metrics.write_text("[" * 100_000 + "]" * 100_000)
+    r = cli("-C", str(project), "record", "--name", "deep", "--metrics", str(metrics), "--",
+            sys.executable, "-c", "pass")
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    rec = json.loads((project / "evidence/deep.json").read_text())
+    assert rec["metrics"] == {"error": f"{metrics}: nested deeper than 64 levels"}

@@ -61,6 +61,18 @@ def test_format_patch_headers_trailers_and_diff() -> None:
     assert p.mail_form
 
 
+def test_a_last_removed_dash_line_is_the_diffs_not_a_signature() -> None:
+    """Regression: a diff whose last line removes a `- ` line (`-- `) had that line taken
+    for format-patch's signature and cut: the hunk was short and the patch failed to
+    parse. A signature has text after its `-- `; with one, both are told apart."""
+    diff = DIFF.replace(" three\n", "-- \n").replace("-1,3 +1,3", "-1,3 +1,2")
+    for tail in ("", "-- \n2.39.5\n\n"):
+        text = _mail("Upstream-Status: Pending").replace(f"{DIFF}-- \n2.39.5\n\n", diff + tail)
+        p = parse_patch(text.encode(), path=Path("x"), name="x.patch")
+        assert p.files[0].hunks[0].lines == (" one", "-two", "+TWO", "-- "), tail
+        assert (p.added, p.removed) == (1, 2)
+
+
 def test_diff_text_is_the_diff_alone() -> None:
     """Issue 24 #5 (export --format upstream): the diff without the mail header, message,
     trailers, diffstat and signature; a DEP-3 header goes too."""

@@ -187,7 +187,13 @@ def self_test(archive: Path, dest: Path) -> dict[str, Any]:
         why = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise SelfTestFailed(f"the packaged worker failed its self-test (exit {proc.returncode}): "
                              f"{why[0]}; no archive written")
-    report: dict[str, Any] = json.loads(proc.stdout)
+    from patchctl.untrusted import BadDocument, parse_json
+
+    try:
+        report: dict[str, Any] = parse_json(proc.stdout, {"type": "object"})
+    except BadDocument as e:
+        raise SelfTestFailed(f"the packaged worker's self-test report is not JSON ({e}); "
+                             "no archive written") from e
     return report
 
 
