@@ -275,6 +275,18 @@ def test_help_says_it_never_posts(cli) -> None:
     assert r.code == 0 and "never posts, comments or pushes" in r.out
 
 
+def test_the_manifest_names_out_relative_to_the_project(cli, forbids) -> None:
+    """Issue 27: MANIFEST.json's command held the absolute --out and --handoff, so the same
+    command from two clones wrote different bytes; inside the project they are relative."""
+    project, up = forbids
+    r = cli("-C", str(project), "draft-outreach", "--series", "--upstream", str(up.path),
+            "--out", str(project / "briefs"), "--handoff", str(project / "HANDOFF.md"))
+    assert r.code == 0, r.err
+    manifest = json.loads((project / "briefs" / "MANIFEST.json").read_text())
+    assert manifest["command"] == ("patchctl draft-outreach --series --upstream UPSTREAM "
+                                   "--out briefs --handoff HANDOFF.md")
+
+
 def test_out_dir_manifest_detects_stale_briefs(cli, forbids, tmp_path: Path) -> None:
     project, up = forbids
     out = tmp_path / "briefs"

@@ -36,6 +36,16 @@ def project_dir(ctx: click.Context) -> Path:
     return Path(ctx.obj["project"]) if ctx.obj else Path(".")
 
 
+def shown_path(path: Path, base: Path) -> str:
+    """``path`` as a generated file's header or manifest names it: relative to ``base``
+    (the repository root or the project) when it lies inside, so the same command from
+    two clones writes the same bytes; else as given."""
+    rel = os.path.relpath(path.absolute(), base.absolute())
+    if rel == ".." or rel.startswith("../") or os.path.isabs(rel):
+        return Path(path).as_posix()
+    return Path(rel).as_posix()
+
+
 def stack_of(ctx: click.Context) -> Stack:
     return find_stack(project_dir(ctx))
 

@@ -19,6 +19,7 @@ from patchctl.commands._common import (
     project_dir,
     quiet_option,
     resolve_upstream,
+    shown_path,
     stack_of,
     upstream_option,
 )
@@ -74,7 +75,7 @@ def github(ctx: click.Context, out: str, lanes_text: str, runners: tuple[str, ..
     stack = stack_of(ctx)
     runner_map = dict(workflows.parse_runner(r) for r in runners)
     opts = workflows.Options(
-        project=Path(rel).as_posix(), out=Path(out).as_posix(),
+        project=Path(rel).as_posix(), out=shown_path(Path(out), Path.cwd()),
         lanes=workflows.parse_lanes(lanes_text), runners=runner_map,
         canary_cron=" ".join(canary_cron.split()), canary_issue=canary_issue,
         install=install or workflows.default_install(), name=stack.pin().name)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from patchctl.commands._common import (
     project_dir,
     quiet_option,
     resolve_upstream,
+    shown_path,
     stack_of,
     upstream_option,
 )
@@ -125,11 +127,11 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
         handoff_text = (handoff, decode(render.render_handoff(
             b, os.path.relpath(out.absolute(), project.absolute())))[0])
     command = ["patchctl", "draft-outreach", *(["--series"] if whole else []),
-               *patches, "--upstream", "UPSTREAM", "--out", str(out),
-               *(["--handoff", str(handoff)] if handoff else []),
+               *patches, "--upstream", "UPSTREAM", "--out", shown_path(out, project),
+               *(["--handoff", shown_path(handoff, project)] if handoff else []),
                *(["--onto", onto] if onto else [])]
     evidence = output.evidence_files(project, stack, [p.file for p in b.patches])
-    meta = {"command": " ".join(command), "name": b.name, "base": b.base, "onto": b.onto,
+    meta = {"command": shlex.join(command), "name": b.name, "base": b.base, "onto": b.onto,
             "fingerprint": b.fingerprint, "patches": [p.file for p in b.patches],
             "policy_files": {f.path: f.lines for f in b.policy_files}}
     written = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
