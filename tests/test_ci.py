@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -72,9 +73,8 @@ def test_cpu_lane_passes_on_the_tiny_example(cli, tiny: Path) -> None:
 def test_native_steps_configure_build_and_test_the_applied_tree(cli, tiny: Path) -> None:
     (tiny / "native").mkdir()
     (tiny / "native" / "CMakeLists.txt").write_text(NATIVE_CMAKE)
-    (tiny / "stack" / "patches" / "0001-util-add-tiny_square.patch").write_text(
-        (tiny / "stack" / "patches" / "0001-util-add-tiny_square.patch").read_text()
-        .replace("Reproducer: reproducers/square\n", ""))
+    for patch in (tiny / "stack" / "patches").glob("*.patch"):
+        patch.write_text(re.sub(r"^Reproducer: .*\n", "", patch.read_text(), flags=re.M))
     assert cli("-C", str(tiny), "lock").code == 0
     r = cli("-C", str(tiny), "ci", "run", "--json")
     assert r.code == 0, r.err

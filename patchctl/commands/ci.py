@@ -74,6 +74,7 @@ def github(ctx: click.Context, out: str, lanes_text: str, runners: tuple[str, ..
                          "`patchctl ci github` at the repository root")
     stack = stack_of(ctx)
     runner_map = dict(workflows.parse_runner(r) for r in runners)
+    workflows.workflow_value("--out", out)  # as given: the header shows it normalised
     opts = workflows.Options(
         project=Path(rel).as_posix(), out=shown_path(Path(out), Path.cwd()),
         lanes=workflows.parse_lanes(lanes_text), runners=runner_map,
