@@ -138,3 +138,52 @@ def html(text: str) -> str:
     from markdown_it import MarkdownIt
 
     return MarkdownIt("commonmark").enable("table").render(text)
+
+
+# -- no paste-ready prose ------------------------------------------------------------------
+
+# first person, or words that argue rather than state
+_FIRST_PERSON = re.compile(r"\bI(?!/)\b|\b(?:I'm|I've|I'd|we|we're|we've|we'd|our|ours|us|let's)\b")
+_ARGUING = re.compile(r"\b(?:clearly|obviously|simply put|should be (?:merged|accepted)|"
+                      r"please (?:merge|review|consider)|we (?:believe|propose|think)|"
+                      r"this PR|in this PR|I hope)\b", re.I)
+_CITATION = re.compile(r"^\S+:\d+$")
+PARAGRAPH_WORDS = 40  # a plain paragraph longer than this argues; facts are lists and tables
+ITEM_WORDS = 80  # one list item: one fact
+
+
+def prose_problems(text: str) -> list[str]:
+    """Paragraphs of argument in rendered Markdown: a plain paragraph (not a list item, table,
+    heading, quote or code) over PARAGRAPH_WORDS words, a list item over ITEM_WORDS, or any
+    of them in the first person or with persuasive words. Text in code spans is data and is
+    not read; a list item that opens with a citation (`FILE:LINE`) quotes the upstream and
+    is not read either."""
+    from markdown_it import MarkdownIt
+
+    tokens = MarkdownIt("commonmark").enable("table").parse(text)
+    problems: list[str] = []
+    open_: list[str] = []
+    for t in tokens:
+        if t.nesting == 1:
+            open_.append(t.type)
+        elif t.nesting == -1:
+            open_.pop()
+        if t.type != "inline" or open_[-1:] != ["paragraph_open"]:
+            continue
+        if "blockquote_open" in open_:
+            continue
+        children = t.children or []
+        if "list_item_open" in open_ and children[:1] and children[0].type == "code_inline" \
+                and _CITATION.match(children[0].content):
+            continue
+        words = " ".join(c.content for c in children if c.type == "text")
+        n = len(words.split())
+        where = f"line {t.map[0] + 1 if t.map else '?'}"
+        limit = ITEM_WORDS if "list_item_open" in open_ else PARAGRAPH_WORDS
+        if n > limit:
+            problems.append(f"{where}: {n} words in one "
+                            f"{'list item' if limit == ITEM_WORDS else 'paragraph'}: {words[:80]}")
+        for pattern in (_FIRST_PERSON, _ARGUING):
+            if m := pattern.search(words):
+                problems.append(f"{where}: {m.group(0)!r} argues: {words[:80]}")
+    return problems

@@ -19,6 +19,7 @@ from tests.outreach_helpers import (
     html,
     markdown_problems,
     policy_upstream,
+    prose_problems,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -103,12 +104,15 @@ def test_golden_briefs_for_the_example_stack(cli, tmp_path: Path) -> None:
         text = (out / name).read_text(encoding="utf-8")
         assert text == (GOLDEN / name).read_text(encoding="utf-8"), name
         assert markdown_problems(text, files={n.replace(".md", ".md") for n in written}) == []
+        assert prose_problems(text) == [], name
     # the example has no policy files, no outreach data and no evidence: all named, no crash
     brief = (out / "0003-tiny-declare-square.md").read_text()
     assert "no stack/outreach/square.toml" in brief
     assert "no evidence records for this patch" in brief
     assert "state no rule about machine-written descriptions" in brief
     assert "`int tiny_square(int v);`" in brief  # the public API, exact from the diff
+    assert "1. Post first: no open issue recorded, and no issue form at the base" in brief
+    assert "2. PR order: 0001 -> 0002 -> 0003 (apply order)" in brief
 
 
 def test_same_inputs_give_identical_bytes(cli, forbids, tmp_path: Path) -> None:
@@ -126,7 +130,7 @@ def test_an_upstream_forbidding_machine_prose_gets_facts_only(cli, forbids) -> N
     project, up = forbids
     text = _brief(cli, project, up, "0001")
     assert markdown_problems(text) == []
-    banner = text.split("## 1.")[0]
+    banner = text.split("## What it does")[0]
     assert "forbids machine-written PR descriptions" in banner
     assert "`CONTRIBUTING.md:6`" in banner
     # no prose: the patch's own body (someone's description) is not carried into the brief,
@@ -163,7 +167,7 @@ def test_an_upstream_without_rules_gets_the_same_facts_and_no_invented_rule(
     assert _json(cli, no_rules[0], no_rules[1])["patches"][0]["rules"] == []
 
     def facts(text: str) -> str:
-        return text.split("## 2. Facts with their sources")[1].split("### Questions")[0]
+        return text.split("## Facts and sources")[1].split("## Understanding guide")[0]
 
     # the facts sections differ only where the upstream differs (its commit ids)
     strip = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
@@ -201,7 +205,7 @@ def test_jinja_syntax_in_a_subject_is_rendered_literally(cli, tmp_path: Path) ->
                       trailers={"Concern": "{{ config }}"})
     project = _project(tmp_path, up, [("0001-x.patch", patch)])
     text = _brief(cli, project, up)
-    assert markdown_problems(text, files={"0001-x.md"}) == []
+    assert markdown_problems(text, files={"0001-x.md", "series.md"}) == []
     rendered = html(text)
     assert "{{ 7*7 }} {% if true %}x{% endif %} | a|b `tick`" in rendered
     # evaluated, the subject would read "tiny : 49 x": look for that, not for "49" alone,
@@ -225,10 +229,16 @@ def test_outreach_data_unverified_facts_are_never_stated_as_fact(cli, forbids) -
         '[[upstream_check]]\nwhat = "abs exists"\npath = "src/util.c"\ntext = "tiny_abs"\n')
     text = _brief(cli, project, up, "cube")
     assert markdown_problems(text) == []
-    verified = text.split("Verified (each says how it was checked):")[1].split("Unverified")[0]
-    assert "tiny/tiny\\#7" in verified and "tiny/tiny\\#9" not in verified
-    assert "UNVERIFIED tiny/tiny\\#9" in text
+    prior = text.split("### Prior art\n")[1].split("###")[0]
+    assert "- [tiny/tiny\\#7](https://example.invalid/7) (issue, open): Please add cube" in prior
+    assert "- UNVERIFIED tiny/tiny\\#9 (pr): Rumoured cube PR" in prior
     assert "heard of it" not in text  # an unverified note is not repeated as a statement
+    # the first screen: the recorded open issue is where to post first
+    assert "1. Post first: comment on [tiny/tiny\\#7](https://example.invalid/7) (open; per " \
+           "`stack/outreach/cube.toml`)" in text
+    # the outreach data's text is shown as facts, one a sentence, with its source
+    assert "From `stack/outreach/cube.toml`" in text and "  - Callers cube numbers.\n" in text
+    assert prose_problems(text) == []
     assert "Why not x\\*x\\*x inline?" in text
     assert "- found at `src/util.c:" in text and "first added by" in text
     rules = _json(cli, project, up)["patches"][0]["rules"]
@@ -361,7 +371,7 @@ def test_onto_ports_and_grades_each_patch(cli, tmp_path: Path) -> None:
     assert hunk.findall(offset) != hunk.findall(old)  # regenerated at the new position
     brief = (out / "0005-tiny-tighten-op-15.md").read_text()
     assert "- grade: **conflict**" in brief and "- conflicts in: `src/tiny.c`" in brief
-    assert markdown_problems(brief) == []
+    assert markdown_problems(brief, files={"series.md"}) == []
 
 
 def test_evidence_records_give_results_timings_and_rerun_commands(cli, forbids) -> None:

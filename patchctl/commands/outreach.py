@@ -114,7 +114,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     if whole:
         files["series.md"] = render.render_series(b)
     for p in b.patches:
-        files[p.file.removesuffix(".patch") + ".md"] = render.render_patch(b, p)
+        files[p.file.removesuffix(".patch") + ".md"] = render.render_patch(b, p, series=whole)
     # a brief is valid UTF-8 on stdout and on disk: text from git's output that is not
     # (a subject, an author) is decoded the way the upstream's policy files are
     files = {name: decode(text)[0] for name, text in files.items()}

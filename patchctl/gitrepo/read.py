@@ -28,6 +28,14 @@ def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str |
             for p in paths}
 
 
+def list_files(repo: Path, treeish: str, folder: str) -> list[str]:
+    """The paths of the files under ``folder`` in ``treeish`` (none when it is absent),
+    sorted, each through ``untrusted.printable``: a name is only ever shown."""
+    listed = run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", treeish, "--",
+                      folder.rstrip("/") + "/"], repo=repo).stdout
+    return sorted(printable(p) for p in listed.split("\0") if p)
+
+
 def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
                env: dict[str, str] | None = None) -> dict[str, tuple[str, bytes]]:
     """path -> (mode, contents) of the files and symlinks among ``paths`` in ``treeish``,

@@ -16,7 +16,7 @@ from typing import Any
 
 from patchctl import gitrepo, schemas
 from patchctl.fingerprint import fingerprint
-from patchctl.outreach import facts, policy
+from patchctl.outreach import facts, firstscreen, policy
 from patchctl.outreach.disclosure import EXPORT_COMMAND, Disclosure, disclose
 from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
@@ -120,6 +120,10 @@ class PatchBrief:
     reviewers: list[Reviewer]
     authors: list[Reviewer]
     missing: list[str]
+    results: list[firstscreen.ResultLine] = field(default_factory=list)
+    post_first: firstscreen.PostFirst | None = None
+    gaps: list[firstscreen.Gap] = field(default_factory=list)
+    guide_groups: list[firstscreen.GuideGroup] = field(default_factory=list)
     port: dict[str, Any] | None = None  # filled by --onto
     # who or what wrote it (the project's history of the file) and what git am would send
     disclosure: Disclosure | None = None
@@ -156,6 +160,9 @@ class Brief:
     missing: list[str] = field(default_factory=list)
     # how to submit: the plain diffs, no commit message, trailers or author
     submit: list[str] = field(default_factory=lambda: list(EXPORT_COMMAND))
+    rules: list[policy.Rule] = field(default_factory=list)  # as the files state them
+    order: list[str] = field(default_factory=list)  # every patch of the stack, apply order
+    dependencies: list[firstscreen.Dependency] = field(default_factory=list)
 
     @property
     def owners(self) -> list[str]:
@@ -188,13 +195,16 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     owners_path = next((p for p in policy.CODEOWNERS_FILES if files.get(p)), None)
     ref = gitrepo.commit_ref(upstream, base)
     fp = fingerprint(base, all_patches)
+    apis = {p.name: _api(upstream, base, p) for p in all_patches}
+    forms = firstscreen.issue_forms(gitrepo.list_files(upstream, base, ".github/ISSUE_TEMPLATE"))
     briefs = []
     for patch in chosen:
         if progress:
             progress(f"brief {patch.name}")
         index = all_patches.index(patch) + 1
         briefs.append(_patch_brief(project, stack, upstream, pin, patch, index, files, rules_all,
-                                   template, template_path, owners_path, fp))
+                                   template, template_path, owners_path, fp, apis[patch.name],
+                                   forms))
     prose = next((r.citations for r in rules_all if r.id == "no-machine-prose"), [])
     missing = [f"no {name} at the base" for name, group in (
         ("contribution guide (CONTRIBUTING.md or AGENTS.md)", policy.RULE_FILES),
@@ -205,19 +215,29 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     infos = [PolicyFileInfo(p, files.get(p) is not None,
                             len((files.get(p) or "").splitlines()))
              for p in policy.ALL_FILES if files.get(p) is not None]
+    deps = firstscreen.dependencies(all_patches, {k: v[0] for k, v in apis.items()})
     return Brief(pin.name, pin.url, base, ref.date, ref.subject, fp, infos, prose, briefs,
-                 missing=missing)
+                 missing=missing, rules=rules_all, order=[p.name for p in all_patches],
+                 dependencies=deps)
+
+
+def _api(upstream: Path, base: str, patch: Patch) -> tuple[list[facts.ApiItem], list[str]]:
+    """The public API a patch adds, and a finding for each header at the base that is not
+    UTF-8."""
+    headers = [f.path for f in patch.files if f.source and facts.is_public_header(f.path)]
+    base_files, not_utf8 = _read(upstream, base, headers)
+    return facts.public_api(patch, base_files), not_utf8
 
 
 def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: Patch,
                  index: int, files: dict[str, str | None], rules_all: list[policy.Rule],
                  template: list[policy.TemplateSection], template_path: str | None,
-                 owners_path: str | None, fp: str) -> PatchBrief:
+                 owners_path: str | None, fp: str,
+                 api_found: tuple[list[facts.ApiItem], list[str]],
+                 forms: list[str]) -> PatchBrief:
     base = pin.commit
     touched = sorted({p for f in patch.files for p in f.paths})
-    headers = [f.path for f in patch.files if f.source and facts.is_public_header(f.path)]
-    base_files, not_utf8 = _read(upstream, base, headers)
-    api = facts.public_api(patch, base_files)
+    api, not_utf8 = api_found
     outreach = facts.load_outreach(stack.root, patch.concern)
     evidence = facts.evidence_for(project, patch, fp)
     assistance, coauthors = facts.assistance(patch)
@@ -249,7 +269,10 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         rules=rules, template=template, outreach=outreach, evidence=evidence, checks=checks,
         guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
-        authors=authors, missing=missing, disclosure=disclose(project, patch))
+        authors=authors, missing=missing, results=firstscreen.results(evidence),
+        post_first=firstscreen.post_first(outreach, forms, rules_all),
+        gaps=firstscreen.gaps(rules_all, template, template_path, evidence, assistance, touched),
+        guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch))
 
 
 def _read(upstream: Path, base: str, paths: Sequence[str]
@@ -299,6 +322,7 @@ def _applies(rule: policy.Rule, patch: Patch, api: list[facts.ApiItem],
         if "trailing-whitespace" in lint_codes
         else ("yes", "policy lint found none in added lines"),
         "one-open-pr": ("check", "applies while the submitter is a new contributor"),
+        "test-asks": ("yes", "see the next actions: what no evidence record runs"),
         "regression-test": ("check", "applies if this is a bug fix"),
         "commit-title": ("check", "the format of the squashed commit title"),
     }
@@ -418,7 +442,7 @@ def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],
     out: list[ReviewerQuestion] = []
     cite = {r.id: f"{r.citations[0].file}:{r.citations[0].line}" for r in rules}
     prior = [p.ref for p in (outreach.prior_art if outreach else []) if p.verified]
-    runs = [e.file for e in evidence]
+    runs = [f"Test results: {len(evidence)} evidence record(s)"] if evidence else []
     if api:
         out.append(ReviewerQuestion(
             "Why is a new public API needed; why does an existing mechanism not suffice?",
@@ -432,11 +456,14 @@ def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],
         out.append(ReviewerQuestion("Which issue asked for this, and what did maintainers say?",
                                     [p.ref for p in (outreach.prior_art if outreach else [])
                                      if p.kind == "issue"], f"rule {cite['issue-first']}"))
-    out.append(ReviewerQuestion("How was it tested, and how do I rerun the tests?", runs,
+    out.append(ReviewerQuestion("How was it tested, and how are the tests rerun?", runs,
                                 "every patch"))
     for q in outreach.questions if outreach else []:
         out.append(ReviewerQuestion(q.question, q.evidence, outreach.file if outreach else ""))
-    return out
+    unique: dict[str, ReviewerQuestion] = {}  # the outreach data may repeat one asked here
+    for asked in out:
+        unique.setdefault(" ".join(asked.question.lower().split()), asked)
+    return list(unique.values())
 
 
 def _check(upstream: Path, base: str, c: facts.UpstreamCheck) -> CheckResult:

@@ -267,9 +267,18 @@ class EvidenceRun:
     outcome: str | None = None  # reproduce: fails-before/passes-after, ...
     steps: list[str] = field(default_factory=list)  # reproduce: each side's result, timings
     checks: list[str] = field(default_factory=list)  # test lines from the log
+    totals: list[str] = field(default_factory=list)  # the log's own result totals lines
+    backend: str | None = None  # the record's backend name (cpu, cuda, ...)
 
 
 _CHECK_LINE = re.compile(r"^(?:\d+: )?((?:ok|not ok|FAIL|PASS|PASSED|FAILED)\b.*)$")
+# a test's own totals: "layer ranges: 127 supported, 5 rejected, 0 failed, 14 not synthesized"
+_TOTALS = re.compile(r"^(?:\d+: )?([A-Za-z][\w ./()-]{0,40}: \d+ [A-Za-z][\w -]*"
+                     r"(?:, \d+ [A-Za-z][\w -]*)+)$")
+# a runner's summary: ctest's "100% tests passed, 0 tests failed out of 2", pytest's
+# "==== 31 passed, 1 deselected in 74.75s ===="
+_SUMMARY = re.compile(r"^(?:\d+: )?(\d+% tests passed(?:, \d+ tests? failed)? out of \d+)$|"
+                      r"^=+ (\d+ [a-z]+(?:, \d+ [a-z]+)*) in [\d.]+s")
 
 
 def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[EvidenceRun]:
@@ -310,8 +319,27 @@ def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[Evidence
             text = log.read_text(encoding="utf-8", errors="replace")
             run.checks = [m.group(1).strip() for ln in text.splitlines()
                           if (m := _CHECK_LINE.match(ln.strip()))][:60]
+            run.totals = log_totals(text)
+        backend = data.get("backend")
+        if isinstance(backend, dict) and isinstance(backend.get("name"), str):
+            run.backend = backend["name"]
         runs.append(run)
     return runs
+
+
+def log_totals(text: str) -> list[str]:
+    """The result totals a log states: each distinct labelled totals line that counts
+    failures; else the test runner's last summary line; none when it states neither."""
+    labelled: list[str] = []
+    summary = None
+    for ln in text.splitlines():
+        ln = ln.strip()
+        if (m := _TOTALS.match(ln)) and re.search(r"\bfail", ln):
+            if m.group(1) not in labelled:
+                labelled.append(m.group(1))
+        elif m := _SUMMARY.match(ln):
+            summary = m.group(1) or m.group(2)
+    return labelled[:6] if labelled else [summary] if summary else []
 
 
 def _reproduce_steps(entry: dict[str, Any]) -> list[str]:

@@ -70,15 +70,22 @@ def environment() -> jinja2.Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(md=md, code=code, cellcode=cellcode, block=block, shell=shell)
+    from patchctl.outreach.firstscreen import sentences, short
+    from patchctl.untrusted import shorten
+
+    env.filters.update(md=md, code=code, cellcode=cellcode, block=block, shell=shell,
+                       sentences=sentences, short=short, shorten=shorten)
     from patchctl.outreach.facts import is_test_path
 
     env.tests["test_path"] = is_test_path
     return env
 
 
-def render_patch(brief: Brief, patch: PatchBrief) -> str:
-    return _tidy(environment().get_template("outreach-patch.md.j2").render(b=brief, p=patch))
+def render_patch(brief: Brief, patch: PatchBrief, *, series: bool = False) -> str:
+    """One patch's brief; with ``series`` (series.md is written next to it) the upstream's
+    rules are quoted there once and linked from here, else quoted at the end of this one."""
+    return _tidy(environment().get_template("outreach-patch.md.j2").render(
+        b=brief, p=patch, series=series))
 
 
 def render_handoff(brief: Brief, briefs_dir: str) -> str:

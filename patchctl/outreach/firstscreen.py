@@ -1,0 +1,287 @@
+"""What a brief shows first: results in one line each, where to post, PR order, gaps.
+
+Everything here is derived from data the brief already holds (evidence records,
+the concern's outreach data, the upstream's rules and PR template at the base,
+the patches' diffs) and carries its source. No git here, no clocks: the same
+inputs give the same answer.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+
+from patchctl.outreach import facts, policy
+from patchctl.patchfile import Hunk, Patch
+
+# -- one line per test result -------------------------------------------------------------
+
+
+@dataclass
+class ResultLine:
+    text: str  # the log's own totals line, a reproduce outcome, or "no totals recorded"
+    backend: str | None  # as the records name it; None: not recorded
+    records: list[str]  # the evidence records that state it, relative to the project
+    other_stack: list[str] = field(default_factory=list)  # of those, for another fingerprint
+    not_as_expected: list[str] = field(default_factory=list)
+
+
+def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
+    """Each record's totals, one line each; records stating the same line on the same
+    backend share it; a record without any totals says so."""
+    out: dict[tuple[str, str | None], ResultLine] = {}
+    for e in evidence:
+        lines = [f"reproduce: {e.outcome}"] if e.outcome else e.totals or ["no totals recorded"]
+        for text in lines:
+            line = out.setdefault((text, e.backend), ResultLine(text, e.backend, []))
+            line.records.append(e.file)
+            if not e.current:
+                line.other_stack.append(e.file)
+            if not e.as_expected:
+                line.not_as_expected.append(e.file)
+    return sorted(out.values(), key=lambda r: r.text == "no totals recorded")
+
+
+# -- where to post first --------------------------------------------------------------------
+
+
+@dataclass
+class PostFirst:
+    ref: str | None  # the issue to comment on; None: no open issue is recorded
+    url: str = ""
+    state: str = ""
+    labels: str | None = None  # as the outreach data's checked_via records them
+    source: str = ""  # the outreach file
+    others: list[str] = field(default_factory=list)  # other issues recorded, with state
+    forms: list[str] = field(default_factory=list)  # the upstream's issue forms at the base
+    rule: str | None = None  # the cited line asking for an issue first
+
+
+_LABELS = re.compile(r"\blabels? ([\w-]+(?:\+[\w-]+)*)")
+
+
+def post_first(outreach: facts.OutreachData | None, forms: list[str],
+               rules: Sequence[policy.Rule]) -> PostFirst:
+    """The first open, verified issue the outreach data records (its own order), else the
+    upstream's issue forms."""
+    issues = [p for p in (outreach.prior_art if outreach else [])
+              if p.kind == "issue" and p.verified]
+    rule = next((f"{r.citations[0].file}:{r.citations[0].line}" for r in rules
+                 if r.id == "issue-first" and r.citations), None)
+    first = next((p for p in issues if p.state == "open"), None)
+    others = [f"{p.ref} ({p.state})" for p in issues if p is not first]
+    if first is None:
+        return PostFirst(None, others=others, forms=forms, rule=rule,
+                         source=outreach.file if outreach else "")
+    m = _LABELS.search(first.checked_via)
+    return PostFirst(first.ref, first.url, first.state, m.group(1) if m else None,
+                     outreach.file if outreach else "", others, [], rule)
+
+
+def issue_forms(paths: Sequence[str]) -> list[str]:
+    """The upstream's issue forms (``.github/ISSUE_TEMPLATE``), a feature form first."""
+    forms = [p for p in paths if PurePosixPath(p).suffix in (".yml", ".yaml", ".md")
+             and PurePosixPath(p).stem != "config"]
+    return sorted(forms, key=lambda p: not re.search(r"enhancement|feature", p, re.I))
+
+
+# -- the order of pull requests ----------------------------------------------------------
+
+
+@dataclass
+class Dependency:
+    patch: str
+    needs: str  # an earlier patch it cannot go without
+    files: list[str]  # where its hunks touch lines ``needs`` adds (context or removed)
+    names: list[str]  # public API of ``needs`` its added lines use
+
+
+def short(name: str) -> str:
+    """``0002`` for ``0002-llama-...patch``; the name itself when it has no number."""
+    head = name.split("-", 1)[0]
+    return head if head.isdigit() else name
+
+
+def dependencies(patches: Sequence[Patch], api: dict[str, list[facts.ApiItem]]
+                 ) -> list[Dependency]:
+    """For each patch, the earlier patches whose added lines its hunks touch (it would not
+    apply without them) or whose public API its added lines use. Added lines are carried
+    through every later patch's hunks, so a patch is compared with the file as it
+    applies to."""
+    added: dict[str, dict[str, set[int]]] = {}  # path -> patch -> its added lines, now
+    out: list[Dependency] = []
+    for p in patches:
+        touches: dict[str, list[str]] = {}
+        for f in p.files:
+            lines = added.get(f.source or f.path, {})
+            touched = {n for h in f.hunks for n in _pre_image(h)}
+            for earlier, mine in lines.items():
+                if touched & mine:
+                    touches.setdefault(earlier, []).append(f.path)
+            move = _line_map(f.hunks)
+            moved = {earlier: {m for n in mine if (m := move(n)) is not None}
+                     for earlier, mine in lines.items()}
+            moved[p.name] = {n for h in f.hunks for n in _post_added(h)}
+            added.pop(f.source or f.path, None)
+            if f.target:
+                added[f.target] = moved
+        code = " ".join(facts.strip_comments(a.text) for f in p.files
+                        for a in facts.added_lines(f))
+        for earlier in [q.name for q in patches[: patches.index(p)]]:
+            names = sorted({a.name for a in api.get(earlier, [])
+                            if re.search(rf"\b{re.escape(a.name)}\b", code)})
+            if earlier in touches or names:
+                out.append(Dependency(p.name, earlier, sorted(set(touches.get(earlier, []))),
+                                      names))
+    return out
+
+
+def _pre_image(h: Hunk) -> list[int]:
+    """The old file's lines a hunk must find (context and removed lines)."""
+    out, n = [], h.source_start
+    for ln in h.lines:
+        if ln[:1] in (" ", "-"):
+            out.append(n)
+            n += 1
+    return out
+
+
+def _post_added(h: Hunk) -> list[int]:
+    out, n = [], h.target_start
+    for ln in h.lines:
+        if ln[:1] == "+":
+            out.append(n)
+        if ln[:1] in (" ", "+"):
+            n += 1
+    return out
+
+
+def _line_map(hunks: Sequence[Hunk]) -> Callable[[int], int | None]:
+    """Old line number -> new line number through ``hunks`` (None: the line is removed)."""
+    exact: dict[int, int | None] = {}
+    spans: list[tuple[int, int]] = []  # (last old line of a hunk, shift after it)
+    for h in hunks:
+        o = h.source_start + (1 if h.source_length == 0 else 0)
+        n = h.target_start + (1 if h.target_length == 0 else 0)
+        for ln in h.lines:
+            tag = ln[:1]
+            if tag == " ":
+                exact[o] = n
+                o, n = o + 1, n + 1
+            elif tag == "-":
+                exact[o] = None
+                o += 1
+            elif tag == "+":
+                n += 1
+        spans.append((o - 1, n - o))
+
+    def move(line: int) -> int | None:
+        if line in exact:
+            return exact[line]
+        shift = 0
+        for last, after in spans:
+            if line > last:
+                shift = after
+        return line + shift
+
+    return move
+
+
+# -- what the upstream asks that the evidence does not cover -------------------------------
+
+
+@dataclass
+class Gap:
+    ask: str  # what is asked, quoted
+    source: str  # "CONTRIBUTING.md:47" or ".github/pull_request_template.md:14"
+    status: str  # "no record runs llama-bench", "yours to confirm", ...
+
+
+_TOOLS = re.compile(r"\bci/|llama-[\w-]+|test-[\w-]+|\bperplexity\b|\bbench\b", re.I)
+_IF_MODIFIED = re.compile(r"^\W*if you modified (?:the |a |an )?`?([\w./-]+)`?", re.I)
+
+
+def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection],
+         template_path: str | None, evidence: Sequence[facts.EvidenceRun],
+         assistance: Sequence[facts.Assistance], touched: Sequence[str]) -> list[Gap]:
+    """The tests the rules ask for that no evidence record runs, and the template's
+    disclosure item when the patch records no Assisted-by trailer."""
+    ran = " ".join(" ".join([e.name, *e.command]) for e in evidence).lower()
+    out: list[Gap] = []
+    for rule in rules:
+        if rule.id != "test-asks":
+            continue
+        for c in rule.citations:
+            cond = _IF_MODIFIED.match(c.text)
+            if cond and not any(cond.group(1).strip("/") in PurePosixPath(p).parts
+                                for p in touched):
+                continue  # asked only for changes to what the patch does not touch
+            named = list(dict.fromkeys(t.lower() for t in _TOOLS.findall(c.text)))
+            tools = [t for t in named if not any(t != u and t in u for u in named)]
+            missing = [t for t in tools if t not in ran]
+            if missing:
+                out.append(Gap(c.text, f"{c.file}:{c.line}",
+                               "no evidence record runs " + ", ".join(missing)))
+    for s in template:  # the checklist items a fact could answer: the disclosure
+        for item in s.items:
+            if re.search(r"disclos", item, re.I) and not assistance:
+                out.append(Gap(item.rstrip(": "), f"{template_path}:{s.line} ({s.heading})",
+                               "the patch records no Assisted-by trailer: yours to state"))
+    return out
+
+
+# -- the guide: one entry for the same change in many files ---------------------------------
+
+
+@dataclass
+class GuideGroup:
+    files: list[str]  # every file that gets this change; one unless it repeats
+    hunks: list[int]  # indexes into the patch's guide: the first file's hunks
+    diff: list[str]  # the change's removed and added lines (a repeated change only)
+
+
+def guide_groups(patch: Patch) -> list[GuideGroup]:
+    """Files whose hunks remove and add the same lines (a name that is the file's own stem
+    counts as the same) become one group; the rest one group each, in patch order."""
+    groups: dict[tuple[tuple[str, ...], ...], GuideGroup] = {}
+    index = 0
+    for f in patch.files:
+        stem = PurePosixPath(f.path).stem
+        key = tuple(_normal(h, stem) for h in f.hunks) or (("file", f.path),)
+        first = list(range(index, index + len(f.hunks)))
+        index += len(f.hunks)
+        if key in groups:
+            groups[key].files.append(f.path)
+        else:
+            groups[key] = GuideGroup([f.path], first,
+                                     [ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"])
+    out = list(groups.values())
+    for g in out:
+        if len(g.files) == 1 or len(g.diff) > 30:
+            g.diff = []
+    return out
+
+
+def _normal(h: Hunk, stem: str) -> tuple[str, ...]:
+    word = re.compile(rf"(?<![A-Za-z0-9]){re.escape(stem)}(?![A-Za-z0-9])") if stem else None
+    return tuple(word.sub("\0", ln.rstrip()) if word else ln.rstrip()
+                 for ln in h.lines if ln[:1] in "+-")
+
+
+# -- terse facts from the outreach data's text -------------------------------------------
+
+_SENTENCE_END = re.compile(r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\betc\.)(?<!\bvs\.)(?<!\bcf\.)"
+                           r"(?<=\.)\s+(?=[\w(`'\"])")
+_LONG = 50  # words: a longer sentence is split at its semicolons too
+
+
+def sentences(text: str) -> list[str]:
+    """A field's text as one fact per sentence (the words as written, split only; a long
+    sentence also at its semicolons)."""
+    out: list[str] = []
+    for s in _SENTENCE_END.split(text.strip()):
+        parts = re.split(r"(?<=;)\s+", s) if len(s.split()) > _LONG else [s]
+        out += [p.strip() for p in parts if p.strip()]
+    return out

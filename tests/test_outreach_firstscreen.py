@@ -1,0 +1,298 @@
+"""draft-outreach, issue 24: a first screen that says what to do, and no prose anywhere.
+
+A brief opens with what the patch does, its test results in one line each, and next
+actions derived from the data (where to post first, the order of pull requests, what the
+upstream asks that the evidence does not cover); the guide collapses one change repeated
+across files; the rules are quoted once, in series.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import pytest
+
+from tests.builders import Upstream, commit_all, format_patch, git, make_project, replace_in, write
+from tests.outreach_helpers import api_patch, markdown_problems, policy_upstream, prose_problems
+
+ROOT = Path(__file__).resolve().parent.parent
+
+CONTRIBUTING = """# Contributing
+
+## Before you start
+
+- Features must begin with an issue, not a PR.
+- If you are a new contributor, limit your open PRs to 1
+- Pull request descriptions must not be machine-written.
+
+## Testing
+
+- Execute the full CI locally (ci/run.sh) before publishing
+- Verify that perplexity and speed are not affected (use `llama-perplexity` and `llama-bench`)
+- If you modified the `ggml` source, run the `test-backend-ops` tool
+"""
+
+TEMPLATE = """## Overview
+
+<!-- Describe what this PR does and why -->
+
+## Requirements
+
+- AI usage disclosure: <!-- YES / NO -->
+"""
+
+MODELS = ("alpha", "beta", "gamma")
+
+
+def _model(name: str) -> str:
+    return (f"void build_{name}(void)\n{{\n    for (int il = 0; il < n_layer; ++il) {{\n"
+            f"        {name}_layer(il);\n    }}\n    {name}_head();\n}}\n")
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
+    """Three patches: 0001 adds tiny_cube (a declaration and a definition); 0002 edits the
+    line after 0001's declaration (its context holds it), calls tiny_cube, and makes the same
+    change in three model files; 0003 touches only README.md."""
+    old = dict(os.environ)
+    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
+    try:
+        return _stack(tmp_path_factory.mktemp("firstscreen"))
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+def _stack(root: Path) -> tuple[Path, Upstream]:
+    up = policy_upstream(root / "up", CONTRIBUTING, template=TEMPLATE)
+    write(up.path, {f"src/models/{m}.c": _model(m) for m in MODELS})
+    write(up.path, {".github/ISSUE_TEMPLATE/010-bug.yml": "name: Bug\n",
+                    ".github/ISSUE_TEMPLATE/020-enhancement.yml": "name: Feature\n",
+                    ".github/ISSUE_TEMPLATE/config.yml": "blank_issues_enabled: false\n"})
+    up.commits["policy"] = commit_all(up.path, "models and issue forms (#5)")
+    scratch = root / "scratch"
+    first = api_patch(up, scratch, trailers={"Concern": "cube", "Scope": "include/* src/*"})
+    after_first = git(scratch, "rev-parse", "HEAD").strip()
+
+    def second(work: Path) -> None:
+        replace_in(work / "include/tiny.h", "int tiny_cube(int v);\n\n",
+                   "int tiny_cube(int v);\nint tiny_cube_sum(int a, int b);\n\n")
+        replace_in(work / "src/util.c", "int tiny_abs(int v)",
+                   "int tiny_cube_sum(int a, int b)\n{\n    return tiny_cube(a) + tiny_cube(b);"
+                   "\n}\n\nint tiny_abs(int v)")
+        for m in MODELS:
+            replace_in(work / f"src/models/{m}.c", "il = 0; il < n_layer;",
+                       "il = il_start; il < il_end;")
+            replace_in(work / f"src/models/{m}.c", f"    {m}_head();\n",
+                       f"    if (stop_early()) {{\n        return;\n    }}\n    {m}_head();\n")
+
+    second_patch = format_patch(up, after_first, second, subject="tiny : add tiny_cube_sum",
+                                trailers={"Concern": "sum", "Upstream-Status": "Pending"},
+                                scratch=scratch)
+    after_second = git(scratch, "rev-parse", "HEAD").strip()
+    third = format_patch(up, after_second,
+                         lambda w: replace_in(w / "README.md", "A small C library.",
+                                              "A small C library in C."),
+                         subject="docs : say C", trailers={"Concern": "docs",
+                                                           "Upstream-Status": "Pending"},
+                         scratch=scratch)
+    project = make_project(root / "proj", up, [
+        ("0001-tiny-add-tiny_cube.patch", first), ("0002-tiny-add-tiny_cube_sum.patch",
+                                                    second_patch),
+        ("0003-docs-say-c.patch", third)], pin=up.commits["policy"])
+    (project / "stack" / "outreach").mkdir()
+    (project / "stack" / "outreach" / "cube.toml").write_text(
+        'format = 1\nconcern = "cube"\n'
+        'summary = "Adds tiny_cube. Callers no longer write x*x*x (e.g. in ops)."\n'
+        'motivation = "Three ops cube their input. Each spells it differently."\n'
+        '[[prior_art]]\nkind = "issue"\nref = "tiny/tiny#3"\nurl = "https://example.invalid/3"\n'
+        'title = "Old cube request"\nstate = "closed"\nverified = true\n'
+        'checked_via = "read it (closed, labels enhancement+stale)"\nnote = "Closed unanswered."\n'
+        '[[prior_art]]\nkind = "issue"\nref = "tiny/tiny#7"\nurl = "https://example.invalid/7"\n'
+        'title = "Please add cube"\nstate = "open"\nverified = true\n'
+        'checked_via = "thread excerpt (state open, label stale, opened 2026-07-12)"\n'
+        'note = "Asked for in 2026."\n'
+        '[[question]]\nquestion = "How was it tested, and how are the tests rerun?"\n'
+        'evidence = ["evidence/cube"]\n')
+    ev = project / "evidence" / "cube"
+    ev.mkdir(parents=True)
+    record = {"schema": "patchctl.evidence/1", "argv": ["build/bin/test-cube"], "exit_code": 0,
+              "expect": "pass", "as_expected": True, "seconds": 1.5,
+              "stack": {"pin": "0" * 40, "fingerprint": "f" * 64}, "extra": {}}
+    for name, log, backend in (
+            ("cube-upstream-test", "28: |alpha |OK |bit-identical\n"
+             "28: cube ranges: 3 bit-identical, 1 rejected, 0 failed, 2 not synthesized\n"
+             "100% tests passed, 0 tests failed out of 1\n", {"name": "cpu", "driver": None}),
+            ("cube-ci", "run ci/run.sh\nall good\n", None),
+            ("cube-pytest", "==== 4 passed, 1 skipped in 0.52s ====\n", {"name": "cuda"})):
+        data = {**record, "name": name, "output_file": f"{name}.log",
+                "argv": ["ci/run.sh"] if name == "cube-ci" else record["argv"]}
+        if backend:
+            data["backend"] = backend
+        (ev / f"{name}.json").write_text(json.dumps(data))
+        (ev / f"{name}.log").write_text(log)
+    return project, up
+
+
+def _render(cli, project: Path, up: Path, out: Path, *args: str) -> dict[str, str]:
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up), "--out", str(out),
+            *args)
+    assert r.code == 0, r.err
+    return {p.name: p.read_text(encoding="utf-8") for p in out.glob("*.md")}
+
+
+@pytest.fixture
+def briefs(stack, cli, tmp_path: Path) -> dict[str, str]:
+    project, up = stack
+    return _render(cli, project, up.path, tmp_path / "out", "--series")
+
+
+def _first_screen(text: str) -> str:
+    return text.split("## Understanding guide")[0]
+
+
+def test_first_screen_order_and_one_line_results(briefs) -> None:
+    """Issue 24 #1: the brief opened with 80 lines of rules; test totals (127/5/0/14) and
+    the backend appeared nowhere. Now it opens with what the patch does, one line per
+    result with its backend and record, then next actions, then facts, then the guide, and
+    the rules last."""
+    text = briefs["0001-tiny-add-tiny_cube.md"]
+    heads = [ln for ln in text.splitlines() if ln.startswith("## ")]
+    assert heads[:5] == ["## What it does", "## Test results", "## Next actions",
+                         "## Facts and sources", "## Understanding guide"]
+    assert heads[-2:] == ["## Rules", "## Missing parts"]
+    results = text.split("## Test results")[1].split("## Next actions")[0]
+    assert ("- cube ranges: 3 bit-identical, 1 rejected, 0 failed, 2 not synthesized (cpu: "
+            "`evidence/cube/cube-upstream-test.json` (other stack))") in results
+    # a runner's summary when the log states no totals of its own; its backend as recorded
+    assert "- 4 passed, 1 skipped (cuda: `evidence/cube/cube-pytest.json` (other stack))" \
+        in results
+    # no totals in the log: said, not invented; no backend in the record: said
+    assert "- no totals recorded (backend not recorded: `evidence/cube/cube-ci.json`" in results
+    # the summary is facts, one a sentence, with its source
+    assert "- summary, from `stack/outreach/cube.toml`" in text
+    assert "  - Callers no longer write x\\*x\\*x (e.g. in ops).\n" in text
+    assert len(_first_screen(text).split()) < 800
+
+
+def test_next_actions_post_first_on_the_open_issue_or_the_issue_form(briefs) -> None:
+    """Issue 24 #1: no brief said to comment on the open issue first (#25577, labelled
+    stale), nor, for a patch with no issue, which issue form to use."""
+    cube = briefs["0001-tiny-add-tiny_cube.md"]
+    assert ("1. Post first: comment on [tiny/tiny\\#7](https://example.invalid/7) (open; "
+            "labels: stale; per `stack/outreach/cube.toml`)") in cube
+    assert "   - issue first: `CONTRIBUTING.md:5`" in cube
+    assert "   - other issues recorded: tiny/tiny\\#3 (closed)" in cube
+    docs = briefs["0003-docs-say-c.md"]
+    assert ("1. Post first: no open issue recorded: open one with the upstream's form "
+            "`.github/ISSUE_TEMPLATE/020-enhancement.yml`") in docs
+    assert "   - other forms there: `010-bug.yml`\n" in docs  # config.yml is not a form
+
+
+def test_pr_order_from_the_patches_dependencies(briefs) -> None:
+    """Issue 24 #1: the briefs gave no PR order. 0002's hunk in include/tiny.h has 0001's
+    added line as context (it does not apply without 0001) and it calls 0001's tiny_cube;
+    0003 needs nothing; the upstream's open-PR limit is quoted."""
+    order = briefs["series.md"].split("## Next actions")[1].split("2. Post first")[0]
+    assert "1. PR order: 0001 -> 0002 -> 0003 (apply order)\n" in order
+    assert ("   - 0002 needs 0001: its hunks touch lines 0001 adds in `include/tiny.h`, "
+            "`src/util.c`; it uses 0001's `tiny_cube`\n") in order
+    assert "0003 needs" not in order
+    assert "   - open PRs: `CONTRIBUTING.md:6`: - If you are a new contributor, limit your " \
+           "open PRs to 1" in order
+    assert "   - 0003 needs no earlier patch" in briefs["0003-docs-say-c.md"]
+
+
+def test_what_the_upstream_asks_that_no_evidence_covers(briefs) -> None:
+    """Issue 24 #1: CONTRIBUTING.md asks for a ci/ run, perplexity and llama-bench; no brief
+    said that no record ran them. A record running ci/run.sh covers the first; the ggml ask
+    does not apply to a patch that touches no ggml/ path; the template's disclosure item is
+    open while the patch records no Assisted-by trailer."""
+    asks = briefs["0002-tiny-add-tiny_cube_sum.md"].split("3. Asked upstream")[1].split("##")[0]
+    assert "no evidence record runs ci/\n" in asks  # the sum concern has no evidence
+    assert "no evidence record runs llama-perplexity, llama-bench" in asks
+    assert "test-backend-ops" not in asks
+    assert "(Requirements)`: AI usage disclosure: the patch records no Assisted-by trailer" \
+        in asks
+    cube = briefs["0001-tiny-add-tiny_cube.md"].split("3. Asked upstream")[1].split("##")[0]
+    assert "runs ci/" not in cube  # evidence/cube/cube-ci.json runs ci/run.sh
+    assert "no evidence record runs llama-perplexity, llama-bench" in cube
+
+
+def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:
+    """Issue 24 #1: 526 of 926 lines of a brief were a per-hunk guide over 29 near-identical
+    model files. One change repeated across files (a name that is the file's own stem
+    counts as the same) is one entry listing the files and showing the change once."""
+    text = briefs["0002-tiny-add-tiny_cube_sum.md"]
+    guide = text.split("## Understanding guide")[1].split("## Questions")[0]
+    assert "### 2. The same change in 3 files" in guide
+    assert ("- files: `src/models/alpha.c`, `src/models/beta.c`, `src/models/gamma.c`"
+            in guide)
+    assert guide.count("hunk 1 of `src/models/") == 1  # the first file's hunks only
+    assert "-    for (int il = 0; il < n_layer; ++il) {" in guide
+    assert "### 3. src/util.c" in guide and "### 4." not in guide
+    assert "- `src/models/alpha.c` and 2 more, the same change: +4 -1 each" in text
+
+
+def test_rules_are_quoted_once_in_the_series(stack, briefs, cli, tmp_path: Path) -> None:
+    """Issue 24 #1: every brief repeated the 80-line rules block. With series.md written,
+    it quotes the rules and each brief links to it with what applies to its patch; a
+    brief written alone still quotes them, last."""
+    series = briefs["series.md"]
+    assert "- [ ] **Features begin with an issue**" in series
+    assert "  - `CONTRIBUTING.md:5`: - Features must begin with an issue, not a PR." in series
+    for name, text in briefs.items():
+        assert markdown_problems(text, files=set(briefs)) == [], name
+        if name != "series.md":
+            assert "- [ ]" not in text and "`CONTRIBUTING.md:5`: -" not in text
+            assert "Quoted once for the series in [series.md](series.md)" in text
+            assert re.search(r"^\| Features begin with an issue \| (yes|check) \|", text,
+                             re.M)
+    project, up = stack
+    alone = _render(cli, project, up.path, tmp_path / "one", "0001")
+    text = alone["0001-tiny-add-tiny_cube.md"]
+    assert "series.md" not in text
+    rules = text.split("## Rules")[1]
+    assert "- [ ] **Features begin with an issue**: applies: yes" in rules
+
+
+def test_no_paragraph_of_argument_in_any_brief(briefs) -> None:
+    """Issue 24 #6: the toml's motivation was rendered as one paste-ready paragraph. Every
+    rendered brief passes the prose check; the outreach data's text is one fact a line."""
+    for name, text in briefs.items():
+        assert prose_problems(text) == [], name
+    facts = briefs["0001-tiny-add-tiny_cube.md"].split("## Facts and sources")[1]
+    assert "- motivation:\n  - Three ops cube their input.\n  - Each spells it differently." \
+        in facts
+
+
+@pytest.mark.parametrize("text", [
+    "We propose this change because the current code is slow and the users have asked for "
+    "it many times; clearly it should be merged.\n",
+    " ".join(["word"] * 45) + "\n",
+    "- " + " ".join(["word"] * 85) + "\n",
+    "- I believe this is right.\n",
+], ids=["persuasive", "long-paragraph", "long-item", "first-person-item"])
+def test_the_prose_check_finds_argument(text: str) -> None:
+    """Issue 24 #6: the check itself: a paragraph of argument, a long paragraph or list item,
+    or first person fails; quotes with a citation, code, tables and the banner pass."""
+    assert prose_problems(text)
+    fine = ("> We never post anything: a quote block is the banner.\n\n"
+            "- `AGENTS.md:108`: Agent: I'm sorry, I cannot submit the PR for you.\n"
+            "- `we believe` in code is data\n\n| a | b |\n| --- | --- |\n| we | us |\n")
+    assert prose_problems(fine) == []
+
+
+def test_committed_old_briefs_fail_the_prose_check() -> None:
+    """Issue 24 #6: the briefs as rendered before (a motivation as one 116-word item) fail."""
+    old = ("- **motivation**: " + re.sub(r"\s+", " ", """A stage of a pipeline-parallel
+    runtime must be able to move from one process or host to another (a restart, a
+    rebalance, a failed host) without recomputing its prompt: it saves its sequence state and
+    a new process on the same layer range restores it. With range loading and boundary I/O
+    alone, a stage still allocates and saves the KV cache of every layer (measured: a stage
+    of 2 of 4 layers saves the state of all 4, 32984 bytes like the full model, on the tiny
+    llama of the test), and the state records only the layer count.""") + "\n")
+    assert prose_problems(old)
