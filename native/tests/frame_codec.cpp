@@ -22,18 +22,9 @@
 #include "worker/net.hpp"
 #endif
 
+#include "check.hpp"
+
 namespace {
-
-int g_failures = 0;
-int g_checks = 0;
-
-void check(bool ok, const std::string& what) {
-  ++g_checks;
-  if (!ok) {
-    ++g_failures;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 void expect_error(std::vector<std::uint8_t> wire, const char* damage, const char* needle) {
   const worker::DecodedFrame d = worker::decode_frame(wire.data(), wire.size());

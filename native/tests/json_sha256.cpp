@@ -17,18 +17,9 @@
 #include "worker/json.hpp"
 #include "worker/sha256.hpp"
 
+#include "check.hpp"
+
 namespace {
-
-int g_failures = 0;
-int g_checks = 0;
-
-void check(bool ok, const std::string& what) {
-  ++g_checks;
-  if (!ok) {
-    ++g_failures;
-    std::printf("FAIL: %s\n", what.c_str());
-  }
-}
 
 std::string shown(const std::string& text) {
   return text.size() > 40 ? text.substr(0, 40) + "... (" + std::to_string(text.size()) + " bytes)"
