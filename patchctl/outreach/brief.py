@@ -16,7 +16,8 @@ from typing import Any
 
 from patchctl import gitrepo, schemas
 from patchctl.fingerprint import fingerprint
-from patchctl.outreach import facts, policy
+from patchctl.outreach import contrib, facts, policy, surface
+from patchctl.outreach.standards import ManualCheck
 from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
 from patchctl.untrusted import printable
@@ -55,6 +56,11 @@ class Reviewer:
     source: str  # "CODEOWNERS:89 (/src/)" or "git log: 12 of the last 200 commits"
     paths: list[str]
     members: str | None = None  # a team's members as the file lists them
+    handle: str | None = None  # "@handle" where the history shows a GitHub no-reply address
+
+    @property
+    def shown(self) -> str:
+        return contrib.shown(self.name, self.handle)
 
 
 @dataclass
@@ -120,6 +126,12 @@ class PatchBrief:
     authors: list[Reviewer]
     missing: list[str]
     port: dict[str, Any] | None = None  # filled by --onto
+    # issue 24: touched paths no CODEOWNERS entry matches (None: no CODEOWNERS), discussions
+    # the issues name, owners of subsystems the questions name, standards not mechanical
+    unowned: list[str] | None = None
+    discussions: list[surface.Discussion] = field(default_factory=list)
+    subsystems: list[contrib.SubsystemOwners] = field(default_factory=list)
+    manual: list[ManualCheck] = field(default_factory=list)
 
     @property
     def added(self) -> int:
@@ -151,6 +163,8 @@ class Brief:
     patches: list[PatchBrief]
     onto: str | None = None
     missing: list[str] = field(default_factory=list)
+    issue_forms: list[surface.IssueForm] = field(default_factory=list)
+    declarations: str = ""  # how "relies on" found declarations (ctags, or the heuristic)
 
     @property
     def owners(self) -> list[str]:
@@ -176,7 +190,8 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
         raise InputError(f"the pin {base} is not in upstream {upstream}; pass --upstream "
                          "with a clone that has it")
     files, not_utf8 = _read(upstream, base, policy.ALL_FILES)
-    rules_all = policy.find_rules(files)
+    series = contrib.series_facts(upstream, base, _github_cache(project))
+    rules_all = policy.find_rules(files, surface.form_rule_lines(series.forms))
     template_path = next((p for p in policy.TEMPLATE_FILES if files.get(p)), None)
     template_text = files.get(template_path) if template_path else None
     template = policy.template_sections(template_text) if template_text else []
@@ -189,7 +204,8 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
             progress(f"brief {patch.name}")
         index = all_patches.index(patch) + 1
         briefs.append(_patch_brief(project, stack, upstream, pin, patch, index, files, rules_all,
-                                   template, template_path, owners_path, fp))
+                                   template, template_path, owners_path, series,
+                                   facts.stack_at(pin.commit, all_patches, index)))
     prose = next((r.citations for r in rules_all if r.id == "no-machine-prose"), [])
     missing = [f"no {name} at the base" for name, group in (
         ("contribution guide (CONTRIBUTING.md or AGENTS.md)", policy.RULE_FILES),
@@ -201,27 +217,44 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
                             len((files.get(p) or "").splitlines()))
              for p in policy.ALL_FILES if files.get(p) is not None]
     return Brief(pin.name, pin.url, base, ref.date, ref.subject, fp, infos, prose, briefs,
-                 missing=missing)
+                 missing=missing, issue_forms=series.forms, declarations=series.declarations)
+
+
+def _github_cache(project: Path) -> Path | None:
+    """The cache of ``upstream-status --online`` (read only; never fetched here)."""
+    from patchctl import stackwrite
+    from patchctl.outreach import github
+
+    path = stackwrite.state_dir(project, create=False) / github.CACHE_FILE
+    return path if path.is_file() else None
 
 
 def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: Patch,
                  index: int, files: dict[str, str | None], rules_all: list[policy.Rule],
                  template: list[policy.TemplateSection], template_path: str | None,
-                 owners_path: str | None, fp: str) -> PatchBrief:
+                 owners_path: str | None, series: contrib.SeriesFacts,
+                 at: facts.StackAt) -> PatchBrief:
     base = pin.commit
     touched = sorted({p for f in patch.files for p in f.paths})
     headers = [f.path for f in patch.files if f.source and facts.is_public_header(f.path)]
     base_files, not_utf8 = _read(upstream, base, headers)
     api = facts.public_api(patch, base_files)
     outreach = facts.load_outreach(stack.root, patch.concern)
-    evidence = facts.evidence_for(project, patch, fp)
+    evidence = facts.evidence_for(project, patch, at)
     assistance, coauthors = facts.assistance(patch)
     lint = facts.policy_lint(patch, rules_all, files.get(policy.EDITORCONFIG), api)
-    rules = [_applies(r, patch, api, outreach, assistance, lint) for r in rules_all]
+    questions = _questions(patch, api, rules_all, outreach, evidence)
+    more = contrib.patch_facts(
+        upstream, base, series, patch, rules_all,
+        (owners_path, files[owners_path] or "") if owners_path else None, outreach,
+        [q.question for q in questions], base_files, stack.root)
+    lint = sorted(lint + more.lint, key=lambda x: (x.file, x.line or 0, x.code))
+    rules = [_applies(r, patch, api, outreach, assistance, lint, more) for r in rules_all]
     reviewers = _owners(files.get(owners_path) if owners_path else None, owners_path, touched)
-    authors = [Reviewer(name, f"git log: {n} of the last 200 commits touching these paths",
-                        touched) for name, n in gitrepo.path_authors(upstream, base, touched)[:8]]
-    guide = _guide(upstream, base, patch, api)
+    authors = [Reviewer(a.name, f"git log: {a.commits} of the last 200 commits touching "
+                        "these paths", touched, handle=a.handle)
+               for a in contrib.authors(upstream, base, touched, series.handles)]
+    guide = _guide(upstream, base, patch, api, series)
     checks = [_check(upstream, base, c) for c in (outreach.checks if outreach else [])]
     missing = []
     if not patch.concern:
@@ -243,9 +276,10 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         body_present=bool(patch.body.strip()), reproducer=patch.reproducer,
         stats=facts.diffstat(patch), api=api,
         rules=rules, template=template, outreach=outreach, evidence=evidence, checks=checks,
-        guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
+        guide=guide, questions=questions,
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
-        authors=authors, missing=missing)
+        authors=authors, missing=missing, unowned=more.unowned, discussions=more.discussions,
+        subsystems=more.subsystems, manual=more.manual)
 
 
 def _read(upstream: Path, base: str, paths: Sequence[str]
@@ -266,7 +300,7 @@ def _name_only(author: str) -> str:
 
 def _applies(rule: policy.Rule, patch: Patch, api: list[facts.ApiItem],
              outreach: facts.OutreachData | None, assistance: list[facts.Assistance],
-             lint: list[facts.LintFinding]) -> policy.Rule:
+             lint: list[facts.LintFinding], more: contrib.PatchFacts) -> policy.Rule:
     r = policy.Rule(rule.id, rule.title, list(rule.citations))
     prior = [p for p in (outreach.prior_art if outreach else []) if p.kind in ("issue", "pr")]
     issues = [p for p in prior if p.kind == "issue"]
@@ -298,7 +332,7 @@ def _applies(rule: policy.Rule, patch: Patch, api: list[facts.ApiItem],
         "regression-test": ("check", "applies if this is a bug fix"),
         "commit-title": ("check", "the format of the squashed commit title"),
     }
-    r.applies, r.reason = table.get(rule.id, ("yes", ""))
+    r.applies, r.reason = contrib.applies(rule, lint, more) or table.get(rule.id, ("yes", ""))
     return r
 
 
@@ -323,7 +357,8 @@ def _owners(text: str | None, path: str | None, touched: list[str]) -> list[Revi
     return out
 
 
-def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem]) -> list[HunkGuide]:
+def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem],
+           series: contrib.SeriesFacts) -> list[HunkGuide]:
     """Per hunk: where, how big, the comments it adds, the API it declares, and where the
     upstream code it uses is declared at the base (one git grep for the whole patch)."""
     lines = patch.text.split("\n")
@@ -331,7 +366,9 @@ def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem]) ->
     per_hunk = [(f.path, number, h, _identifiers(h, introduced))
                 for f in patch.files for number, h in enumerate(f.hunks, start=1)]
     wanted = list(dict.fromkeys(i for *_, ids in per_hunk for i in ids))[:200]
-    where = _locate(upstream, base, patch, wanted)
+    where = {w: Relied(w, d.file, d.line, d.text) for w in wanted
+             if (d := series.index.names.get(w))} if series.index is not None \
+        else _locate(upstream, base, patch, wanted)
     out = []
     for path, number, h, ids in per_hunk:
         added = [ln[1:] for ln in h.lines if ln[:1] == "+"]
