@@ -57,7 +57,9 @@ def tool_versions() -> dict[str, str]:
     return out
 
 
-def stack_identity(project: Path) -> dict[str, str] | None:
+def stack_identity(project: Path) -> dict[str, Any] | None:
+    """The stack a record was made with: pin, fingerprint and each patch's own digest (so a
+    record can be matched to a patch that did not change when a later one did)."""
     from patchctl.errors import PatchctlError
     from patchctl.fingerprint import fingerprint
     from patchctl.stack import find_stack
@@ -65,8 +67,10 @@ def stack_identity(project: Path) -> dict[str, str] | None:
     try:
         stack = find_stack(project)
         pin = stack.pin()
+        patches = stack.patches()
         return {"name": pin.name, "pin": pin.commit,
-                "fingerprint": fingerprint(pin.commit, stack.patches())}
+                "fingerprint": fingerprint(pin.commit, patches),
+                "patches": [{"file": p.name, "digest": p.digest} for p in patches]}
     except PatchctlError:
         return None
 
@@ -81,7 +85,7 @@ class Record:
     exit_code: int
     expect: str  # pass | fail
     tools: dict[str, str]
-    stack: dict[str, str] | None
+    stack: dict[str, Any] | None
     output_file: str
     output_sha256: str
     extra: dict[str, Any] = field(default_factory=dict)
@@ -198,7 +202,7 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
 
 
 def record_steps(name: str, *, evidence_dir: Path, argv: list[str], started: str,
-                 seconds: float, ok: bool, stack: dict[str, str] | None, log: bytes,
+                 seconds: float, ok: bool, stack: dict[str, Any] | None, log: bytes,
                  extra: dict[str, Any]) -> Path:
     """Write NAME.json and NAME.log for a command that ran its own steps (``reproduce``)
     rather than one child process: ``log`` is their transcript, ``extra`` the result."""

@@ -187,3 +187,143 @@ def prose_problems(text: str) -> list[str]:
             if m := pattern.search(words):
                 problems.append(f"{where}: {m.group(0)!r} argues: {words[:80]}")
     return problems
+
+
+# -- issue 24: the whole contribution surface ------------------------------------------------
+
+SURFACE_AGENTS = """# Instructions for tiny
+
+## Guidelines for Contributors
+
+- Feature requests run high in volume: open an issue to discuss the idea before implementing it.
+
+### Code and Commit Standards
+
+- Code comments:
+    - Keep code comments concise (usually 1-2 lines)
+- Prefer reusing existing infrastructure over introducing new components.
+- Do NOT split a line into multiple lines mid-sentence
+- Do NOT generate changes too extensive for the contributor to fully review
+"""
+
+SURFACE_CONTRIBUTING = """# Contributing
+
+- New public API additions carry a **higher bar**: justify why others do not suffice.
+
+# Pull requests (for maintainers)
+
+- Use the following format for the squashed commit title: `<module> : <title> (#<issue>)`
+"""
+
+ENHANCEMENT_FORM = """name: Enhancement
+description: Used to request enhancements for tiny.
+title: "Feature Request: "
+labels: ["enhancement"]
+body:
+  - type: markdown
+    attributes:
+      value: |
+        [Please post your idea first in Discussion if there is not yet a consensus.](https://github.com/tiny-org/tiny/discussions/categories/ideas)
+
+        Fill this in yourself: copypasting language model outputs is strictly prohibited.
+
+  - type: textarea
+    id: motivation
+    attributes:
+      label: Motivation
+      description: Why this feature is necessary.
+"""
+
+FORM_CONFIG = """blank_issues_enabled: true
+contact_links:
+  - name: Got an idea?
+    url: https://github.com/tiny-org/tiny/discussions/categories/ideas
+    about: Pop it there.
+"""
+
+SURFACE_CODEOWNERS = """# tiny-org/tiny-rpc : rgerganov
+
+/src/rpc/   @tiny-org/tiny-rpc
+/src/       @carol
+"""
+
+# a copy in a tool comes first in path order, the declaration is in include/
+TOOL_ASSERT = "#define TINY_ASSERT(x) ((void)(x))\n"
+PARAMS = ("\nstruct tiny_params {\n    int a;\n};\n\n"
+          "#define TINY_ASSERT(x) do { if (!(x)) abort(); } while (0)\n")
+RPC_AUTHOR = {"GIT_AUTHOR_NAME": "Radoslav",
+              "GIT_AUTHOR_EMAIL": "7+rgerganov@users.noreply.github.com"}
+ALICE = {"GIT_AUTHOR_NAME": "Alice Dev", "GIT_AUTHOR_EMAIL": "42+alice-gh@users.noreply.github.com"}
+
+
+def surface_upstream(path: Path) -> Upstream:
+    """The tiny upstream with issue forms, code standards, a CODEOWNERS without include/,
+    per-architecture files, a tool's copy of a macro and authors with GitHub no-reply
+    addresses; ``commits['policy']`` is the pin."""
+    from tests.builders import git
+
+    up = make_upstream(path)
+    tiny_h = (path / "include/tiny.h").read_text()
+    write(path, {"AGENTS.md": SURFACE_AGENTS, "CONTRIBUTING.md": SURFACE_CONTRIBUTING,
+                 ".github/ISSUE_TEMPLATE/020-enhancement.yml": ENHANCEMENT_FORM,
+                 ".github/ISSUE_TEMPLATE/config.yml": FORM_CONFIG,
+                 "CODEOWNERS": SURFACE_CODEOWNERS, "tools/aa/aa.h": TOOL_ASSERT,
+                 "include/tiny.h": tiny_h.replace("#endif /* TINY_H */",
+                                                  PARAMS + "\n#endif /* TINY_H */"),
+                 **{f"src/models/{a}.c": f"int {a}_build(int x)\n{{\n    return x;\n}}\n"
+                    for a in ("alpha", "beta", "gamma", "delta")}})
+    commit_all(path, "docs : contribution surface (#4)")
+    write(path, {"src/rpc/rpc.c": "int tiny_rpc(void)\n{\n    return 0;\n}\n"})
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "rpc : add (#5)", env=RPC_AUTHOR)
+    for i in range(2):
+        write(path, {"src/util.c": (path / "src/util.c").read_text() + f"\n/* note {i} */\n"})
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", f"util : note {i}", env=ALICE)
+    up.commits["policy"] = git(path, "rev-parse", "HEAD").strip()
+    return up
+
+
+RANGE_COMMENT = """    // Clamp the value into the range that the caller
+    // asked for, as the models expect.
+    // Callers never see a negative value.
+"""
+
+
+def surface_patch(up: Upstream, scratch: Path) -> str:
+    """Adds a field to struct tiny_params, a three-line comment with a sentence split
+    across lines, a use of TINY_ASSERT, and edits three of the four model files."""
+
+    def edit(work: Path) -> None:
+        replace_in(work / "include/tiny.h", "    int a;\n", "    int a;\n    int b;\n")
+        replace_in(work / "src/util.c", "int tiny_abs(int v)\n{\n",
+                   "int tiny_abs(int v)\n{\n" + RANGE_COMMENT + "    TINY_ASSERT(v > -1000);\n")
+        for a in ("alpha", "beta", "gamma"):
+            replace_in(work / f"src/models/{a}.c", "return x;", "return x + 1;")
+
+    t = {"Concern": "range", "Upstream-Status": "Pending",
+         "Scope": "include/tiny.h src/util.c src/models/*"}
+    return format_patch(up, up.commits["policy"], edit, subject="tiny : run a range",
+                        trailers=t, scratch=scratch)
+
+
+RANGE_TOML = """format = 1
+concern = "range"
+title = "tiny : run a range"
+summary = "Runs a range. Only the builders that run a range are accepted (alpha, beta)."
+scope = "running a range; builders other than alpha and beta are rejected"
+
+[[prior_art]]
+kind = "issue"
+ref = "tiny-org/tiny#7"
+url = "https://github.com/tiny-org/tiny/issues/7"
+title = "Run a range"
+state = "open"
+verified = true
+checked_via = "test"
+note = "The request."
+
+[[question]]
+question = "Why not use the RPC backend?"
+evidence = []
+"""

@@ -7,7 +7,7 @@ isolates, NUL, DEL, backspace) goes where patchctl takes text it does not contro
 - every text field of a GitHub answer (upstream-status --online): the text report must
   show it escaped, on its own row; --json and the cache keep it exact (JSON escapes it);
 - an upstream's commit subjects and author names, the lines of its policy files, its
-  pull request template and CODEOWNERS (upstream-status --ref, rebase-pin --check,
+  pull request template, issue forms and CODEOWNERS (upstream-status --ref, rebase-pin --check,
   draft-outreach to stdout, as JSON and into files): no output holds it raw.
 """
 
@@ -32,7 +32,7 @@ from tests.builders import (
 )
 from tests.corpus import Case, check, params
 from tests.github_server import OPEN_ISSUE, github_server
-from tests.outreach_helpers import EDITORCONFIG, FORBIDS, TEMPLATE, api_patch
+from tests.outreach_helpers import EDITORCONFIG, ENHANCEMENT_FORM, FORBIDS, TEMPLATE, api_patch
 from tests.test_upstream_status import _online_env
 
 # the test's own oracle, not untrusted.py's: any C0 but tab and newline, DEL, C1, and the
@@ -107,8 +107,11 @@ def _hostile_upstream(path: Path) -> Upstream:
     contributing = FORBIDS.replace("not a PR.", f"not a PR.{GIT_TEXT}")
     template = TEMPLATE.replace("How did you test it?", f"How did you test it?{GIT_TEXT}")
     owners = f"# tiny-org/core : alice{GIT_TEXT}\n/src/ @carol{GIT_TEXT}\n*.h @tiny-org/core\n"
+    form = ENHANCEMENT_FORM.replace("Enhancement", f"Enhancement{GIT_TEXT}").replace(
+        "strictly prohibited.", f"strictly prohibited.{GIT_TEXT}")  # issue 24: forms are read
     write(path, {"CONTRIBUTING.md": contributing, ".editorconfig": EDITORCONFIG,
-                 "CODEOWNERS": owners, ".github/pull_request_template.md": template})
+                 "CODEOWNERS": owners, ".github/pull_request_template.md": template,
+                 ".github/ISSUE_TEMPLATE/020-enhancement.yml": form})
     replace_in(path / "src/util.c", "int tiny_abs(int v)", "/* abs */\nint tiny_abs(int v)")
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", f"docs : policy{GIT_TEXT}", env=HOSTILE_AUTHOR)

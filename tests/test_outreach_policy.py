@@ -27,7 +27,8 @@ Assisted-by: Claude Sonnet
 
 def test_rules_are_found_with_file_and_line_and_never_from_code_examples() -> None:
     rules = {r.id: r for r in policy.find_rules({"AGENTS.md": AGENTS})}
-    assert set(rules) == {"no-machine-prose", "no-automated-submission", "issue-first"}
+    assert set(rules) == {"no-machine-prose", "no-automated-submission", "issue-first",
+                          "discuss-first"}
     prose = rules["no-machine-prose"].citations
     assert [(c.file, c.line) for c in prose] == [("AGENTS.md", 9)]
     assert prose[0].text == "- AI-written PR descriptions, commit messages, or reviewer responses"

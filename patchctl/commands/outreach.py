@@ -175,6 +175,11 @@ def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream:
         status.against(result, stack, repo, ref, progress=progress)
         end_progress()
     refs = sorted({r for p in result.patches for r in p.references})
+    # the issues and PRs the outreach data names are looked up and cached too (not shown):
+    # draft-outreach lists the discussions their text names
+    known = set(refs) | {ref for p in result.patches
+                         for ref in status.outreach_refs(stack, p.concern)}
+    refs = sorted(known)
     cache = stackwrite.state_dir(project_dir(ctx), create=online) / github.CACHE_FILE
     answers = github.lookup(refs, cache, online=online) if refs else {}
     for p in result.patches:

@@ -9,6 +9,7 @@ reach no report, brief or terminal. File contents are returned as they are.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,14 +27,6 @@ def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str |
     blobs = read_blobs(repo, commit, paths)
     return {p: blobs[p][1].decode("utf-8", "surrogateescape") if p in blobs else None
             for p in paths}
-
-
-def list_files(repo: Path, treeish: str, folder: str) -> list[str]:
-    """The paths of the files under ``folder`` in ``treeish`` (none when it is absent),
-    sorted, each through ``untrusted.printable``: a name is only ever shown."""
-    listed = run_git(["ls-tree", "-r", "-z", "--name-only", "--full-tree", treeish, "--",
-                      folder.rstrip("/") + "/"], repo=repo).stdout
-    return sorted(printable(p) for p in listed.split("\0") if p)
 
 
 def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
@@ -75,6 +68,47 @@ def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
                 repo=repo, check=False)
     counts = Counter(printable(n.strip()) for n in r.stdout.split("\n") if n.strip())
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+# A GitHub no-reply address names the account: ``ID+handle@`` (or ``handle@``, before 2017).
+_NOREPLY = re.compile(
+    r"^(?:\d+\+)?([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))@users\.noreply\.github\.com$", re.I)
+
+
+def github_handles(repo: Path, commit: str) -> dict[str, str]:
+    """Author name -> GitHub handle (``@handle``), for each name that the history up to
+    ``commit`` shows with a GitHub no-reply address (as author, or in a Co-authored-by
+    trailer); the handle that name used most often. Addresses are read here and never
+    returned: only the handle the address itself spells."""
+    r = run_git(["log", "--format=%an%x00%ae%x00%(trailers:key=Co-authored-by,valueonly,"
+                 "separator=%x01)", commit], repo=repo, check=False)
+    seen: dict[str, Counter[str]] = {}
+    for line in r.stdout.split("\n"):
+        name, _, rest = line.partition("\0")
+        email, _, trailers = rest.partition("\0")
+        pairs = [(name, email)]
+        for t in trailers.split("\x01"):
+            if m := re.match(r"^\s*(.*?)\s*<([^>]*)>\s*$", t):
+                pairs.append((m.group(1), m.group(2)))
+        for who, address in pairs:
+            if (m := _NOREPLY.match(address.strip())) and who.strip():
+                seen.setdefault(printable(who.strip()), Counter())[m.group(1)] += 1
+    return {who: "@" + max(sorted(c), key=lambda h: c[h]) for who, c in seen.items()}
+
+
+def list_files(repo: Path, commit: str, pathspecs: Sequence[str]) -> list[str]:
+    """The paths of the files (blobs; not symlinks or submodules) at ``commit`` under
+    ``pathspecs`` (paths or directories; none: the whole tree), in git's order."""
+    out = run_git(["ls-tree", "-r", "-z", "--full-tree", commit, "--", *pathspecs],
+                  repo=repo).stdout
+    files = []
+    for item in out.split("\0"):
+        if item:
+            meta, path = item.split("\t", 1)
+            mode, kind, _ = meta.split()
+            if kind == "blob" and mode in ("100644", "100755"):
+                files.append(path)
+    return files
 
 
 @dataclass(frozen=True)

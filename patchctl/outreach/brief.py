@@ -16,8 +16,9 @@ from typing import Any
 
 from patchctl import gitrepo, schemas
 from patchctl.fingerprint import fingerprint
-from patchctl.outreach import facts, firstscreen, policy
+from patchctl.outreach import contrib, facts, firstscreen, policy, surface
 from patchctl.outreach.disclosure import EXPORT_COMMAND, Disclosure, disclose
+from patchctl.outreach.standards import ManualCheck
 from patchctl.patchfile import Hunk, Patch
 from patchctl.stack import Pin, Stack, select_names
 from patchctl.untrusted import printable
@@ -56,6 +57,11 @@ class Reviewer:
     source: str  # "CODEOWNERS:89 (/src/)" or "git log: 12 of the last 200 commits"
     paths: list[str]
     members: str | None = None  # a team's members as the file lists them
+    handle: str | None = None  # "@handle" where the history shows a GitHub no-reply address
+
+    @property
+    def shown(self) -> str:
+        return contrib.shown(self.name, self.handle)
 
 
 @dataclass
@@ -127,6 +133,12 @@ class PatchBrief:
     port: dict[str, Any] | None = None  # filled by --onto
     # who or what wrote it (the project's history of the file) and what git am would send
     disclosure: Disclosure | None = None
+    # issue 24: touched paths no CODEOWNERS entry matches (None: no CODEOWNERS), discussions
+    # the issues name, owners of subsystems the questions name, standards not mechanical
+    unowned: list[str] | None = None
+    discussions: list[surface.Discussion] = field(default_factory=list)
+    subsystems: list[contrib.SubsystemOwners] = field(default_factory=list)
+    manual: list[ManualCheck] = field(default_factory=list)
 
     @property
     def added(self) -> int:
@@ -163,6 +175,8 @@ class Brief:
     rules: list[policy.Rule] = field(default_factory=list)  # as the files state them
     order: list[str] = field(default_factory=list)  # every patch of the stack, apply order
     dependencies: list[firstscreen.Dependency] = field(default_factory=list)
+    issue_forms: list[surface.IssueForm] = field(default_factory=list)
+    declarations: str = ""  # how "relies on" found declarations (ctags, or the heuristic)
 
     @property
     def owners(self) -> list[str]:
@@ -188,7 +202,8 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
         raise InputError(f"the pin {base} is not in upstream {upstream}; pass --upstream "
                          "with a clone that has it")
     files, not_utf8 = _read(upstream, base, policy.ALL_FILES)
-    rules_all = policy.find_rules(files)
+    series = contrib.series_facts(upstream, base, _github_cache(project))
+    rules_all = policy.find_rules(files, surface.form_rule_lines(series.forms))
     template_path = next((p for p in policy.TEMPLATE_FILES if files.get(p)), None)
     template_text = files.get(template_path) if template_path else None
     template = policy.template_sections(template_text) if template_text else []
@@ -196,15 +211,17 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     ref = gitrepo.commit_ref(upstream, base)
     fp = fingerprint(base, all_patches)
     apis = {p.name: _api(upstream, base, p) for p in all_patches}
-    forms = firstscreen.issue_forms(gitrepo.list_files(upstream, base, ".github/ISSUE_TEMPLATE"))
+    forms = firstscreen.issue_forms(sorted(printable(p) for p in gitrepo.list_files(
+        upstream, base, [".github/ISSUE_TEMPLATE/"])))
     briefs = []
     for patch in chosen:
         if progress:
             progress(f"brief {patch.name}")
         index = all_patches.index(patch) + 1
         briefs.append(_patch_brief(project, stack, upstream, pin, patch, index, files, rules_all,
-                                   template, template_path, owners_path, fp, apis[patch.name],
-                                   forms))
+                                   template, template_path, owners_path, series,
+                                   facts.stack_at(pin.commit, all_patches, index),
+                                   apis[patch.name], forms))
     prose = next((r.citations for r in rules_all if r.id == "no-machine-prose"), [])
     missing = [f"no {name} at the base" for name, group in (
         ("contribution guide (CONTRIBUTING.md or AGENTS.md)", policy.RULE_FILES),
@@ -218,35 +235,52 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     deps = firstscreen.dependencies(all_patches, {k: v[0] for k, v in apis.items()})
     return Brief(pin.name, pin.url, base, ref.date, ref.subject, fp, infos, prose, briefs,
                  missing=missing, rules=rules_all, order=[p.name for p in all_patches],
-                 dependencies=deps)
+                 dependencies=deps, issue_forms=series.forms, declarations=series.declarations)
 
 
-def _api(upstream: Path, base: str, patch: Patch) -> tuple[list[facts.ApiItem], list[str]]:
-    """The public API a patch adds, and a finding for each header at the base that is not
-    UTF-8."""
+def _api(upstream: Path, base: str, patch: Patch
+         ) -> tuple[list[facts.ApiItem], list[str], dict[str, str | None]]:
+    """The public API a patch adds, a finding for each header at the base that is not
+    UTF-8, and those headers' text at the base."""
     headers = [f.path for f in patch.files if f.source and facts.is_public_header(f.path)]
     base_files, not_utf8 = _read(upstream, base, headers)
-    return facts.public_api(patch, base_files), not_utf8
+    return facts.public_api(patch, base_files), not_utf8, base_files
+
+
+def _github_cache(project: Path) -> Path | None:
+    """The cache of ``upstream-status --online`` (read only; never fetched here)."""
+    from patchctl import stackwrite
+    from patchctl.outreach import github
+
+    path = stackwrite.state_dir(project, create=False) / github.CACHE_FILE
+    return path if path.is_file() else None
 
 
 def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: Patch,
                  index: int, files: dict[str, str | None], rules_all: list[policy.Rule],
                  template: list[policy.TemplateSection], template_path: str | None,
-                 owners_path: str | None, fp: str,
-                 api_found: tuple[list[facts.ApiItem], list[str]],
+                 owners_path: str | None, series: contrib.SeriesFacts, at: facts.StackAt,
+                 api_found: tuple[list[facts.ApiItem], list[str], dict[str, str | None]],
                  forms: list[str]) -> PatchBrief:
     base = pin.commit
     touched = sorted({p for f in patch.files for p in f.paths})
-    api, not_utf8 = api_found
+    api, not_utf8, base_files = api_found
     outreach = facts.load_outreach(stack.root, patch.concern)
-    evidence = facts.evidence_for(project, patch, fp)
+    evidence = facts.evidence_for(project, patch, at)
     assistance, coauthors = facts.assistance(patch)
     lint = facts.policy_lint(patch, rules_all, files.get(policy.EDITORCONFIG), api)
-    rules = [_applies(r, patch, api, outreach, assistance, lint) for r in rules_all]
+    questions = _questions(patch, api, rules_all, outreach, evidence)
+    more = contrib.patch_facts(
+        upstream, base, series, patch, rules_all,
+        (owners_path, files[owners_path] or "") if owners_path else None, outreach,
+        [q.question for q in questions], base_files, stack.root)
+    lint = sorted(lint + more.lint, key=lambda x: (x.file, x.line or 0, x.code))
+    rules = [_applies(r, patch, api, outreach, assistance, lint, more) for r in rules_all]
     reviewers = _owners(files.get(owners_path) if owners_path else None, owners_path, touched)
-    authors = [Reviewer(name, f"git log: {n} of the last 200 commits touching these paths",
-                        touched) for name, n in gitrepo.path_authors(upstream, base, touched)[:8]]
-    guide = _guide(upstream, base, patch, api)
+    authors = [Reviewer(a.name, f"git log: {a.commits} of the last 200 commits touching "
+                        "these paths", touched, handle=a.handle)
+               for a in contrib.authors(upstream, base, touched, series.handles)]
+    guide = _guide(upstream, base, patch, api, series)
     checks = [_check(upstream, base, c) for c in (outreach.checks if outreach else [])]
     missing = []
     if not patch.concern:
@@ -267,12 +301,14 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         body_present=bool(patch.body.strip()), reproducer=patch.reproducer,
         stats=facts.diffstat(patch), api=api,
         rules=rules, template=template, outreach=outreach, evidence=evidence, checks=checks,
-        guide=guide, questions=_questions(patch, api, rules, outreach, evidence),
+        guide=guide, questions=questions,
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
         authors=authors, missing=missing, results=firstscreen.results(evidence),
         post_first=firstscreen.post_first(outreach, forms, rules_all),
         gaps=firstscreen.gaps(rules_all, template, template_path, evidence, assistance, touched),
-        guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch))
+        guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch),
+        unowned=more.unowned, discussions=more.discussions, subsystems=more.subsystems,
+        manual=more.manual)
 
 
 def _read(upstream: Path, base: str, paths: Sequence[str]
@@ -293,7 +329,7 @@ def _name_only(author: str) -> str:
 
 def _applies(rule: policy.Rule, patch: Patch, api: list[facts.ApiItem],
              outreach: facts.OutreachData | None, assistance: list[facts.Assistance],
-             lint: list[facts.LintFinding]) -> policy.Rule:
+             lint: list[facts.LintFinding], more: contrib.PatchFacts) -> policy.Rule:
     r = policy.Rule(rule.id, rule.title, list(rule.citations))
     prior = [p for p in (outreach.prior_art if outreach else []) if p.kind in ("issue", "pr")]
     issues = [p for p in prior if p.kind == "issue"]
@@ -326,7 +362,7 @@ def _applies(rule: policy.Rule, patch: Patch, api: list[facts.ApiItem],
         "regression-test": ("check", "applies if this is a bug fix"),
         "commit-title": ("check", "the format of the squashed commit title"),
     }
-    r.applies, r.reason = table.get(rule.id, ("yes", ""))
+    r.applies, r.reason = contrib.applies(rule, lint, more) or table.get(rule.id, ("yes", ""))
     return r
 
 
@@ -351,7 +387,8 @@ def _owners(text: str | None, path: str | None, touched: list[str]) -> list[Revi
     return out
 
 
-def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem]) -> list[HunkGuide]:
+def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem],
+           series: contrib.SeriesFacts) -> list[HunkGuide]:
     """Per hunk: where, how big, the comments it adds, the API it declares, and where the
     upstream code it uses is declared at the base (one git grep for the whole patch)."""
     lines = patch.text.split("\n")
@@ -359,7 +396,9 @@ def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem]) ->
     per_hunk = [(f.path, number, h, _identifiers(h, introduced))
                 for f in patch.files for number, h in enumerate(f.hunks, start=1)]
     wanted = list(dict.fromkeys(i for *_, ids in per_hunk for i in ids))[:200]
-    where = _locate(upstream, base, patch, wanted)
+    where = {w: Relied(w, d.file, d.line, d.text) for w in wanted
+             if (d := series.index.names.get(w))} if series.index is not None \
+        else _locate(upstream, base, patch, wanted)
     out = []
     for path, number, h, ids in per_hunk:
         added = [ln[1:] for ln in h.lines if ln[:1] == "+"]

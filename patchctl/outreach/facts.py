@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -136,7 +137,7 @@ def _classify(code: str, added: AddedLine, base: list[str]) -> ApiItem | None:
         return ApiItem("type", m.group(1) or m.group(2), code, added.path, added.line)
     if (m := _FUNC.match(code)) and not code.startswith(("if", "for", "while", "switch")):
         return ApiItem("function", m.group(1), code, added.path, added.line)
-    container = _container(base, added.line)
+    container = container_at(base, added.line)
     if (m := _FIELD.match(code)) and container and container[0] in ("struct", "union", "class"):
         return ApiItem("field", m.group(1), code, added.path, added.line, container[1])
     if (m := _ENUM_VALUE.match(code)) and container and container[0] == "enum":
@@ -144,7 +145,7 @@ def _classify(code: str, added: AddedLine, base: list[str]) -> ApiItem | None:
     return None
 
 
-def _container(base: list[str], line: int) -> tuple[str, str] | None:
+def container_at(base: list[str], line: int) -> tuple[str, str] | None:
     """The innermost struct/enum open at ``line`` in the base header (1-based, new-file line
     numbers are close enough: the scan only needs the enclosing block)."""
     depth = 0
@@ -263,12 +264,13 @@ class EvidenceRun:
     started: str
     pin: str | None
     fingerprint: str | None
-    current: bool  # recorded for this stack's fingerprint
+    current: bool  # recorded with this patch as it is now (its digest), see ``match``
     outcome: str | None = None  # reproduce: fails-before/passes-after, ...
     steps: list[str] = field(default_factory=list)  # reproduce: each side's result, timings
     checks: list[str] = field(default_factory=list)  # test lines from the log
     totals: list[str] = field(default_factory=list)  # the log's own result totals lines
     backend: str | None = None  # the record's backend name (cpu, cuda, ...)
+    match: str = ""  # how the record was matched to this patch's digest, in words
 
 
 _CHECK_LINE = re.compile(r"^(?:\d+: )?((?:ok|not ok|FAIL|PASS|PASSED|FAILED)\b.*)$")
@@ -281,9 +283,52 @@ _SUMMARY = re.compile(r"^(?:\d+: )?(\d+% tests passed(?:, \d+ tests? failed)? ou
                       r"^=+ (\d+ [a-z]+(?:, \d+ [a-z]+)*) in [\d.]+s")
 
 
-def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[EvidenceRun]:
+@dataclass(frozen=True)
+class StackAt:
+    """What a record is matched against: the pin, and the fingerprint of each prefix of the
+    stack that holds the patch as it is now (``prefixes``: fingerprint -> patch count)."""
+    pin: str
+    position: int  # the patch's place in the series, 1-based
+    size: int  # patches in the series
+    prefixes: dict[str, int]
+
+
+def stack_at(pin: str, patches: Sequence[Patch], index: int) -> StackAt:
+    """``StackAt`` for patch ``index`` (1-based) of ``patches``."""
+    from patchctl.fingerprint import fingerprint
+
+    return StackAt(pin, index, len(patches), {
+        fingerprint(pin, patches[:k]): k for k in range(index, len(patches) + 1)})
+
+
+def record_match(stack: dict[str, Any], patch: Patch, at: StackAt) -> tuple[bool, str]:
+    """Whether a record's ``stack`` identity covers ``patch`` as it is now, and how it was
+    decided: by the per-patch digests the record lists (records since issue 24), else by
+    its fingerprint being that of the stack's first k >= position patches (a record made
+    before a later patch existed still covers the earlier ones). A record whose
+    fingerprint is of no such prefix cannot be matched to this patch's digest."""
+    listed = stack.get("patches")
+    if isinstance(listed, list) and listed:
+        if stack.get("pin") != at.pin:  # the digests do not cover the pin; a fingerprint does
+            return False, f"no: recorded at pin {str(stack.get('pin'))[:12]}"
+        digests = {str(p.get("digest")) for p in listed if isinstance(p, dict)}
+        if patch.digest in digests:
+            return True, "yes: the record lists this patch's digest"
+        return False, "no: the record lists other digests for the stack's patches"
+    k = at.prefixes.get(str(stack.get("fingerprint")))
+    if k is None:
+        return False, (f"no: fingerprint {str(stack.get('fingerprint'))[:16]} is of no stack "
+                       "holding this patch as it is now")
+    if k == at.size:
+        return True, "yes: this stack"
+    return True, (f"yes: the stack's first {k} of {at.size} patches (recorded before "
+                  f"patch {k + 1} existed or changed; it holds this patch as it is now)")
+
+
+def evidence_for(project: Path, patch: Patch, at: StackAt) -> list[EvidenceRun]:
     """Records under evidence/ about this patch: in evidence/<concern>/, named after the
-    concern, or a reproduce record with an entry for the patch."""
+    concern, or a reproduce record with an entry for the patch; each matched to the patch's
+    own digest (``record_match``)."""
     root = project / "evidence"
     concern = patch.concern or ""
     runs: list[EvidenceRun] = []
@@ -305,15 +350,16 @@ def evidence_for(project: Path, patch: Patch, fingerprint: str) -> list[Evidence
             path.parent.name == concern or str(data.get("name", "")).startswith(concern)))
         if not related:
             continue
-        stack = data.get("stack") or {}
+        stack: dict[str, Any] = data["stack"] if isinstance(data.get("stack"), dict) else {}
+        current, match = record_match(stack, patch, at)
         run = EvidenceRun(
             name=str(data.get("name")), file=rel, command=[str(a) for a in data.get("argv", [])],
             exit_code=int(data.get("exit_code", -1)), expect=str(data.get("expect", "")),
             as_expected=bool(data.get("as_expected")), seconds=float(data.get("seconds", 0)),
             started=str(data.get("started", "")), pin=stack.get("pin"),
-            fingerprint=stack.get("fingerprint"), current=stack.get("fingerprint") == fingerprint,
+            fingerprint=stack.get("fingerprint"), current=current,
             outcome=entry.get("outcome") if entry else None,
-            steps=_reproduce_steps(entry) if entry else [])
+            steps=_reproduce_steps(entry) if entry else [], match=match)
         log = path.parent / str(data.get("output_file", ""))
         if data.get("output_file") and log.is_file():
             text = log.read_text(encoding="utf-8", errors="replace")

@@ -35,12 +35,16 @@ DEFAULT_API = "https://api.github.com"
 CACHE_FILE = "github-cache.json"
 CACHE_SCHEMA = schemas.GITHUB_CACHE
 _REF = re.compile(r"(?:https?://github\.com/)?([\w.-]+)/([\w.-]+?)(?:#|/(?:issues|pull)/)(\d+)")
+# Of an issue's text only the discussion URLs it names are kept (draft-outreach lists them).
+_DISCUSSION_URL = r"^https://github\.com/[\w.-]+/[\w.-]+/discussions/\d+$"
+MAX_DISCUSSIONS = 20
 _TEXT = {"type": "string"}
 _TEXT_OR_NULL = {"type": ["string", "null"]}
 # What of an issue's JSON (GET /repos/O/R/issues/N) is used; anything else is ignored.
 ISSUE_ANSWER = {
     "type": "object", "required": ["state"],
     "properties": {"state": _TEXT, "title": _TEXT_OR_NULL, "html_url": _TEXT_OR_NULL,
+                   "body": _TEXT_OR_NULL,
                    "updated_at": _TEXT_OR_NULL, "closed_at": _TEXT_OR_NULL,
                    "pull_request": {"type": ["object", "null"],
                                     "properties": {"merged_at": _TEXT_OR_NULL}}},
@@ -56,6 +60,8 @@ CACHE_ENTRY = {
     "properties": {"kind": {"enum": ["issue", "pull request"]}, "state": _TEXT,
                    "title": _TEXT, "url": _TEXT, "updated_at": _TEXT_OR_NULL,
                    "closed_at": _TEXT_OR_NULL, "merged_at": _TEXT_OR_NULL,
+                   "discussions": {"type": "array", "maxItems": MAX_DISCUSSIONS,
+                                   "items": {"type": "string", "pattern": _DISCUSSION_URL}},
                    "fetched_at": _TEXT},
 }
 
@@ -197,6 +203,8 @@ def _state(data: dict[str, Any]) -> dict[str, Any]:
         "updated_at": data.get("updated_at"),
         "closed_at": data.get("closed_at"),
         "merged_at": pr.get("merged_at") if pr else None,
+        "discussions": list(dict.fromkeys(re.findall(
+            _DISCUSSION_URL[1:-1], data.get("body") or "")))[:MAX_DISCUSSIONS],
     }
 
 

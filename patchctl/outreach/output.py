@@ -101,13 +101,12 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
 def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
     """The evidence records the briefs of the patches ``names`` cite, as they are now: a
     new record about a patch makes its brief stale too."""
-    from patchctl.fingerprint import fingerprint
-    from patchctl.outreach.facts import evidence_for
+    from patchctl.outreach.facts import evidence_for, stack_at
 
     patches = stack.patches()
-    fp = fingerprint(stack.pin().commit, patches)
-    return sorted({e.file for p in patches if p.name in names
-                   for e in evidence_for(project, p, fp)})
+    pin = stack.pin().commit
+    return sorted({e.file for i, p in enumerate(patches, start=1) if p.name in names
+                   for e in evidence_for(project, p, stack_at(pin, patches, i))})
 
 
 _INSTEAD = "pass an empty or new directory, or one it wrote before"

@@ -13,7 +13,7 @@ with U+FFFD where it is not, and named as a finding.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from patchctl.globs import GlobError, compile_glob
@@ -116,6 +116,21 @@ KINDS = (
     RuleKind("commit-title", "Commit title format", (r"commit title",)),
     RuleKind("find-reviewer", "Find a reviewer who will maintain it",
              (r"collaborator who is willing|willing to review",)),
+    # issue forms and the code standards (issue 24)
+    RuleKind("discuss-first", "Discuss the idea first",
+             (r"\b(post|open|start|discuss)\b.{0,40}\b(first|before)\b", r"discuss")),
+    RuleKind("no-pasted-model-output", "No pasted language-model output in issues",
+             (r"copy-?past|\bpast(e|ed|ing)\b",
+              r"language model|\bLLM|\bAI\b|model output|generated"), prohibition=True),
+    RuleKind("comment-length", "Short code comments",
+             (r"comment", r"\b\d+\s*-\s*\d+ lines?\b|\b(one|two|1|2) (or two )?lines?\b")),
+    RuleKind("no-mid-sentence-split", "No line split mid-sentence",
+             (r"mid-sentence|hard-wrap",)),
+    RuleKind("reuse-infrastructure", "Reuse existing infrastructure",
+             (r"reus\w* existing",)),
+    RuleKind("large-change", "Changes small enough to review",
+             (r"\b(large|too extensive|too large|too big)\b", r"\bchanges?\b")),
+    RuleKind("keep-simple", "Keep it simple", (r"simple as possible|keep it simple",)),
 )
 
 
@@ -124,6 +139,7 @@ class Citation:
     file: str
     line: int
     text: str
+    heading: str = ""  # the section it is in (a rule "for maintainers" binds no contributor)
 
 
 @dataclass
@@ -165,14 +181,18 @@ def _lines(text: str) -> list[_Line]:
     return out
 
 
-def find_rules(files: dict[str, str | None]) -> list[Rule]:
-    """The rules the policy files state, in catalog order; each with every line saying it."""
+def find_rules(files: dict[str, str | None],
+               forms: Mapping[str, Sequence[tuple[int, str]]] | None = None) -> list[Rule]:
+    """The rules the policy files state, in catalog order; each with every line saying it.
+    ``forms``: more lines to read (an issue form's text lines: path -> (line, text)), in
+    the order given; a sentence that several forms repeat is cited from the first."""
     found: dict[str, Rule] = {}
-    for path in (*RULE_FILES, *TEMPLATE_FILES):
-        text = files.get(path)
-        if not text:
-            continue
-        for line in _lines(text):
+    sources = [(path, _lines(text)) for path in (*RULE_FILES, *TEMPLATE_FILES)
+               if (text := files.get(path))]
+    sources += [(path, [_Line(n, t, "") for n, t in lines])
+                for path, lines in (forms or {}).items()]
+    for path, lines in sources:
+        for line in lines:
             body = line.text.strip()
             if not body or body.startswith("#"):
                 continue
@@ -186,7 +206,10 @@ def find_rules(files: dict[str, str | None]) -> list[Rule]:
                                           _AI.search(line.heading)):
                     continue
                 rule = found.setdefault(kind.id, Rule(kind.id, kind.title, []))
-                rule.citations.append(Citation(path, line.number, _quote(body)))
+                quote = _quote(body)
+                if forms and path in forms and any(c.text == quote for c in rule.citations):
+                    continue  # the same sentence in another issue form: cited once
+                rule.citations.append(Citation(path, line.number, quote, line.heading))
     return [found[k.id] for k in KINDS if k.id in found]
 
 

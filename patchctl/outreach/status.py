@@ -177,3 +177,15 @@ def contained(upstream: Path, pin: str, commit: str, patch: Patch) -> float:
                     total += 1
                     found += text in region
     return found / total if total else 0.0
+
+
+def outreach_refs(stack: Stack, concern: str | None) -> list[str]:
+    """The issues and pull requests ``stack/outreach/<concern>.toml`` names as prior art."""
+    from patchctl.errors import StackError
+    from patchctl.outreach.facts import load_outreach
+
+    try:
+        data = load_outreach(stack.root, concern)
+    except StackError:
+        return []  # draft-outreach names a malformed file; the report does not need it
+    return [a.ref for a in (data.prior_art if data else []) if a.kind in ("issue", "pr")]
