@@ -233,7 +233,8 @@ def test_outreach_data_unverified_facts_are_never_stated_as_fact(cli, forbids) -
     text = _brief(cli, project, up, "cube")
     assert markdown_problems(text) == []
     prior = text.split("### Prior art\n")[1].split("###")[0]
-    assert "- [tiny/tiny\\#7](https://example.invalid/7) (issue, open): Please add cube" in prior
+    assert "- [tiny/tiny\\#7](https://example.invalid/7) (issue, open); titles" in prior
+    assert "  - title: Please add cube" in text
     assert "- UNVERIFIED tiny/tiny\\#9 (pr): Rumoured cube PR" in prior
     assert "heard of it" not in text  # an unverified note is not repeated as a statement
     # the first screen: the recorded open issue is where to post first
