@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchctl.stack import PIN_FILE, Pin, parse_pin
+from patchctl.model.stack import PIN_FILE, Pin, parse_pin
 
 
 def production_pin() -> Pin:

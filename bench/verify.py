@@ -407,8 +407,8 @@ def python_cases(patchctl: Path, scratch: Path, *, no_pyc: bool) -> list[Case]:
     """`patchctl --help`, and what it is made of: interpreter start, then imports."""
     py = _script_python(patchctl)
     env = hermetic_env()
-    verify_imports = ("import patchctl.cli, patchctl.commands.verify, patchctl.verify, "
-                      "patchctl.render")
+    verify_imports = ("import patchctl.cli, patchctl.commands.verify, patchctl.verify.engine, "
+                      "patchctl.verify.render")
     cases = [
         Case("help", lambda: timed([patchctl, "--help"], cwd=scratch, env=env)),
         Case("python -c pass", lambda: timed([py, "-c", "pass"], cwd=scratch, env=env)),

@@ -197,8 +197,8 @@ def make_project(
     series_extra: dict[str, str] | None = None,
 ) -> Path:
     """A project dir with stack/ (pin, series, patches) and, with ``lock``, a current lock."""
-    from patchctl.fingerprint import make_lock
-    from patchctl.stack import Pin, Stack, render_lock
+    from patchctl.model.fingerprint import make_lock
+    from patchctl.model.stack import Pin, Stack, render_lock
 
     stack = Stack(path / "stack")
     stack.patches_dir.mkdir(parents=True, exist_ok=True)

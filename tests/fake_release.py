@@ -16,7 +16,7 @@ import tarfile
 from pathlib import Path
 from typing import Any
 
-from patchctl import hostinfo
+from patchctl.records import hostinfo
 from patchctl.release import documents, layout
 from patchctl.release.sbom import SbomInputs, document
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from patchctl import stackwrite
+from patchctl.model import stackwrite
 from tests.builders import (
     Upstream,
     default_trailers,
@@ -536,7 +536,7 @@ def test_batched_import_equals_one_by_one(cli, tmp_path: Path, upstream: Upstrea
     """Importing many patches takes the batched path (one `git apply` per strip level,
     one `git am`, one `git diff-tree --stdin`); it must write byte for byte what
     applying them one by one writes, with the same grades (an offset included)."""
-    from patchctl import authoring
+    from patchctl.authoring import init_import as authoring
 
     quilt = tmp_path / "quilt"
     _many(upstream, tmp_path / "scratch", quilt)
@@ -927,7 +927,7 @@ def test_new_options_cannot_add_headers_or_trailers(cli, canonical: Path,
                                                     option: list[str]) -> None:
     """Issue 22 #5: `new` wrote --concern, --subject, --assisted-by (and --scope) verbatim
     into the header it keeps for refresh: a newline in one added a trailer. Each is
-    checked as `header --set` checks a value (lint.py), before the edit is opened."""
+    checked as `header --set` checks a value (model/lint.py), before the edit is opened."""
     args = {"--concern": "c", "--scope": "x"}
     flags = [a for k, v in args.items() if k != option[0] for a in (k, v)]
     before = snap(canonical)

@@ -13,9 +13,9 @@ from tests.builders import Upstream
 
 # Modules `--help` must not load: GitPython and unidiff (third-party, imported by
 # patchctl's commands) and patchctl's own command machinery.
-HEAVY = ("git", "unidiff", "patchctl.gitrepo", "patchctl.stack", "patchctl.verify",
-         "patchctl.rebase", "patchctl.materialize", "patchctl.authoring",
-         "patchctl.editing")
+HEAVY = ("git", "unidiff", "patchctl.gitrepo", "patchctl.model.stack", "patchctl.verify.engine",
+         "patchctl.rebase.engine", "patchctl.build.materialize", "patchctl.authoring.init_import",
+         "patchctl.authoring.edit")
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -42,9 +42,10 @@ def test_help_lists_commands_without_heavy_imports() -> None:
                                      if isinstance(n, ast.ImportFrom) and n.module}
     assert {"git", "unidiff"} <= {m.split(".")[0] for m in imported}
     running = _loaded_after("from patchctl.cli import main\n"
-                            "import patchctl.commands.verify, patchctl.verify, patchctl.patchfile\n"
-                            "import patchctl.rebase, patchctl.authoring, patchctl.materialize\n"
-                            "import patchctl.editing\n"
+                            "import patchctl.commands.verify, patchctl.verify.engine\n"
+                            "import patchctl.model.patchfile, patchctl.rebase.engine\n"
+                            "import patchctl.authoring.init_import, patchctl.build.materialize\n"
+                            "import patchctl.authoring.edit\n"
                             "import git, unidiff")
     assert running == list(HEAVY)  # the probe sees each of them once loaded
     code = ("from patchctl.cli import main\n"

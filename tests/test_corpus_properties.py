@@ -49,7 +49,7 @@ def series_text(draw):
 
 @given(series_text())
 def test_series_round_trip(data) -> None:
-    from patchctl.stack import parse_series, rewrite_series
+    from patchctl.model.stack import parse_series, rewrite_series
 
     names, strips, text = data
     entries = parse_series(text)
@@ -83,14 +83,14 @@ AUTHOR = st.tuples(st.from_regex(r"\A[A-Z][a-z]{1,10}( [A-Z][a-z]{1,10})?\Z"),
 
 
 def _parse(text: str):
-    from patchctl.patchtext import reparse
+    from patchctl.model.patchtext import reparse
 
     return reparse(text, name="0001-x.patch", path=Path("0001-x.patch"))
 
 
 @given(SUBJECT, BODY, TRAILERS, AUTHOR)
 def test_header_round_trip(subject: str, body: str, trailers, author: str) -> None:
-    from patchctl import patchtext
+    from patchctl.model import patchtext
 
     # a body whose last paragraph reads as trailers is one: keep the cases unambiguous
     assume(not body or not re.fullmatch(r"[A-Za-z][A-Za-z0-9-]*:.*", body.split("\n")[-1]))
@@ -133,7 +133,7 @@ def file_diff(draw, index: int):
 
 @st.composite
 def patch_text(draw):
-    from patchctl import patchtext
+    from patchctl.model import patchtext
 
     diffs = [draw(file_diff(i)) for i in range(draw(st.integers(1, 3)))]
     header = patchtext.mail_header(author=draw(AUTHOR), date="Thu, 1 Jan 2026 00:00:00 +0000",
@@ -144,7 +144,7 @@ def patch_text(draw):
 
 @given(patch_text())
 def test_patch_round_trip(data) -> None:
-    from patchctl import patchtext
+    from patchctl.model import patchtext
 
     header, diff = data
     p = _parse(patchtext.render(header, diff))
@@ -156,7 +156,7 @@ def test_patch_round_trip(data) -> None:
 
 @given(patch_text(), SUBJECT, BODY, TRAILERS)
 def test_fingerprint_ignores_header_only_edits(data, subject, body, trailers) -> None:
-    from patchctl import patchtext
+    from patchctl.model import patchtext
 
     header, diff = data
     other = patchtext.mail_header(author="Someone Else <x@y.invalid>", date="Fri, 2 Jan 2026 "
@@ -167,7 +167,7 @@ def test_fingerprint_ignores_header_only_edits(data, subject, body, trailers) ->
 
 @given(patch_text(), st.data())
 def test_fingerprint_changes_under_any_diff_change(data, draw) -> None:
-    from patchctl import patchtext
+    from patchctl.model import patchtext
 
     header, diff = data
     lines = diff.split("\n")
@@ -226,8 +226,8 @@ STACKS = st.lists(st.tuples(st.integers(0, 23), st.sampled_from(["clean", "offse
 @given(STACKS)
 def test_verify_batched_equals_per_patch(upstream_tiny, tmp_path_factory, monkeypatch,
                                          stack) -> None:
-    from patchctl import verify as verify_mod
-    from patchctl.stack import find_stack
+    from patchctl.model.stack import find_stack
+    from patchctl.verify import engine as verify_mod
     from tests.builders import make_project
 
     root = tmp_path_factory.mktemp("stack")

@@ -475,7 +475,7 @@ def test_briefs_are_stale_when_the_fingerprint_algorithm_moves(cli, tmp_path, up
     """Bug: `draft-outreach --check` said "up to date" for briefs that show a fingerprint the
     stack no longer has (the committed briefs kept pcfp1's after the pcfp2 relock): the
     stack files were unchanged, only the algorithm moved."""
-    from patchctl import fingerprint
+    from patchctl.model import fingerprint
 
     project = _project(tmp_path, upstream, patches)
     out = tmp_path / "briefs"

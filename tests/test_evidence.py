@@ -81,7 +81,7 @@ def test_unreadable_metrics_are_recorded_as_an_error(cli, project: Path, tmp_pat
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc/cpuinfo")
 def test_cpu_features_use_the_workers_names() -> None:
-    from patchctl import hostinfo
+    from patchctl.records import hostinfo
 
     features = hostinfo.cpu_features()
     assert features
@@ -95,7 +95,7 @@ def test_a_worker_identity_that_is_not_of_its_schema_is_one_failure(tmp_path: Pa
     """Issue 22 #12 (same class): `record --worker` parsed the worker's `--version --json`
     with json.loads: 100,000 nested arrays gave a RecursionError traceback."""
     from patchctl.errors import EnvironmentFailure
-    from patchctl.evidence import worker_identity
+    from patchctl.records.evidence import worker_identity
 
     for out in ("[" * 100_000, '{"stack": [1]}'):
         worker = tmp_path / "worker"

@@ -55,8 +55,8 @@ def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstre
     no edit rewrote the patch; core.fsmonitor ran a command."""
     import os
 
-    from patchctl import stackwrite
-    from patchctl.materialize import manifest, read_stamp
+    from patchctl.build.materialize import manifest, read_stamp
+    from patchctl.model import stackwrite
 
     project = tmp_path / "p"
     project.mkdir()
@@ -121,7 +121,7 @@ def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream:
                                                         tmp_path: Path) -> None:
     """The one series-on-index operation (issue 10.1): one call when the series applies,
     offsets split back per patch; on a failure, per patch with stop / skip / three-way."""
-    from patchctl.stack import find_stack
+    from patchctl.model.stack import find_stack
 
     patches = find_stack(project).patches()
     items = [gitrepo.SeriesItem(p.path, p.strip, len(p.files)) for p in patches]

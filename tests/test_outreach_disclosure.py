@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from patchctl.model.patchfile import read_patch
 from patchctl.outreach.disclosure import disclose, placeholder
-from patchctl.patchfile import read_patch
 from tests.builders import Upstream, git, make_project
 
 EXPORT = "patchctl export --format upstream DIR"

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from patchctl.fingerprint import fingerprint
+from patchctl.model.fingerprint import fingerprint
+from patchctl.model.patchfile import parse_patch
 from patchctl.outreach import contrib, github, policy, standards, surface
-from patchctl.patchfile import parse_patch
 from tests.builders import Upstream, format_patch, git, make_project, replace_in, write
 from tests.outreach_helpers import (
     ENHANCEMENT_FORM,
@@ -287,7 +287,7 @@ def test_evidence_is_matched_by_the_patch_digest_not_the_whole_stack(cli, tmp_pa
     """Issue 24 #4: a record made before a later patch existed was called "recorded for
     another stack fingerprint" though the lock's per-patch digest of its patch was unchanged."""
     project, up = _second_patch_project(tmp_path)
-    from patchctl.stack import Stack
+    from patchctl.model.stack import Stack
 
     stack = Stack(project / "stack")
     patches, pin = stack.patches(), stack.pin().commit
@@ -313,7 +313,7 @@ def test_records_store_each_patch_digest(cli, surface_project) -> None:
     r = cli("-C", str(project), "record", "--name", "probe", "--", "true")
     assert r.code == 0, r.err
     rec = json.loads(next((project / "evidence").rglob("probe.json")).read_text())
-    from patchctl.stack import Stack
+    from patchctl.model.stack import Stack
 
     [patch] = Stack(project / "stack").patches()
     assert rec["stack"]["patches"] == [{"file": PATCH, "digest": patch.digest}]

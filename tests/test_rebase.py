@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from patchctl import stackwrite
+from patchctl.model import stackwrite
 from tests.builders import Upstream, git, make_project
 from tests.rebase_history import PATCH_NAMES, History, make_history
 
@@ -422,8 +422,8 @@ def test_empty_stack_moves_its_pin(cli, tmp_path: Path, history: History) -> Non
 
 
 def test_progress_reports_patches_and_bisect_checks(proj: Path, history: History) -> None:
-    from patchctl import rebasing
-    from patchctl.stack import find_stack
+    from patchctl.model.stack import find_stack
+    from patchctl.rebase import session as rebasing
 
     seen: list[str] = []
     result = rebasing.rebase_pin(proj, find_stack(proj), history.upstream.path, "master",
@@ -490,8 +490,9 @@ def test_a_patch_upstream_never_touched_is_not_graded_upstream(proj: Path,
     """Bug (issue 9.1): classify graded 'upstream' any patch that reverse-applied, even one
     whose files upstream never changed (it was only in our own tree), so --drop-upstream
     deleted it."""
-    from patchctl import gitrepo, rebase
-    from patchctl.stack import find_stack
+    from patchctl import gitrepo
+    from patchctl.model.stack import find_stack
+    from patchctl.rebase import engine as rebase
 
     sources = rebase.sources_of(find_stack(proj))
     first = sources[:1]

@@ -1,4 +1,4 @@
-"""What rebase-pin tells the person resolving or reviewing a move (patchctl/rebase_review.py):
+"""What rebase-pin tells the person resolving or reviewing a move (patchctl/rebase/review.py):
 the commits behind a conflict, the re-check before --continue writes, the range-diff, and
 --bisect from the merge-base when the new pin is on another branch."""
 

@@ -300,7 +300,7 @@ def test_avx2_lane_runs_where_the_cpu_has_it_and_is_refused_where_not(release: R
                                                                       tmp_path: Path) -> None:
     """The second lane end to end: its flags reach the upstream, the package names its
     features, and its worker runs or refuses by what this CPU has."""
-    from patchctl import hostinfo
+    from patchctl.records import hostinfo
 
     built = patchctl(release.env, "-C", release.checkout, "release", "build", "--tree",
                      release.tree, "--upstream-target", "tiny", "--lane", "cpu-avx2",
@@ -696,7 +696,7 @@ def test_sums_parser_flags_malformed_lines() -> None:
 
 def test_verify_names_lane_features_this_host_lacks() -> None:
     """The host half of verify's lane check, on an identity whose lane this host cannot have."""
-    from patchctl import hostinfo
+    from patchctl.records import hostinfo
     from patchctl.release.check import _check_lane
 
     if hostinfo.cpu_features() is None:

@@ -17,8 +17,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import schemas
 from patchctl.errors import InputError
+from patchctl.model import schemas
 from patchctl.untrusted import BadDocument, printable, read_json
 
 SCHEMA = schemas.CANARY

@@ -20,9 +20,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil, schemas
+from patchctl import fsutil
 from patchctl.errors import InputError
-from patchctl.stack import Stack
+from patchctl.model import schemas
+from patchctl.model.stack import Stack
 
 SCHEMA = schemas.CI_LANE
 PASSED, FAILED, SKIPPED, NOT_RUN = "passed", "failed", "skipped", "not-run"
@@ -121,7 +122,7 @@ def plan(project: Path, stack: Stack, lane: Lane, *, work: Path, upstream: str |
     native = project / NATIVE_DIR
     build_steps = ("configure", "build", "test")
     if (native / "CMakeLists.txt").is_file():
-        from patchctl.toolchain import find_toolchain
+        from patchctl.build.toolchain import find_toolchain
 
         tools = find_toolchain()  # the same cmake >= 3.21, ctest and ninja as reproduce
         # ccache is optional: a faster rebuild, never required.

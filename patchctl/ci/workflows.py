@@ -27,9 +27,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import __version__, fsutil, schemas
+from patchctl import __version__, fsutil
 from patchctl.ci.lanes import LANES, lane_named
 from patchctl.errors import InputError
+from patchctl.model import schemas
 from patchctl.untrusted import printable, shorten
 
 STACK_FILE, CANARY_FILE = "patchctl-stack.yml", "patchctl-canary.yml"

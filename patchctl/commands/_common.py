@@ -14,7 +14,7 @@ from typing import TextIO
 import click
 
 from patchctl.errors import EXIT_FINDINGS, EXIT_OK, InputError
-from patchctl.stack import Pin, Stack, find_stack
+from patchctl.model.stack import Pin, Stack, find_stack
 
 # the one --upstream of every command that reads the upstream (resolve_upstream reads it)
 UPSTREAM_HELP = ("The upstream: a local clone (bare or not; partial clones work), a git bundle "

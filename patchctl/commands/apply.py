@@ -39,7 +39,7 @@ def apply(ctx: click.Context, into: Path, upstream: str | None, commits: bool,
     that native/ checks at configure time. Re-running with the same stack is
     a no-op; a DIR edited by hand is refused unless --force.
     """
-    from patchctl.materialize import materialize
+    from patchctl.build.materialize import materialize
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)

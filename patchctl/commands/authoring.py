@@ -21,7 +21,7 @@ from patchctl.commands._common import (
 from patchctl.textout import count
 
 if TYPE_CHECKING:  # imported lazily at run time
-    from patchctl.editing import EditResult
+    from patchctl.authoring.edit import EditResult
 
 
 @click.command("import")
@@ -47,7 +47,7 @@ def import_cmd(ctx: click.Context, sources: tuple[str, ...], concern: str | None
     defaults (Upstream-Status: Pending, Concern, Scope = the files it touches)
     and are reported. All or nothing; the lock is rewritten.
     """
-    from patchctl.authoring import import_patches
+    from patchctl.authoring.init_import import import_patches
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
@@ -92,7 +92,7 @@ def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
     """Start a new patch after the last one: opens the edit work tree with the whole stack
     applied (the Scope's files included); make the change there, then `patchctl refresh`
     writes the patch. NAME may carry the next number (0004-foo)."""
-    from patchctl.editing import new_patch
+    from patchctl.authoring.edit import new_patch
 
     pairs = []
     for t in trailers:
@@ -126,7 +126,7 @@ def edit(ctx: click.Context, name: str, reset: bool, full: bool, upstream: str |
     file name, its number (9 for 0009-...), @N (the N-th in `patchctl series`) or a
     unique part of a name.
     """
-    from patchctl.editing import edit_patch
+    from patchctl.authoring.edit import edit_patch
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
@@ -156,7 +156,7 @@ def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
     byte-identical. The lock is rewritten. Exit 1 when a later patch no longer
     applies on top of the refreshed one.
     """
-    from patchctl.editing import refresh_patch
+    from patchctl.authoring.edit import refresh_patch
 
     result = refresh_patch(project_dir(ctx), stack_of(ctx), name)
     if as_json:
@@ -190,7 +190,7 @@ def export(ctx: click.Context, fmt: str, dest: Path, force: bool, as_json: bool)
 
     DIR is assembled beside itself and swapped in whole; a symlink DIR is followed (its
     target is replaced, the link kept), and DIR may not be or hold the project."""
-    from patchctl.exporting import export_stack
+    from patchctl.authoring.export import export_stack
 
     result = export_stack(stack_of(ctx), fmt, dest, force=force)
     if as_json:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from patchctl import schemas
 from patchctl.ci.workflows import DEFAULT_CRON, DEFAULT_LANES, DEFAULT_OUT
 from patchctl.commands._common import (
     complete_ref,
@@ -24,6 +23,7 @@ from patchctl.commands._common import (
     upstream_option,
 )
 from patchctl.errors import InputError, StackError
+from patchctl.model import schemas
 
 
 @click.group()

@@ -17,7 +17,7 @@ from patchctl.commands._common import project_dir
 @click.pass_context
 def init(ctx: click.Context, url: str, pin: str, name: str | None, record_url: str | None) -> None:
     """Create an empty stack (series, pin file, lock) in the project."""
-    from patchctl.authoring import init_stack
+    from patchctl.authoring.init_import import init_stack
 
     result = init_stack(project_dir(ctx), url=url, pin=pin, name=name, record_url=record_url)
     click.echo(f"created {result.stack.root}: {result.pin.name} @ {result.pin.commit}"

@@ -12,8 +12,8 @@ from patchctl.commands._common import emit_json, project_dir, stack_of
 def lock(ctx: click.Context, check: bool) -> int:
     """Rewrite stack/stack.lock from the pin and the patches' diffs."""
     from patchctl.errors import StackError
-    from patchctl.fingerprint import lock_state, make_lock, short
-    from patchctl.stackwrite import write_lock
+    from patchctl.model.fingerprint import lock_state, make_lock, short
+    from patchctl.model.stackwrite import write_lock
 
     stack = stack_of(ctx)
     new = make_lock(stack.pin(), stack.patches())
@@ -40,7 +40,7 @@ def lock(ctx: click.Context, check: bool) -> int:
 @click.pass_context
 def fingerprint_cmd(ctx: click.Context, as_json: bool, cmake: bool) -> None:
     """Print the stack fingerprint computed from the stack (not read from the lock)."""
-    from patchctl.fingerprint import make_lock, short
+    from patchctl.model.fingerprint import make_lock, short
 
     stack = stack_of(ctx)
     lk = make_lock(stack.pin(), stack.patches())

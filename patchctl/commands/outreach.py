@@ -165,7 +165,7 @@ def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream:
 
     Exit 1 when a status is missing or malformed.
     """
-    from patchctl import stackwrite
+    from patchctl.model import stackwrite
     from patchctl.outreach import github, status
 
     stack = stack_of(ctx)

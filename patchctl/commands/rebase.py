@@ -21,7 +21,7 @@ from patchctl.errors import InputError
 from patchctl.textout import count, table
 
 if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
-    from patchctl.rebase import PatchResult, RebaseResult
+    from patchctl.rebase.engine import PatchResult, RebaseResult
 
 
 @click.command("rebase-pin")
@@ -56,7 +56,7 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     --continue (Subject, body, trailers such as Scope:) is the rebased patch's.
     Exit 0 when rebased (or --check finds all applying), 1 when stopped.
     """
-    from patchctl import rebasing
+    from patchctl.rebase import session as rebasing
 
     modes = [m for m, on in (("--continue", cont), ("--abort", abort), ("--check", check)) if on]
     if len(modes) > 1:
@@ -111,7 +111,7 @@ def _verdict(result: RebaseResult, p: PatchResult) -> str:
 
 
 def render(result: RebaseResult) -> str:
-    from patchctl.fingerprint import short
+    from patchctl.model.fingerprint import short
 
     if result.status == "aborted":
         return result.message + "\n"
@@ -182,7 +182,7 @@ def render(result: RebaseResult) -> str:
 
 def _causes(result: RebaseResult, name: str) -> list[str]:
     """Per conflicting file, the upstream commits that changed the lines the patch touches."""
-    from patchctl.rebase_review import MAX_CAUSES
+    from patchctl.rebase.review import MAX_CAUSES
 
     out: list[str] = []
     for c in (c for c in result.causes if c.patch == name):

@@ -43,7 +43,7 @@ def record(ctx: click.Context, name: str, expect: str, evidence_dir: Path | None
     artifact and split hashes and raw metrics. Use `--` before COMMAND. Exits
     0 when the command ended as expected.
     """
-    from patchctl.evidence import artifact_entry, run_and_record
+    from patchctl.records.evidence import artifact_entry, run_and_record
 
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", name):
         raise InputError(f"--name {name!r}: use letters, digits, '.', '_' and '-'")

@@ -20,7 +20,7 @@ from patchctl.commands._common import (
 )
 
 if TYPE_CHECKING:  # imported lazily at run time
-    from patchctl.reproduce import ReproduceReport
+    from patchctl.build.reproduce import ReproduceReport
 
 
 @click.command()
@@ -57,8 +57,8 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
     terminal in one line, elsewhere (a pipe, a log) a line per step once the
     run has taken 2 s; --quiet (or --json, off a terminal) leaves it out.
     """
-    from patchctl.reproduce import reproduce as run_reproduce
-    from patchctl.reproduce import write_evidence
+    from patchctl.build.reproduce import reproduce as run_reproduce
+    from patchctl.build.reproduce import write_evidence
 
     project = project_dir(ctx)
     stack = stack_of(ctx)
@@ -82,7 +82,7 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
 
 
 def _render(report: ReproduceReport) -> None:
-    from patchctl.reproduce import PROVEN
+    from patchctl.build.reproduce import PROVEN
 
     click.echo(f"{report.name} @ {report.pin[:12]}, fingerprint {report.fingerprint[:16]}: "
                f"{len(report.patches)} reproducer(s)"

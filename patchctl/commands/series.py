@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import click
 
-from patchctl import schemas
 from patchctl.commands._common import emit_json, json_option, stack_of
+from patchctl.model import schemas
 from patchctl.textout import count, table
 
 

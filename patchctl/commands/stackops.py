@@ -15,7 +15,7 @@ from patchctl.commands._common import (
 )
 
 if TYPE_CHECKING:  # imported lazily at run time
-    from patchctl.stackops import StackOpResult
+    from patchctl.authoring.rearrange import StackOpResult
 
 def _report(result: StackOpResult, as_json: bool) -> None:
     if as_json:
@@ -42,7 +42,7 @@ def delete(ctx: click.Context, name: str, keep_file: bool, force: bool, upstream
     rewritten. NAME is a file name, its number (9 for 0009-...), @N (the N-th in
     `patchctl series`) or a unique part of a name.
     """
-    from patchctl.stackops import delete as run_delete
+    from patchctl.authoring.rearrange import delete as run_delete
 
     stack = stack_of(ctx)
     repo = None if force else resolve_upstream(upstream, stack.pin(), stack)
@@ -59,7 +59,7 @@ def rename(ctx: click.Context, name: str, new: str, as_json: bool) -> None:
 
     The patch's bytes and place in the series stay; the lock is rewritten.
     """
-    from patchctl.stackops import rename as run_rename
+    from patchctl.authoring.rearrange import rename as run_rename
 
     _report(run_rename(project_dir(ctx), stack_of(ctx), name, new), as_json)
 
@@ -82,7 +82,7 @@ def move(ctx: click.Context, name: str, before: str | None, after: str | None, t
     The new order must apply at the pin: it is checked index-only first, and
     refused, naming the patch and hunk that fail, with nothing written.
     """
-    from patchctl.stackops import move as run_move
+    from patchctl.authoring.rearrange import move as run_move
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
@@ -104,7 +104,7 @@ def fold(ctx: click.Context, name: str, into: str, upstream: str | None, as_json
     is the union of both. Patches that are not next to each other are refused
     (`patchctl move` one first).
     """
-    from patchctl.stackcarve import fold as run_fold
+    from patchctl.authoring.regenerate import fold as run_fold
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
@@ -132,7 +132,7 @@ def split(ctx: click.Context, name: str, globs: tuple[str, ...], new_name: str |
     globs. Refused when the globs match no file, or every file (the remainder
     would be empty).
     """
-    from patchctl.stackcarve import split as run_split
+    from patchctl.authoring.regenerate import split as run_split
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
@@ -153,7 +153,7 @@ def diff_cmd(ctx: click.Context, name: str | None, stat: bool, upstream: str | N
 
     Without NAME: the open edit's changes since it was opened or last refreshed.
     """
-    from patchctl.stackcarve import diff as run_diff
+    from patchctl.authoring.regenerate import diff as run_diff
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack) if name is not None else None
@@ -197,7 +197,7 @@ def header(ctx: click.Context, name: str, settings: tuple[str, ...],
     `--set 'Upstream-Status=Submitted [url]'`) and refused when it adds an
     error; the diff and so the fingerprint stay. Exit 1 when --get finds nothing.
     """
-    from patchctl.stackops import read_header, set_header
+    from patchctl.authoring.rearrange import read_header, set_header
 
     stack = stack_of(ctx)
     changes = [*_settings(settings), *((k, None) for k in unset)]

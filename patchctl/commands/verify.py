@@ -35,9 +35,9 @@ def verify(ctx: click.Context, upstream: str | None, as_json: bool, junit: Path 
     Index-only: the pin's tree is read into a temporary index, so nothing is
     checked out. Exit 0 when clean, 1 when the stack has findings.
     """
-    from patchctl import render
-    from patchctl.stackwrite import stack_read_lock
-    from patchctl.verify import verify as run_verify
+    from patchctl.model.stackwrite import stack_read_lock
+    from patchctl.verify import render
+    from patchctl.verify.engine import verify as run_verify
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack, checked=False)

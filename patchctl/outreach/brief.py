@@ -14,13 +14,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from patchctl import gitrepo, schemas
-from patchctl.fingerprint import fingerprint
+from patchctl import gitrepo
+from patchctl.model import schemas
+from patchctl.model.fingerprint import fingerprint
+from patchctl.model.patchfile import Hunk, Patch
+from patchctl.model.stack import Pin, Stack, select_names
 from patchctl.outreach import contrib, facts, firstscreen, policy, surface
 from patchctl.outreach.disclosure import EXPORT_COMMAND, Disclosure, disclose
 from patchctl.outreach.standards import ManualCheck
-from patchctl.patchfile import Hunk, Patch
-from patchctl.stack import Pin, Stack, select_names
 from patchctl.untrusted import printable
 
 SCHEMA = schemas.OUTREACH
@@ -249,7 +250,7 @@ def _api(upstream: Path, base: str, patch: Patch
 
 def _github_cache(project: Path) -> Path | None:
     """The cache of ``upstream-status --online`` (read only; never fetched here)."""
-    from patchctl import stackwrite
+    from patchctl.model import stackwrite
     from patchctl.outreach import github
 
     path = stackwrite.state_dir(project, create=False) / github.CACHE_FILE

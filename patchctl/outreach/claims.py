@@ -15,8 +15,8 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
+from patchctl.model.patchfile import Patch
 from patchctl.outreach.facts import LintFinding, OutreachData
-from patchctl.patchfile import Patch
 
 _EXCLUSIVE = re.compile(r"\b(only|other than|except|exclusively)\b", re.I)
 _NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import gitrepo
+from patchctl.model.patchfile import Patch
 from patchctl.outreach import claims, decls, facts, policy, standards, surface
-from patchctl.patchfile import Patch
 from patchctl.untrusted import printable
 
 AUTHORS = 8  # authors shown per table, and every one with as many commits as the last

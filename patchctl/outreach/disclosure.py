@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl import gitrepo
-from patchctl.patchfile import Patch
+from patchctl.model.patchfile import Patch
 from patchctl.textout import count
 from patchctl.untrusted import printable
 

@@ -16,10 +16,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from patchctl.errors import StackError
-from patchctl.evidence import READABLE_SCHEMAS
 from patchctl.globs import glob_match, valid_globs
+from patchctl.model.patchfile import FileDiff, Patch
 from patchctl.outreach import policy
-from patchctl.patchfile import FileDiff, Patch
+from patchctl.records.evidence import READABLE_SCHEMAS
 
 # -- the diff ---------------------------------------------------------------------------
 
@@ -295,7 +295,7 @@ class StackAt:
 
 def stack_at(pin: str, patches: Sequence[Patch], index: int) -> StackAt:
     """``StackAt`` for patch ``index`` (1-based) of ``patches``."""
-    from patchctl.fingerprint import fingerprint
+    from patchctl.model.fingerprint import fingerprint
 
     return StackAt(pin, index, len(patches), {
         fingerprint(pin, patches[:k]): k for k in range(index, len(patches) + 1)})

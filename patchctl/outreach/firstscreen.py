@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 
+from patchctl.model.patchfile import Hunk, Patch
 from patchctl.outreach import facts, policy
-from patchctl.patchfile import Hunk, Patch
 
 # -- one line per test result -------------------------------------------------------------
 

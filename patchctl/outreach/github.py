@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from patchctl import fsutil, httpget, schemas
+from patchctl import fsutil, httpget
+from patchctl.model import schemas
 from patchctl.untrusted import BadDocument, parse_json, read_json, validate
 
 if TYPE_CHECKING:

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil, schemas, untrusted
+from patchctl import fsutil, untrusted
 from patchctl.errors import InputError
-from patchctl.stack import Stack
+from patchctl.model import schemas
+from patchctl.model.stack import Stack
 
 MANIFEST = "MANIFEST.json"
 SCHEMA = schemas.OUTREACH_MANIFEST
@@ -136,7 +137,7 @@ def targets(project: Path, stack: Stack, out: Path, handoff: Path | None = None
     MANIFEST.json), never the project or the stack; ``handoff`` must be new or a file
     that manifest lists; neither may lie in ``stack/``, ``.git`` or ``.patchctl``.
     """
-    from patchctl.stackwrite import output_areas
+    from patchctl.model.stackwrite import output_areas
 
     protect, inside = output_areas(project, stack)
     out = fsutil.replaceable(out, "--out", protect, inside=inside)
@@ -166,7 +167,7 @@ def write(project: Path, stack: Stack, out: Path, files: dict[str, str], *,
     manifest records it by its path relative to ``out`` so ``check`` covers it too.
     ``out`` and the handoff are checked (``targets``) again while ``out`` is locked.
     """
-    from patchctl import stackwrite
+    from patchctl.model import stackwrite
 
     out, target, _ = targets(project, stack, out, handoff[0] if handoff else None)
     with fsutil.path_lock(out, f"draft-outreach --out {out}"):
@@ -207,7 +208,7 @@ def check(project: Path, stack: Stack, out: Path) -> CheckResult:
                          "`patchctl draft-outreach --out DIR` first")
     manifest = _manifest(out, "write the briefs again with the command that made them")
     result = CheckResult(str(out), command=str(manifest.get("command", "")))
-    from patchctl.fingerprint import fingerprint
+    from patchctl.model.fingerprint import fingerprint
 
     # the briefs show the fingerprint, which also moves with its algorithm (pcfp1 -> pcfp2)
     now_fp = fingerprint(stack.pin().commit, stack.patches())

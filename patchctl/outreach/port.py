@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from patchctl import gitrepo
 from patchctl.errors import InputError
-from patchctl.stack import Stack
+from patchctl.model.stack import Stack
 
 if TYPE_CHECKING:
     from patchctl.outreach.brief import Brief
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 def port(stack: Stack, upstream: Path, brief: Brief, ref: str, *,
          progress: Callable[[str], None] | None = None) -> dict[str, str]:
     """Grade the briefed patches on ``ref``; returns file name -> ported diff text."""
-    from patchctl import rebase
+    from patchctl.rebase import engine as rebase
 
     upstream = gitrepo.git_dir(upstream)
     onto = gitrepo.resolve_commit(upstream, ref)

@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from patchctl.model.patchfile import Patch
 from patchctl.outreach import policy
 from patchctl.outreach.facts import (
     AddedLine,
@@ -24,7 +25,6 @@ from patchctl.outreach.facts import (
     is_public_header,
     strip_comments,
 )
-from patchctl.patchfile import Patch
 
 C_FILES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".m", ".mm")
 _SENTENCE_END = (".", "!", "?", ":", ";")

@@ -20,10 +20,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import gitrepo, schemas
-from patchctl.lint import UPSTREAM_STATUS_KINDA, UPSTREAM_STATUS_STRICT
-from patchctl.patchfile import Patch
-from patchctl.stack import Stack
+from patchctl import gitrepo
+from patchctl.model import schemas
+from patchctl.model.lint import UPSTREAM_STATUS_KINDA, UPSTREAM_STATUS_STRICT
+from patchctl.model.patchfile import Patch
+from patchctl.model.stack import Stack
 
 SCHEMA = schemas.UPSTREAM_STATUS
 _URL = re.compile(r"https?://\S+|\b[\w.-]+/[\w.-]+#\d+\b")
@@ -109,8 +110,8 @@ def report(stack: Stack, *, today: dt.date | None = None) -> StatusReport:
 def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
             progress: Callable[[str], None] | None = None) -> None:
     """Fill in, for each patch, what upstream did to it between the pin and ``ref``."""
-    from patchctl import rebase
     from patchctl.errors import InputError
+    from patchctl.rebase import engine as rebase
 
     upstream = gitrepo.git_dir(upstream)
     pin = stack.pin()

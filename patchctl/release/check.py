@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil, hostinfo, schemas
+from patchctl import fsutil
 from patchctl.errors import InputError
+from patchctl.model import schemas
+from patchctl.records import hostinfo
 from patchctl.release import documents, layout
 from patchctl.untrusted import BadDocument, parse_json, printable, read_json, shorten
 

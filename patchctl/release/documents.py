@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from patchctl import schemas
+from patchctl.model import schemas
 
 _STR: dict[str, Any] = {"type": "string"}
 _INT: dict[str, Any] = {"type": "integer"}

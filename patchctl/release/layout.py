@@ -16,8 +16,8 @@ import tarfile
 import zlib
 from pathlib import Path
 
-from patchctl import schemas
 from patchctl.errors import InputError
+from patchctl.model import schemas
 from patchctl.untrusted import shorten
 
 SCHEMA = schemas.RELEASE

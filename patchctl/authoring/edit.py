@@ -1,0 +1,320 @@
+"""Changing one patch in a work tree: new, edit and refresh.
+
+The edit work tree lives in ``<project>/.patchctl/edit/``: a repository at the
+pin (borrowing the upstream's objects) with the patches up to the one being
+edited applied as commits. ``refresh`` writes the patch back through
+``stackwrite.replace_stack`` (one atomic swap) under the project lock, in
+patchctl's deterministic form (model/patchtext.py), and rewrites the lock.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchctl import gitrepo
+from patchctl.authoring.init_import import diff_paths, series_items
+from patchctl.errors import InputError, StackError
+from patchctl.globs import check_globs, glob_match, valid_globs
+from patchctl.model import lint, patchtext, schemas, stackwrite, statefile
+from patchctl.model.fingerprint import make_lock
+from patchctl.model.patchfile import Patch
+from patchctl.model.stack import (
+    Stack,
+    check_patch_name,
+    render_lock,
+    resolve_name,
+)
+from patchctl.untrusted import shorten
+
+
+@dataclass
+class EditState:
+    """An open edit work tree (``.patchctl/edit/state.json``)."""
+
+    stack: str
+    pin: str
+    target: str  # the patch file being edited (or written, when ``new``)
+    base: str  # the work tree's commit the patch is diffed against
+    new: bool
+    header: str | None  # the mail header of a new patch
+    tree: str  # the work tree as the edit left it, to notice unrefreshed changes
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> EditState:
+        f = statefile.field
+        return cls(stack=f(d, "stack", str), pin=f(d, "pin", str), target=f(d, "target", str),
+                   base=f(d, "base", str), new=f(d, "new", bool),
+                   header=f(d, "header", (str, statefile.NONE)), tree=f(d, "tree", str))
+
+
+@dataclass
+class EditResult:
+    work: str
+    target: str
+    new: bool
+    applied: list[str]  # patches committed in the work tree, in order (target last if not new)
+    discarded: str = ""  # what --reset threw away, in words
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": schemas.EDIT, **asdict(self)}
+
+
+@dataclass
+class RefreshResult:
+    file: str
+    change: str  # unchanged | context-only | content-changed | new
+    fingerprint: str
+    outside_scope: list[str] = field(default_factory=list)
+    later_failing: list[str] = field(default_factory=list)  # later patches that no longer apply
+    interdiff: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": schemas.REFRESH, **asdict(self)}
+
+
+def edit_dir(project: Path, *, create: bool = False) -> Path:
+    return stackwrite.state_dir(project, create=create) / "edit"
+
+
+def _find(stack: Stack, name: str) -> int:
+    """Index in the series of the patch NAME names (``stack.resolve_name``: the one way)."""
+    return resolve_name([e.name for e in stack.series()], name, where=str(stack.series_path))
+
+
+def open_edit(project: Path) -> EditState | None:
+    """The open edit's state (target, base, tree), or None when no edit is open."""
+    state = _load_edit(project)
+    return state if state is not None and (edit_dir(project) / "work" / ".git").is_dir() else None
+
+
+def close_clean_edit(project: Path, what: str) -> None:
+    """Before a verb reorders or rewrites the stack: an edit that holds nothing
+    unrefreshed is closed (its work tree would go stale); one that does refuses."""
+    state = open_edit(project)
+    if state is not None and (state.new or
+                              gitrepo.snapshot_tree(edit_dir(project) / "work") != state.tree):
+        raise InputError(f"the edit of {state.target} has changes not yet refreshed; run "
+                         f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
+    shutil.rmtree(edit_dir(project), ignore_errors=True)
+
+
+def _load_edit(project: Path) -> EditState | None:
+    path = edit_dir(project) / "state.json"
+    state = statefile.load(path, schemas.EDIT_STATE, EditState.from_dict, what="edit state",
+                           again="start again with `patchctl edit NAME --reset`",
+                           older=(schemas.EDIT,))  # what the edit state used to be called
+    if state is not None:
+        try:
+            check_patch_name(state.target)
+        except StackError as e:
+            raise InputError(f"{path}: {e}; start again with `patchctl edit NAME "
+                             "--reset`") from e
+    return state
+
+
+def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset: bool,
+                target: str, header: str | None, scope: Sequence[str] = (),
+                full: bool = False) -> EditResult:
+    work = edit_dir(project, create=True) / "work"
+    discarded = _discarding(project, work) if reset else ""
+    state = None if reset else _load_edit(project)  # --reset clears any state, even a bad one
+    if state is not None and (work / ".git").is_dir() and \
+            gitrepo.snapshot_tree(work) != state.tree:
+        raise InputError(f"the edit of {state.target} in {work} has changes not yet "
+                         "refreshed; run `patchctl refresh`, or pass --reset to discard them")
+    shutil.rmtree(edit_dir(project), ignore_errors=True)
+    edit_dir(project, create=True)
+    pin = stack.pin()
+    upstream = gitrepo.git_dir(upstream)
+    if not gitrepo.resolve_commit(upstream, pin.commit):
+        raise InputError(f"pin {pin.commit} is not in upstream {upstream}")
+    patches = stack.patches()
+    touched = [path for p in patches for f in p.files for path in f.paths]
+    # a broken Scope glob matches nothing here; verify names it
+    scope = valid_globs(scope if header is not None else patches[upto - 1].scope)
+    gitrepo.scratch_checkout(  # a sparse work tree still holds the patch's Scope
+        upstream, work, pin.commit, needed=touched,
+        wanted=(lambda path: any(glob_match(path, g) for g in scope)) if scope else None,
+        patterns=gitrepo.sparse_patterns(scope), full=full)
+    applied: list[str] = []
+    base = pin.commit
+    for i, p in enumerate(patches[:upto]):
+        if i == upto - 1 and header is None:
+            base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
+        gitrepo.commit_patch(work, p.path.absolute(), strip=p.strip,
+                             subject=p.subject or p.name, body=p.body, author=p.author)
+        applied.append(p.name)
+    if header is not None:
+        base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
+    state = EditState(stack=str(stack.root), pin=pin.commit, target=target, base=base,
+                      new=header is not None, header=header, tree=gitrepo.snapshot_tree(work))
+    statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
+    return EditResult(str(work), target, header is not None, applied, discarded)
+
+
+def _discarding(project: Path, work: Path) -> str:
+    """What ``--reset`` is about to throw away, in words ("" when nothing)."""
+    try:
+        state = _load_edit(project)
+    except InputError as e:
+        return f"an edit state this patchctl cannot use ({e})"
+    if state is None:
+        return "a work tree without edit state" if work.exists() else ""
+    changed = (work / ".git").is_dir() and gitrepo.snapshot_tree(work) != state.tree
+    return f"the edit of {state.target}" + (" and its unrefreshed changes" if changed else "")
+
+
+def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,
+               reset: bool = False, full: bool = False) -> EditResult:
+    with stackwrite.stack_lock(project, f"edit in {stack.root}"):
+        i = _find(stack, name)
+        return _start_edit(project, stack, upstream, i + 1, reset=reset,
+                           target=stack.series()[i].name, header=None, full=full)
+
+
+def new_patch(project: Path, stack: Stack, upstream: Path, name: str, *, concern: str,
+              scope: list[str], subject: str | None = None, reset: bool = False,
+              assisted_by: Sequence[str] = (), body: str = "",
+              trailers: Sequence[tuple[str, str]] = (), full: bool = False) -> EditResult:
+    """Open the edit work tree on top of the whole stack for a patch not yet written;
+    ``refresh`` writes it and appends it to the series. NAME may carry the next
+    number (``0004-foo``); ``trailers`` join (or, for Upstream-Status, replace) the
+    defaults and are checked as verify checks them."""
+    with stackwrite.stack_lock(project, f"new in {stack.root}"):
+        names = [e.name for e in stack.series()]
+        try:
+            check_patch_name(name, subdirs=False)
+        except StackError as e:
+            raise InputError(f"NAME: {e}") from e
+        file, stem = _new_file_name(names, name)
+        if file in names or os.path.lexists(stack.patches_dir / file):
+            raise InputError(f"{file} already exists in {stack.patches_dir}")
+        if not scope:
+            raise InputError("--scope: give at least one path glob the patch may touch")
+        check_globs(scope, "--scope")
+        patchtext.check_options([
+            ("--concern", lint.trailer_problem("Concern", concern)),
+            ("--scope", lint.trailer_problem("Scope", " ".join(scope))),
+            *(("--assisted-by", lint.trailer_problem("Assisted-by", a)) for a in assisted_by),
+            ("--subject", None if subject is None else lint.line_problem("the subject", subject)),
+            ("--message", lint.body_problem(body, trailers_follow=True))])
+        extra = _check_trailers(trailers)
+        status = [v for k, v in extra if k == "Upstream-Status"] or ["Pending"]
+        header = patchtext.mail_header(
+            author=gitrepo.author_ident(), date=patchtext.now_rfc2822(),
+            subject=subject or stem, body=body.strip("\n"),
+            trailers=[("Concern", concern), ("Upstream-Status", status[-1]),
+                      ("Scope", " ".join(scope)),
+                      *((k, v) for k, v in extra if k != "Upstream-Status"),
+                      *(("Assisted-by", t) for t in assisted_by)])
+        return _start_edit(project, stack, upstream, len(names), reset=reset, target=file,
+                           header=header, scope=scope, full=full)
+
+
+def _new_file_name(names: list[str], name: str) -> tuple[str, str]:
+    """(file name, name without number or .patch) of a new patch called NAME: numbered
+    with the next number, or carrying it already (a different number is refused)."""
+    stem = name.removesuffix(".patch")
+    number = patchtext.next_number(names)
+    head, sep, rest = stem.partition("-")
+    if sep and rest and head.isdigit() and len(head) == 4:
+        if int(head) != number:
+            raise InputError(f"NAME {name} carries number {head}, but the next patch is "
+                             f"{number:04d}; give {number:04d}-{rest}, or just {rest}")
+        stem = rest
+    return patchtext.numbered_name(number, stem), stem
+
+
+_OWN_OPTION = {"Concern": "--concern", "Scope": "--scope", "Assisted-by": "--assisted-by"}
+
+
+def _check_trailers(trailers: Sequence[tuple[str, str]]) -> list[tuple[str, str]]:
+    out = []
+    for key, value in trailers:
+        if key in _OWN_OPTION:
+            raise InputError(f"--trailer {key}=...: set it with {_OWN_OPTION[key]}")
+        problem = lint.trailer_problem(key, value)
+        if problem:
+            raise InputError(f"--trailer {shorten(key)}=...: {problem}")
+        out.append((key, value.strip()))
+    return out
+
+
+def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> RefreshResult:
+    """Re-make the edited patch from its work tree (committed or not), keeping its header."""
+    with stackwrite.stack_lock(project, f"refresh in {stack.root}"):
+        state = _load_edit(project)
+        work = edit_dir(project) / "work"
+        if state is None or not (work / ".git").is_dir():
+            raise InputError("nothing to refresh: no edit in progress; start one with "
+                             "`patchctl edit NAME` or `patchctl new NAME`")
+        target = state.target
+        if name is not None and _find_name(stack, name, target) != target:
+            raise InputError(f"the open edit is of {target}, not {name}")
+        if stack.pin().commit != state.pin:
+            raise InputError("the pin moved since the edit began; start it again with "
+                             "`patchctl edit NAME --reset`")
+        snap = stackwrite.snapshot(stack.root)
+        git_dir = work / ".git"
+        tree = gitrepo.snapshot_tree(work)
+        base_tree = gitrepo.tree_of(git_dir, state.base)
+        if tree == base_tree:
+            raise InputError(f"{work} holds no change for {target}: edit the files there "
+                             "first (a new file that .gitignore ignores counts once you "
+                             "`git add -f` it there)")
+        diff = gitrepo.format_diff(git_dir, base_tree, tree)
+        patches = stack.patches()
+        old = next((p for p in patches if p.name == target), None)
+        if state.new or old is None:
+            text = patchtext.render(state.header or "", diff)
+        else:
+            text = patchtext.render(patchtext.header_text(old), diff, mail_form=old.mail_form)
+        path = stack.patches_dir / target
+        new = patchtext.reparse(text, name=target, path=path)
+        result = RefreshResult(target, "new" if old is None else patchtext.compare(old, new), "")
+        if old is not None and result.change == patchtext.CONTENT:
+            result.interdiff = patchtext.interdiff(old, new, name=target)
+        scope = valid_globs(new.scope)  # a broken glob matches nothing; verify names it
+        result.outside_scope = [f for f in diff_paths(diff)
+                                if new.scope and not any(glob_match(f, g) for g in scope)]
+        after = [p for p in patches if p.name != target]
+        at = next((i for i, p in enumerate(patches) if p.name == target), len(patches))
+        final = [*after[:at], new, *after[at:]]
+        lock = make_lock(stack.pin(), final)
+        result.fingerprint = lock.fingerprint
+        unchanged = old is not None and path.read_bytes() == text.encode("utf-8",
+                                                                         "surrogateescape")
+        if not unchanged or stack.lock() != lock:
+            from patchctl.model.stack import rewrite_series
+
+            series = stack.series_path.read_text(encoding="utf-8")
+            changes: dict[str, bytes | None] = {
+                f"patches/{target}": text.encode("utf-8", "surrogateescape"),
+                "series": rewrite_series(series, dropped=set(),
+                                         restrip={target} if old and old.strip != 1 else set(),
+                                         append=[target] if old is None else []).encode(),
+                "stack.lock": render_lock(lock).encode()}
+            stackwrite.replace_stack(stack, changes, expect=snap)
+        state.tree, state.new = tree, False
+        statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
+        result.later_failing = _later_failing(git_dir, tree, after[at:])
+        return result
+
+
+def _find_name(stack: Stack, name: str, target: str) -> str:
+    if name in (target, target.removesuffix(".patch")):
+        return target
+    return stack.series()[_find(stack, name)].name
+
+
+def _later_failing(git_dir: Path, tree: str, later: list[Patch]) -> list[str]:
+    """The patches after the refreshed one that no longer apply on top of it."""
+    with gitrepo.temp_index(git_dir) as index:
+        index.read_tree(tree)
+        done = index.apply_series(series_items(later), on_failure="skip", base=tree)
+    return [p.name for p, a in zip(later, done.applied, strict=True) if not a.ok]

@@ -1,0 +1,11 @@
+"""``patchctl rebase-pin``: move the stack to a new upstream commit.
+
+``engine`` grades each patch index-only at the new pin, bisects what broke it and swaps
+the new stack in; ``session`` is the command (check, rebase, stop at a conflict,
+``--continue``, ``--abort``) and ``state`` a stopped rebase's state file; ``review``
+explains a conflict (with ``linetrack``: the upstream commits that changed a patch's
+lines), re-checks a resolution and shows the range-diff.
+
+May import: ``model``, ``gitrepo`` and the helpers beside ``patchctl.cli``; ``engine``
+imports neither ``session`` nor ``state``.
+"""

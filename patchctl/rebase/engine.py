@@ -1,0 +1,433 @@
+"""rebase-pin: move the stack to a new upstream commit; say what broke, where, and why.
+
+Everything here is index-only, as in verify/engine.py: NEW's tree is read into a
+temporary index and each patch is tried in series order on top of the ones
+before it. A patch is ``exact`` or ``offset`` (plain ``git apply``), ``3way``
+(``git apply --3way`` merges it cleanly), ``conflict``, or ``upstream`` (it
+reverse-applies, or a three-way merge adds nothing: the change is already
+there). ``--bisect`` then finds, for each patch that no longer applies, the
+first commit on NEW's first-parent line after the old pin where it stops
+applying, by binary search: ceil(log2 n) checks plus one at each end.
+
+Nothing in ``stack/`` changes until every patch has a new form: the new stack
+is staged and swapped in at once (model/stackwrite.py). The command itself, and a
+stop at a conflict with its resumable state, are rebase/session.py and
+rebase/state.py; this module imports neither.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from patchctl import gitrepo
+from patchctl.errors import GitError, InputError
+from patchctl.model import grades, patchtext, stackwrite
+from patchctl.model.fingerprint import lock_state, make_lock
+from patchctl.model.grades import APPLIES as APPLIES  # outreach reads it from here
+from patchctl.model.grades import CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
+from patchctl.model.patchfile import Patch
+from patchctl.model.schemas import REBASE as SCHEMA
+from patchctl.model.stack import Pin, Stack, render_lock, rewrite_series
+from patchctl.rebase import review as rebase_review
+from patchctl.textout import count
+
+BROKEN = {THREE_WAY, CONFLICT}  # no longer applies as it is: worth a bisect
+DROPPED = "dropped"
+
+
+Progress = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: str
+    subject: str
+
+
+@dataclass
+class Bisect:
+    """Where a patch stopped applying (or, for ``landed``, started reverse-applying)."""
+
+    commit: Commit | None
+    checks: int  # index-only checks made, both ends included
+    commits: int  # n: first-parent commits between the old and the new pin
+    bound: int  # ceil(log2 n) + 2
+    note: str | None = None
+
+
+@dataclass
+class Landing:
+    commit: Commit | None
+    how: str  # patch-id | reverse-apply | unknown
+    checks: int = 0
+
+
+@dataclass
+class PatchResult:
+    index: int
+    name: str
+    grade: str
+    offsets: list[gitrepo.HunkOffset] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # files left with conflict markers
+    after_conflict: bool = False  # classified with an earlier conflicting patch left out
+    landed: Landing | None = None
+    bisect: Bisect | None = None
+    change: str | None = None  # unchanged | context-only | content-changed | dropped
+    interdiff: str | None = None
+    resolved: bool = False  # its conflict was resolved by hand (--continue)
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PatchResult:
+        def commit(c: dict[str, Any] | None) -> Commit | None:
+            return Commit(**c) if c else None
+
+        landed = d.get("landed")
+        bis = d.get("bisect")
+        return cls(
+            index=d["index"], name=d["name"], grade=d["grade"],
+            offsets=[gitrepo.HunkOffset(**o) for o in d.get("offsets", [])],
+            conflicts=list(d.get("conflicts", [])), after_conflict=d.get("after_conflict", False),
+            landed=Landing(commit(landed["commit"]), landed["how"], landed["checks"])
+            if landed else None,
+            bisect=Bisect(commit(bis["commit"]), bis["checks"], bis["commits"], bis["bound"],
+                          bis.get("note")) if bis else None,
+            change=d.get("change"), interdiff=d.get("interdiff"),
+            resolved=d.get("resolved", False))
+
+
+@dataclass
+class RebaseResult:
+    stack: str
+    old: str
+    new: str
+    new_ref: str
+    mode: str  # check | rebase | continue | abort
+    status: str  # checked | up-to-date | rebased | stopped | needs-drop | aborted
+    patches: list[PatchResult]
+    commits: int | None = None  # first-parent commits old..new; None when not a descendant
+    base: str | None = None  # where --bisect searched from when NEW does not descend from OLD
+    bisect_checks: int = 0
+    fingerprint: str | None = None
+    work: str | None = None  # the conflict work tree, when stopped
+    conflict: str | None = None  # the patch waiting there
+    header: str | None = None  # its header, to edit with the resolution, when stopped
+    message: str = ""
+    seconds: float = 0.0
+    causes: list[rebase_review.Cause] = field(default_factory=list)  # why patches conflict
+    range_diff: str | None = None  # the stack before and after, when rebased
+
+    @property
+    def ok(self) -> bool:
+        if self.status == "checked":
+            return all(p.grade in APPLIES for p in self.patches)
+        return self.status in ("up-to-date", "rebased", "aborted")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, "ok": self.ok, **asdict(self)}
+
+
+@dataclass
+class Source:
+    """One patch of the old stack as the engine applies it."""
+
+    index: int
+    name: str
+    strip: int
+    path: Path
+    patch: Patch
+
+
+@dataclass
+class Step:
+    """What happened to one patch, and its new text (None: keep the file's bytes)."""
+
+    source: Source
+    result: PatchResult
+    text: str | None = None
+
+
+def sources_of(stack: Stack) -> list[Source]:
+    # Absolute: git runs with -C <upstream> and would resolve a relative path there.
+    return [Source(i, p.name, p.strip, p.path.absolute(), p)
+            for i, p in enumerate(stack.patches(), 1)]
+
+
+# -- classification -----------------------------------------------------------------------
+
+
+def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
+             progress: Progress | None = None, first: int | None = None,
+             landable: frozenset[str] | None = None) -> list[Step]:
+    """Each patch in order on ``tree`` plus the patches before it that applied.
+
+    ``landable``: the paths upstream changed between the old and the new pin. A
+    patch touching none of them cannot have landed upstream, however well it
+    reverse-applies (it is then already in ``tree`` from our own side: a
+    duplicate, or a commit of an interrupted --continue): it is a conflict.
+    """
+    index.read_tree(tree)
+    current = index.write_tree()
+    after_conflict = False
+    steps: list[Step] = []
+    for s in sources:
+        if progress:
+            progress(f"[{s.index}/{first or len(sources)}] {s.name}")
+        result = PatchResult(index=s.index, name=s.name, grade=CONFLICT,
+                             after_conflict=after_conflict)
+        step = Step(s, result)
+        could_land = landable is None or any(
+            p in landable for f in s.patch.files for p in f.paths)
+        run = index.apply([s.path], strip=s.strip)
+        after = current
+        if run.ok:
+            result.offsets = [h for _, h in run.offsets()]
+            result.grade = grades.clean(result.offsets)
+            after = index.write_tree()
+        elif index.apply([s.path], strip=s.strip, reverse=True, check_only=True).ok:
+            if could_land:
+                result.grade = UPSTREAM
+        elif index.apply([s.path], strip=s.strip, three_way=True).ok:
+            after = index.write_tree()
+            if after != current:
+                result.grade = THREE_WAY
+            elif could_land:
+                result.grade = UPSTREAM
+            else:
+                index.read_tree(current)
+                after = current
+        if result.grade == CONFLICT:
+            result.conflicts = gitrepo.unmerged_paths(index) or [f.path for f in s.patch.files]
+            index.read_tree(current)
+            after = current
+            after_conflict = True
+        if result.grade == EXACT:
+            result.change = patchtext.UNCHANGED
+        elif result.grade in (OFFSET, THREE_WAY):
+            step.text = regenerate(index, s.patch, current, after)
+            new = patchtext.reparse(step.text, name=s.name, path=s.path)
+            result.change = patchtext.compare(s.patch, new)
+            if result.change == patchtext.CONTENT:
+                result.interdiff = patchtext.interdiff(s.patch, new, name=s.name)
+        current = after
+        steps.append(step)
+    return steps
+
+
+def upstream_paths(repo: Path, old: str, new: str) -> frozenset[str]:
+    """The paths upstream changed between the two pins: where a patch can have landed."""
+    return frozenset(gitrepo.changed_paths(repo, old, new))
+
+
+def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) -> str:
+    """The patch re-made from the trees around it, keeping its header and trailers."""
+    diff = gitrepo.format_diff(index.repo, before, after, env=index.env)
+    return patchtext.render(patchtext.header_text(patch), diff, mail_form=patch.mail_form)
+
+
+# -- bisect and landing -------------------------------------------------------------------
+
+
+def _apply_priors(index: gitrepo.TempIndex, priors: Sequence[Source]) -> None:
+    """The patches before the one under test, as well as they go on this commit:
+    all in one call when they apply; else each plain, else three-way, else left out
+    (it conflicts here, or is already upstream)."""
+    index.apply_series([gitrepo.SeriesItem(p.path, p.strip, len(p.patch.files))
+                        for p in priors], on_failure="three_way")
+
+
+def seed(index: gitrepo.TempIndex, old: str, sources: Sequence[Source]) -> None:
+    """Replay the old stack on the old pin once: ``apply --3way`` needs each patch's
+    preimage blob, and for every patch but the first that blob exists only as the
+    result of the patches before it."""
+    index.read_tree(old)
+    _apply_priors(index, sources)
+
+
+class Searcher:
+    """Binary searches along the first-parent line from the old pin to the new one."""
+
+    def __init__(self, index: gitrepo.TempIndex, repo: Path, old: str, new: str,
+                 sources: Sequence[Source], progress: Progress | None) -> None:
+        self.index, self.repo, self.old, self.new = index, repo, old, new
+        self.sources = list(sources)
+        self.progress = progress
+        self.line = [old, *gitrepo.first_parent_path(repo, old, new)]
+
+    @property
+    def commits(self) -> int:
+        return len(self.line) - 1
+
+    @property
+    def bound(self) -> int:
+        return math.ceil(math.log2(self.commits)) + 2 if self.commits > 1 else 2
+
+    def _probe(self, commit: str, source: Source, *, reverse: bool) -> bool:
+        self.index.read_tree(commit)
+        # Only earlier patches that touch the same files can change the answer.
+        paths = {p for f in source.patch.files for p in f.paths}
+        _apply_priors(self.index, [p for p in self.sources if p.index < source.index and
+                                   paths & {q for f in p.patch.files for q in f.paths}])
+        return self.index.apply([source.path], strip=source.strip, reverse=reverse,
+                                check_only=True).ok
+
+    def _first_change(self, source: Source, *, reverse: bool) -> tuple[int | None, int, str | None]:
+        """The first position on the line where the probe's answer flips from the old pin's."""
+        start = not reverse  # at the old pin it applies, and does not reverse-apply
+        lo, hi = 0, len(self.line) - 1
+        checks = 2
+        if self._probe(self.line[lo], source, reverse=reverse) != start:
+            what = "does not apply" if start else "already reverse-applies"
+            return None, 1, f"{what} at {self.old[:12]}, where the search starts, either"
+        if self._probe(self.line[hi], source, reverse=reverse) == start:
+            return None, checks, "its state at the new pin depends on the rebased patches " \
+                "before it, not on one upstream commit"
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            checks += 1
+            if self.progress:
+                left = count(hi - lo, "commit")
+                self.progress(f"bisect {source.name}: check {checks}, {left} left")
+            if self._probe(self.line[mid], source, reverse=reverse) == start:
+                lo = mid
+            else:
+                hi = mid
+        return hi, checks, None
+
+    def first_bad(self, source: Source) -> Bisect:
+        pos, checks, note = self._first_change(source, reverse=False)
+        return Bisect(self._commit(pos), checks, self.commits, self.bound, note)
+
+    def landing(self, source: Source) -> Landing:
+        """The upstream commit that carries this patch: same patch-id, else the first commit
+        after which it reverse-applies."""
+        paths = sorted({p for f in source.patch.files for p in f.paths})
+        try:
+            ids = gitrepo.range_patch_ids(self.repo, self.old, self.new, paths)
+        except GitError:
+            ids = {}  # a mirror without some blobs: the reverse-apply search still works
+        pid = gitrepo.patch_id(self.repo, source.patch.text)
+        if pid and pid in ids:
+            commit = ids[pid]
+            return Landing(Commit(commit, gitrepo.subject(self.repo, commit)), "patch-id")
+        pos, checks, _ = self._first_change(source, reverse=True)
+        return Landing(self._commit(pos), "reverse-apply" if pos else "unknown", checks)
+
+    def _commit(self, pos: int | None) -> Commit | None:
+        if pos is None:
+            return None
+        return Commit(self.line[pos], gitrepo.subject(self.repo, self.line[pos]))
+
+
+# -- naming and the final swap -----------------------------------------------------------
+
+
+def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect: bool) -> int:
+    """Name the landing commit of upstream patches; with ``bisect``, the breaking commit of
+    the others. Returns the number of bisect checks made."""
+    checks = 0
+    for step in steps:
+        r = step.result
+        if r.grade == UPSTREAM:
+            r.landed = searcher.landing(step.source) if searcher else Landing(None, "unknown")
+            r.change = DROPPED
+        elif bisect and r.grade in BROKEN:
+            if searcher is None:
+                r.bisect = Bisect(None, 0, 0, 0, "the new pin does not descend from the old one")
+            else:
+                r.bisect = searcher.first_bad(step.source)
+                checks += r.bisect.checks
+    return checks
+
+
+def resolve_new(upstream: Path, pin: Pin, new_ref: str, *,
+                allow_downgrade: bool) -> tuple[str, str | None]:
+    """NEW_REF's commit, and its name when it is a tag (recorded in the pin file)."""
+    if gitrepo.resolve_commit(upstream, pin.commit) is None:
+        raise InputError(f"the current pin {pin.commit} is not in upstream {upstream}; "
+                         "pass --upstream with a clone that has it")
+    ref = gitrepo.resolve_ref(upstream, new_ref, what="NEW_REF")
+    new = ref.commit if ref else None
+    tag = new_ref if ref and ref.kind == "tag" else None
+    if new is None and (re.match(r"^[a-z][a-z0-9+.-]*://", pin.url) or "@" in pin.url):
+        new = gitrepo.fetch_ref(upstream, new_ref)
+    if new is None:
+        raise InputError(f"{new_ref!r} is not a commit, tag or branch in upstream {upstream}")
+    if new != pin.commit and gitrepo.is_ancestor(upstream, new, pin.commit) \
+            and not allow_downgrade:
+        raise InputError(f"{new_ref} ({new[:12]}) is older than the current pin "
+                         f"{pin.commit[:12]} (an ancestor of it); pass --allow-downgrade "
+                         "to move the pin back")
+    return new, tag
+
+
+def refuse_hand_edits(project: Path, stack: Stack) -> None:
+    """A rewrite must start from a stack the user has saved: committed, and locked."""
+    dirty = gitrepo.dirty_paths(project, stack.root)
+    if dirty:
+        more = f" and {len(dirty) - 3} more" if len(dirty) > 3 else ""
+        raise InputError(f"{stack.root} has uncommitted changes ({', '.join(dirty[:3])}{more}); "
+                         "commit or stash them first, so the rewrite cannot lose them")
+    state, why = lock_state(stack, make_lock(stack.pin(), stack.patches()))
+    if state != "current":
+        raise InputError(f"{stack.lock_path} is not current ({why}); "
+                         "review the stack and run `patchctl lock` first")
+
+
+def finalize(stack: Stack, snap: dict[str, str], pin: Pin, steps: Sequence[Step],
+             texts: dict[str, str] | None = None) -> str:
+    """Write the rebased stack in one swap; returns the new fingerprint.
+
+    ``texts`` overrides a step's text (patches resolved by hand during --continue).
+    """
+    changes: dict[str, bytes | None] = {}
+    dropped = {s.source.name for s in steps if s.result.change == DROPPED}
+    restrip: set[str] = set()
+    for name in dropped:
+        changes[f"patches/{name}"] = None
+    kept = [patch for patch, _ in new_stack(steps, texts)]
+    for step in steps:
+        s = step.source
+        text = (texts or {}).get(s.name, step.text)
+        if text is None or s.name in dropped:
+            continue
+        changes[f"patches/{s.name}"] = text.encode("utf-8", "surrogateescape")
+        if s.strip != 1:
+            restrip.add(s.name)
+    series = stack.series_path.read_text(encoding="utf-8")
+    changes["series"] = rewrite_series(series, dropped=dropped, restrip=restrip).encode()
+    changes["upstream.toml"] = pin.to_toml().encode()
+    lock = make_lock(pin, kept)
+    changes["stack.lock"] = render_lock(lock).encode()
+    stackwrite.replace_stack(stack, changes, expect=snap)
+    return lock.fingerprint
+
+
+def new_stack(steps: Sequence[Step], texts: dict[str, str] | None = None
+              ) -> list[tuple[Patch, str]]:
+    """The rebased stack in series order: each kept patch, parsed, with its text."""
+    out: list[tuple[Patch, str]] = []
+    for step in steps:
+        s = step.source
+        text = (texts or {}).get(s.name, step.text)
+        if step.result.change == DROPPED:
+            continue
+        if text is None:
+            out.append((s.patch, s.patch.text))
+        else:
+            out.append((patchtext.reparse(text, name=s.name, path=s.path), text))
+    return out
+
+
+def review_range_diff(upstream: Path, old: str, new: str, steps: Sequence[Step],
+                      texts: dict[str, str] | None = None) -> str | None:
+    """The range-diff of the stack before and after; None when git cannot make one."""
+    before = [(s.source.patch, s.source.patch.text) for s in steps]
+    try:
+        return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)))
+    except GitError:
+        return None

@@ -1,0 +1,400 @@
+"""rebase-pin as a command: check, rebase, stop at a conflict, --continue, --abort.
+
+The engine (classification, bisect, the final swap) is rebase/engine.py; the state of
+a stopped rebase is rebase/state.py. Everything a stop leaves lives under
+``<project>/.patchctl/rebase/`` and nothing under ``stack/`` changes until the
+rebase completes:
+
+- ``work/``: a git work tree at the new pin, with the patches already rebased
+  as commits and the conflicting patch applied with conflict markers;
+- ``staged/``: the new text of each patch already rebased;
+- ``header``: the header of the patch waiting in ``work/`` (From, Date, Subject,
+  body, trailers), written by the stop; what the user leaves there when they
+  --continue is that patch's header (a resolution may change what the patch
+  touches, and so its ``Scope:``, or what its body must say);
+- ``state.json``: saved after every commit made in ``work/`` and naming that
+  commit (``head``). A run killed between a commit and its save leaves the work
+  tree ahead of the state: --continue first puts it back to ``head`` (keeping
+  a resolution the user staged or committed), so every step can be resumed and
+  no patch is ever seen twice.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import time
+from pathlib import Path
+
+from patchctl import fsutil, gitrepo
+from patchctl.errors import InputError, StackError
+from patchctl.model import patchtext, stackwrite
+from patchctl.model.fingerprint import fingerprint, lock_state, make_lock
+from patchctl.model.grades import CONFLICT, EXACT, UPSTREAM
+from patchctl.model.lint import ERROR, added_findings
+from patchctl.model.patchfile import Patch
+from patchctl.model.stack import Pin, Stack
+from patchctl.rebase import review as rebase_review
+from patchctl.rebase import state as rebase_state
+from patchctl.rebase.engine import (
+    DROPPED,
+    Progress,
+    RebaseResult,
+    Searcher,
+    Source,
+    Step,
+    classify,
+    finalize,
+    name_and_bisect,
+    new_stack,
+    refuse_hand_edits,
+    resolve_new,
+    review_range_diff,
+    seed,
+    sources_of,
+    upstream_paths,
+)
+from patchctl.rebase.state import DoneEntry, RebaseState, rebase_dir
+
+
+def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, check: bool = False,
+               bisect: bool = False, allow_downgrade: bool = False, drop_upstream: bool = False,
+               progress: Progress | None = None) -> RebaseResult:
+    started = time.perf_counter()
+    rebase_state.refuse_if_in_progress(project)
+    upstream = gitrepo.git_dir(upstream)  # a work tree path would not reach its objects
+    lock = stackwrite.stack_lock(project, f"rebase-pin on {stack.root}") if not check else None
+    with lock or contextlib.nullcontext():
+        pin = stack.pin()
+        if not check:
+            refuse_hand_edits(project, stack)
+        new, tag = resolve_new(upstream, pin, new_ref, allow_downgrade=allow_downgrade)
+        sources = sources_of(stack)
+        snap = stackwrite.snapshot(stack.root)
+        with gitrepo.temp_index(upstream) as index:
+            seed(index, pin.commit, sources)
+            steps = classify(index, sources, new, progress=progress,
+                             landable=upstream_paths(upstream, pin.commit, new))
+            searcher = None
+            base = rebase_review.search_base(upstream, pin.commit, new)
+            if pin.commit != new and base is not None:
+                searcher = Searcher(index, upstream, base, new, sources, progress)
+            checks = name_and_bisect(steps, searcher, bisect=bisect)
+        descends = base == pin.commit
+        result = RebaseResult(stack=str(stack.root), old=pin.commit, new=new, new_ref=new_ref,
+                              mode="check" if check else "rebase", status="checked",
+                              patches=[s.result for s in steps],
+                              commits=searcher.commits if searcher and descends else None,
+                              base=None if descends else base, bisect_checks=checks)
+        for step in steps:
+            if step.result.grade == CONFLICT:
+                result.causes += rebase_review.explain(upstream, pin.commit, new,
+                                                       step.source.patch, step.result.conflicts)
+        grades = {s.result.grade for s in steps}
+        if check:
+            result.status = "checked"
+        elif new == pin.commit and grades <= {EXACT}:
+            result.status, result.message = "up-to-date", "the stack is already at this commit"
+        elif UPSTREAM in grades and not drop_upstream:
+            result.status = "needs-drop"
+            result.message = "patches already upstream: re-run with --drop-upstream to drop them"
+        elif CONFLICT not in grades:
+            pin_new = Pin(name=pin.name, url=pin.url, commit=new, tag=tag)
+            result.range_diff = review_range_diff(upstream, pin.commit, new, steps)
+            result.fingerprint = finalize(stack, snap, pin_new, steps)
+            result.status = "rebased"
+        else:
+            stop(project, stack, upstream, result, steps, snap, tag=tag,
+                 drop_upstream=drop_upstream)
+        result.seconds = round(time.perf_counter() - started, 3)
+        return result
+
+
+# -- a stop at a conflict ---------------------------------------------------------------------
+
+
+def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
+          conflict: Step) -> None:
+    """Commit ``done`` in the work tree, apply ``conflict`` with markers; the state is
+    saved after each commit, so a kill at any point leaves a state that resumes."""
+    staged = rebase_dir(project) / "staged"
+    staged.mkdir(parents=True, exist_ok=True)
+    for step in done:
+        entry = DoneEntry(step.result, step.source.strip)
+        if step.result.change != DROPPED:
+            text = step.text if step.text is not None else step.source.path.read_bytes().decode(
+                "utf-8", "surrogateescape")
+            entry.strip = 1 if step.text is not None else step.source.strip
+            (staged / step.source.name).write_bytes(text.encode("utf-8", "surrogateescape"))
+            entry.staged = step.source.name
+            p = step.source.patch
+            state.head = gitrepo.commit_patch(work, staged / step.source.name, strip=entry.strip,
+                                              subject=p.subject or step.source.name,
+                                              body=p.body, author=p.author)
+        state.done.append(entry)
+        rebase_state.save(project, state)
+    gitrepo.apply_with_markers(work, conflict.source.path, strip=conflict.source.strip)
+    fsutil.atomic_write(rebase_state.header_path(project),
+                        patchtext.header_text(conflict.source.patch).encode(
+                            "utf-8", "surrogateescape"))
+    state.conflict = conflict.result
+    rebase_state.save(project, state)
+
+
+def _stopped(project: Path, result: RebaseResult, work: Path, step: Step) -> None:
+    files = ", ".join(step.result.conflicts) or "see the .rej files"
+    header = rebase_state.header_path(project)
+    result.status, result.work, result.conflict = "stopped", str(work), step.source.name
+    result.header = str(header)
+    result.message = (
+        f"{step.source.name} conflicts at the new pin ({files}). Resolve it in {work} "
+        f"(edit the files, `git add` them; to change the patch's Subject, body or trailers, "
+        f"`Scope:` included, edit {header}), then run `patchctl rebase-pin --continue`; "
+        "or `patchctl rebase-pin --abort` to leave the stack as it was")
+
+
+def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, steps: list[Step],
+         snap: dict[str, str], *, tag: str | None, drop_upstream: bool) -> None:
+    """Leave a resumable state at the first conflict; ``stack/`` is not touched."""
+    k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
+    rdir = rebase_dir(project, create=True)
+    shutil.rmtree(rdir, ignore_errors=True)  # what a stop killed before its first save left
+    rdir.mkdir(parents=True)
+    touched = [path for s in steps for f in s.source.patch.files for path in f.paths]
+    work = gitrepo.scratch_checkout(upstream, rdir / "work", result.new, needed=touched)
+    # `apply --3way` there needs each old patch's preimage blob in the work repo.
+    gitrepo.seed_blobs(work, result.old, [(s.source.path, s.source.strip) for s in steps])
+    state = RebaseState(stack=str(stack.root), upstream=str(upstream), old=result.old,
+                        new=result.new, new_ref=result.new_ref, tag=tag,
+                        drop_upstream=drop_upstream, commits=result.commits,
+                        bisect_checks=result.bisect_checks, snapshot=snap,
+                        head=gitrepo.work_head(work))
+    rebase_state.save(project, state)
+    _park(project, state, work, steps[:k], steps[k])
+    _stopped(project, result, work, steps[k])
+
+
+# -- --continue and --abort -------------------------------------------------------------------
+
+
+def _rewind(work: Path, state: RebaseState) -> None:
+    """Put the work tree back to the commit the state describes.
+
+    Commits past ``head`` were made by a run killed before it saved (or, while a
+    conflict waits, by the user committing the resolution by hand): while a
+    conflict waits they are folded back into the index as the resolution; otherwise
+    they, and any files a killed run left, are re-derived, so they are dropped.
+    """
+    head = gitrepo.work_head(work)
+    if head != state.head and not gitrepo.is_ancestor(work, state.head, head):
+        raise InputError(f"the rebase work tree {work} no longer descends from "
+                         f"{state.head[:12]} (reset or rebased by hand?); run "
+                         "`patchctl rebase-pin --abort` and start again")
+    if state.conflict is not None:
+        if head != state.head:
+            gitrepo.reset_work(work, state.head, keep=True)
+    else:  # nothing of the user's is there: markers a killed stop left are redone
+        gitrepo.reset_work(work, state.head, keep=False)
+
+
+def _finished(stack: Stack, state: RebaseState) -> bool:
+    """The stack is the rebase's result: it pins the new commit and its lock is current."""
+    pin = stack.pin()
+    return pin.commit == state.new and \
+        lock_state(stack, make_lock(pin, stack.patches()))[0] == "current"
+
+
+def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
+                    progress: Progress | None = None) -> RebaseResult:
+    started = time.perf_counter()
+    with stackwrite.stack_lock(project, f"rebase-pin on {stack.root}"):
+        state = rebase_state.load(project)
+        if state is None:
+            raise InputError(f"no rebase-pin in progress (no state under {rebase_dir(project)}); "
+                             "start one with `patchctl rebase-pin NEW_REF`")
+        if stackwrite.snapshot(stack.root) != state.snapshot:
+            if _finished(stack, state):  # killed after the swap, before the cleanup
+                shutil.rmtree(rebase_dir(project), ignore_errors=True)
+                pin = stack.pin()
+                return RebaseResult(stack=str(stack.root), old=state.old, new=state.new,
+                                    new_ref=state.new_ref, mode="continue", status="rebased",
+                                    patches=[], commits=state.commits,
+                                    fingerprint=fingerprint(pin.commit, stack.patches()),
+                                    message="the rebase had completed before it was "
+                                    "interrupted; its leftover state is removed")
+            raise InputError(f"{stack.root} changed since the rebase started; run "
+                             "`patchctl rebase-pin --abort`, commit your edits, and start again")
+        work = rebase_dir(project) / "work"
+        if not (work / ".git").is_dir():
+            raise InputError(f"the rebase state is damaged ({work} is missing); run "
+                             "`patchctl rebase-pin --abort` and start again")
+        git_dir = work / ".git"
+        _rewind(work, state)
+        state.drop_upstream = state.drop_upstream or drop_upstream
+        sources = sources_of(stack)
+        texts, done = _done_steps(project, state, sources)
+        if state.conflict is not None:
+            step = _resolve(project, state, sources, done, texts)
+            if step.text is not None:
+                texts[step.source.name] = step.text
+                (rebase_dir(project) / "staged" / step.source.name).write_bytes(
+                    step.text.encode("utf-8", "surrogateescape"))
+            state.done.append(DoneEntry(step.result, 1,
+                                        step.source.name if step.text else None))
+            state.conflict = None
+            state.head = gitrepo.work_head(work)
+            done.append(step)
+            rebase_state.save(project, state)  # the resolution is committed: never ask again
+
+        rest = sources[len(done):]
+        with gitrepo.temp_index(git_dir) as index:
+            steps = classify(index, rest, gitrepo.tree_of(git_dir, "HEAD"), progress=progress,
+                             first=len(sources),
+                             landable=upstream_paths(git_dir, state.old, state.new))
+            searcher = Searcher(index, git_dir, state.old, state.new, sources, progress) \
+                if gitrepo.is_ancestor(git_dir, state.old, state.new) else None
+            name_and_bisect(steps, searcher, bisect=False)
+        result = RebaseResult(stack=str(stack.root), old=state.old, new=state.new,
+                              new_ref=state.new_ref, mode="continue", status="rebased",
+                              patches=[s.result for s in done + steps], commits=state.commits,
+                              bisect_checks=state.bisect_checks)
+        grades = {s.result.grade for s in steps}
+        if UPSTREAM in grades and not state.drop_upstream:
+            result.status = "needs-drop"
+            result.message = ("patches already upstream: run `patchctl rebase-pin --continue "
+                              "--drop-upstream` to drop them")
+        elif CONFLICT in grades:
+            k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
+            result.causes = rebase_review.explain(Path(state.upstream), state.old, state.new,
+                                                  steps[k].source.patch,
+                                                  steps[k].result.conflicts)
+            _park(project, state, work, steps[:k], steps[k])
+            _stopped(project, result, work, steps[k])
+        else:
+            pin = Pin(name=stack.pin().name, url=stack.pin().url, commit=state.new,
+                      tag=state.tag)
+            problems = rebase_review.recheck(Path(state.upstream), state.new,
+                                             new_stack(done + steps, texts))
+            if problems:  # a guard: each resolution was checked when it was committed
+                raise InputError(f"the rebased stack does not hold at {state.new[:12]}: "
+                                 f"{'; '.join(problems)}; nothing was written; run "
+                                 "`patchctl rebase-pin --abort` and report this")
+            result.range_diff = review_range_diff(Path(state.upstream), state.old, state.new,
+                                                  done + steps, texts)
+            result.fingerprint = finalize(stack, state.snapshot, pin, done + steps, texts)
+            shutil.rmtree(rebase_dir(project), ignore_errors=True)
+        result.seconds = round(time.perf_counter() - started, 3)
+        return result
+
+
+def _done_steps(project: Path, state: RebaseState,
+                sources: list[Source]) -> tuple[dict[str, str], list[Step]]:
+    texts: dict[str, str] = {}
+    steps: list[Step] = []
+    staged = rebase_dir(project) / "staged"
+    for entry in state.done:
+        result = entry.result
+        source = sources[result.index - 1]
+        text = None
+        # An unchanged patch parked by a stop is staged as its old bytes (at its own
+        # strip level): keep the file. A resolved one is always patchctl's text, and
+        # its header may have changed even where its diff did not.
+        if entry.staged and result.change != DROPPED and \
+                (result.change != patchtext.UNCHANGED or result.resolved):
+            text = (staged / entry.staged).read_bytes().decode("utf-8", "surrogateescape")
+            texts[source.name] = text
+        steps.append(Step(source, result, text))
+    return texts, steps
+
+
+def _resolve(project: Path, state: RebaseState, sources: list[Source], done: list[Step],
+             texts: dict[str, str]) -> Step:
+    """The hand-resolved conflict as a patch, with the header the user left at the stop,
+    committed in the work tree once it holds at the new pin (with the patches before
+    it: applies, reverses, stays in its Scope)."""
+    work = rebase_dir(project) / "work"
+    git_dir = work / ".git"
+    status = gitrepo.worktree_status(work)
+    if status.unmerged:
+        raise InputError(f"conflicts remain in {work}: {', '.join(status.unmerged)}; resolve "
+                         "them, `git add` each file, then run `patchctl rebase-pin --continue`")
+    loose = status.unstaged + status.untracked
+    if loose:
+        raise InputError(f"{work} has changes that are not staged: {', '.join(loose[:5])}; "
+                         "`git add` them (or discard them) before --continue")
+    assert state.conflict is not None
+    result = dataclasses.replace(state.conflict, resolved=True)
+    source = sources[result.index - 1]
+    head, resolved = gitrepo.tree_of(git_dir, "HEAD"), gitrepo.index_tree(work)
+    if head == resolved:
+        result.change = DROPPED  # resolved to nothing: the change is upstream already
+        return Step(source, result, None)
+    diff = gitrepo.format_diff(git_dir, head, resolved)
+    header = rebase_state.header_path(project)
+    new = _with_header(header, source.patch, diff)
+    text = new.text
+    result.change = patchtext.compare(source.patch, new)
+    if result.change == patchtext.CONTENT:
+        result.interdiff = patchtext.interdiff(source.patch, new, name=source.name)
+    problems = rebase_review.recheck(Path(state.upstream), state.new,
+                                     new_stack([*done, Step(source, result, text)], texts))
+    if problems:
+        raise InputError(f"the resolution does not hold at {state.new[:12]}: "
+                         f"{'; '.join(problems)}; fix it in {work} (the patch's header, "
+                         f"`Scope:` included, is {header}) and run --continue again")
+    message = (new.subject or source.name) + (f"\n\n{new.body}" if new.body else "") + "\n"
+    gitrepo.commit_index(work, message, author=new.author or source.patch.author)
+    return Step(source, result, text)
+
+
+def _with_header(path: Path, old: Patch, diff: str) -> Patch:
+    """The resolved patch: ``diff`` under the header the user left in ``path`` (the old
+    header when the file is gone), checked as `patchctl header --set` checks a change: it
+    must read back as itself and add no lint error."""
+    before = patchtext.header_text(old)
+    try:
+        lines = path.read_bytes().decode("utf-8", "surrogateescape").split("\n")
+    except FileNotFoundError:
+        lines = before.split("\n")
+    while lines and not lines[-1].strip():
+        lines.pop()
+    header = "\n".join(lines) + "\n"
+    again = f"fix {path} and run `patchctl rebase-pin --continue` again"
+
+    def parse(head: str) -> Patch:
+        text = patchtext.render(head, diff, mail_form=old.mail_form)
+        return patchtext.reparse(text, name=old.name, path=old.path)
+
+    try:
+        new = parse(header)
+    except StackError as e:
+        raise InputError(f"{path}: {e}; {again}") from e
+    if header == before:
+        return new
+    if patchtext.header_text(new) != header or new.mail_form != old.mail_form:
+        raise InputError(f"{path} does not read back as the patch header it holds (a `---` "
+                         f"line, a diff, or a header of another form in it?); {again}")
+    errors = [f.message for f in added_findings(parse(before), new) if f.severity == ERROR]
+    if errors:
+        raise InputError(f"{path}: {errors[0]}; {again}")
+    return new
+
+
+def abort(project: Path, stack: Stack) -> RebaseResult:
+    """Forget the rebase: ``stack/`` was never touched, so it is exactly the old stack."""
+    with stackwrite.stack_lock(project, f"rebase-pin on {stack.root}"):
+        rdir = rebase_dir(project)
+        try:
+            state = rebase_state.load(project) if rdir.is_dir() else None
+        except InputError:
+            state = None  # a damaged state is exactly what --abort is for
+        if not rdir.is_dir():
+            raise InputError(f"no rebase-pin in progress (nothing under {rdir})")
+        shutil.rmtree(rdir)
+        pin = stack.pin()
+        return RebaseResult(stack=str(stack.root), old=pin.commit,
+                            new=state.new if state else pin.commit,
+                            new_ref=state.new_ref if state else "", mode="abort",
+                            status="aborted", patches=[],
+                            message=f"rebase abandoned; {stack.root} is as it was")

@@ -1,0 +1,165 @@
+"""What verify reads from each patch, cached by content, so an unchanged stack skips the parse.
+
+A stack of 2,000 patches takes longer to parse and lint than git takes to apply
+and reverse it. ``verify`` needs only a few facts of each patch (its trailers,
+size, digest, paths and lint findings: a ``Summary``); on a stack that did not
+change it reads them back instead of parsing. The cache lives in the user's
+cache dir (never in the project): ``<cache>/parsed/<hash of the stack dir>.json``.
+An entry is keyed by the patch's name, strip level and the sha256 of its bytes,
+and the whole file by the source of the parser, the linter, its glob matcher and this
+module, so any change to a patch or to that code parses again. Lint findings are cached
+as ``lint_patch`` gives them without upstream symlinks; a patch that touches one of
+upstream's symlinks (or a path under one) is parsed and linted again with them
+(``Summary.touches``). ``partition`` keeps its ``<hash>.plan`` beside it, and
+goes with it. Losing or corrupting the cache costs only time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from patchctl import fsutil, globs
+from patchctl.model import lint, patchfile
+from patchctl.model.lint import Finding, lint_patch, parent_dirs
+from patchctl.model.patchfile import Patch
+
+FORMAT = 3  # the layout of a cached entry
+KEEP = 16  # stacks whose summaries are kept
+
+
+class Summary(NamedTuple):
+    """The facts of one patch that verify reports, fingerprints and lints (a NamedTuple:
+    2,000 of them are made per run, and a frozen dataclass costs three times as much)."""
+
+    name: str
+    path: Path
+    strip: int
+    digest: str
+    files: int  # file diffs (git apply reports offsets by file, in this order)
+    paths: tuple[str, ...]  # every path the diffs name, source and target, in order
+    concern: str | None
+    upstream_status: str | None
+    added: int
+    removed: int
+    findings: tuple[Finding, ...]  # lint_patch(patch), no upstream symlinks given
+    in_place: bool  # every file diff changes an existing file, same path and mode
+
+    def patch(self) -> Patch:
+        """The whole parsed patch (to explain a failure): read and parsed again."""
+        return patchfile.read_patch(self.path, name=self.name, strip=self.strip)
+
+    def touches(self, links: frozenset[str]) -> bool:
+        """Does a path of this patch, or a directory above one, name one of ``links``?"""
+        return bool(links) and any(
+            p in links or any(d in links for d in parent_dirs(p)) for p in self.paths)
+
+    def lint(self, links: frozenset[str]) -> list[Finding]:
+        """``lint_patch`` with upstream's symlinks: the cached findings unless a path of
+        this patch meets one of them."""
+        if self.touches(links):
+            return lint_patch(self.patch(), upstream_symlinks=links)
+        return list(self.findings)
+
+
+def summarize(patch: Patch) -> Summary:
+    return Summary(name=patch.name, path=patch.path, strip=patch.strip, digest=patch.digest,
+                   files=len(patch.files), paths=tuple(p for f in patch.files for p in f.paths),
+                   concern=patch.concern, upstream_status=patch.upstream_status,
+                   added=patch.added, removed=patch.removed,
+                   findings=tuple(lint_patch(patch)),
+                   in_place=all(_in_place(f) for f in patch.files))
+
+
+def _in_place(f: patchfile.FileDiff) -> bool:
+    """Changes an existing file where it is: no creation, deletion, rename, copy or mode
+    change (a plain diff whose first hunk starts at line 0 may be either; not this)."""
+    first = f.hunks[0] if f.hunks else None
+    return (f.source is not None and f.source == f.target and not f.mode_lines
+            and (first is None or (first.source_start > 0 and first.target_start > 0)))
+
+
+def _code_key() -> str:
+    h = hashlib.sha256()
+    for module in (patchfile, lint, globs):  # globs: how lint matches Scope
+        h.update(Path(module.__file__ or "").read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return f"{FORMAT}:{h.hexdigest()}"
+
+
+class ParseCache:
+    """Read patches' summaries through the cache; ``save()`` writes what was parsed anew."""
+
+    def __init__(self, stack_root: Path, cache_dir: Path | None = None) -> None:
+        self.path = _cache_file(stack_root, cache_dir)
+        self.key = _code_key()
+        self.entries: dict[str, list[Any]] = {}
+        self.used: dict[str, list[Any]] = {}
+        self.changed = False
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("key") == self.key:
+                self.entries = data.get("patches") or {}
+        except (OSError, ValueError, RecursionError):  # a damaged cache costs only time
+            pass
+
+    def read(self, path: Path, *, name: str, strip: int) -> Summary:
+        """``summarize(patchfile.read_patch(...))``, from the cache when the bytes are the
+        same; raises StackError for a patch that cannot be parsed."""
+        data = patchfile.patch_bytes(path)
+        key = f"{name}\0{strip}\0{hashlib.sha256(data).hexdigest()}"
+        entry = self.entries.get(key)
+        if entry is not None:
+            try:
+                summary = _from_entry(entry, name=name, path=path, strip=strip)
+            except (IndexError, KeyError, TypeError, ValueError):
+                summary = None
+            if summary is not None:
+                self.used[key] = entry
+                return summary
+        summary = summarize(patchfile.parse_patch(data, path=path, name=name, strip=strip))
+        self.used[key] = _to_entry(summary)
+        self.changed = True
+        return summary
+
+    def save(self) -> None:
+        """Keep the entries read this time (a stack's old versions drop out)."""
+        if not self.changed and len(self.used) == len(self.entries):
+            return
+        with contextlib.suppress(OSError):  # a read-only cache: next time parses again
+            fsutil.atomic_write(self.path, json.dumps({"key": self.key, "patches": self.used},
+                                                      separators=(",", ":")))
+            _prune(self.path.parent)
+
+
+def _cache_file(stack_root: Path, cache_dir: Path | None = None) -> Path:
+    return fsutil.stack_cache_file(stack_root, "parsed", ".json", cache_dir)
+
+
+def _prune(folder: Path, keep: int = KEEP) -> None:
+    """At most ``keep`` stacks' files: the least recently written go first."""
+    files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime, reverse=True)
+    for old in files[keep:]:
+        old.unlink(missing_ok=True)
+        old.with_suffix(".plan").unlink(missing_ok=True)  # partition.plan_file
+
+
+def _to_entry(s: Summary) -> list[Any]:
+    return [s.digest, s.files, list(s.paths), s.concern, s.upstream_status, s.added, s.removed,
+            [[f.severity, f.code, f.message, f.line] for f in s.findings], s.in_place]
+
+
+def _from_entry(e: list[Any], *, name: str, path: Path, strip: int) -> Summary:
+    digest, files, paths, concern, status, added, removed, findings, in_place = e
+    if not (isinstance(digest, str) and isinstance(files, int) and isinstance(paths, list)
+            and isinstance(added, int) and isinstance(removed, int)
+            and isinstance(in_place, bool)):
+        raise ValueError("not a summary")
+    return Summary(name=name, path=path, strip=strip, digest=digest, files=files,
+                   paths=tuple(str(p) for p in paths), concern=concern, upstream_status=status,
+                   added=added, removed=removed,
+                   findings=tuple(Finding(str(s), str(c), str(m), ln)
+                                  for s, c, m, ln in findings), in_place=in_place)

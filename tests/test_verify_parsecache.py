@@ -1,0 +1,92 @@
+"""The parse cache: an unchanged patch's summary is read back, anything else is parsed again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from patchctl.model.lint import lint_patch
+from patchctl.model.patchfile import read_patch
+from patchctl.verify.parsecache import ParseCache, summarize
+
+
+def _all(cache: ParseCache, project: Path):
+    patches = sorted((project / "stack/patches").iterdir())
+    return [cache.read(p, name=p.name, strip=1) for p in patches]
+
+
+def test_cached_patches_equal_parsed_ones(project: Path, tmp_path: Path) -> None:
+    first = ParseCache(project / "stack", tmp_path / "c")
+    cold = _all(first, project)
+    assert first.changed
+    first.save()
+    again = ParseCache(project / "stack", tmp_path / "c")
+    warm = _all(again, project)
+    assert not again.changed  # every patch came from the cache
+    fresh = [summarize(read_patch(p.path, name=p.name)) for p in cold]
+    assert warm == cold == fresh
+    assert [p.patch() for p in warm] == [read_patch(p.path, name=p.name) for p in cold]
+
+
+def test_cached_lint_findings_come_back_and_symlinks_lint_again(tmp_path: Path) -> None:
+    """Lint findings are cached as lint_patch gives them without upstream symlinks; a
+    patch whose path is, or lies under, one of upstream's symlinks is linted again with
+    them (a warm run must not lose the `symlink` error)."""
+    stack = tmp_path / "stack"
+    (stack / "patches").mkdir(parents=True)
+    path = stack / "patches" / "0001-x.patch"
+    path.write_text("Subject: x\n\nScope: other/y.c\n\n"
+                    "--- a/linked/new.c\n+++ b/linked/new.c\n@@ -0,0 +1 @@\n+x\n")
+    cache = ParseCache(stack, tmp_path / "c")
+    cold = cache.read(path, name=path.name, strip=1)
+    cache.save()
+    warm = ParseCache(stack, tmp_path / "c").read(path, name=path.name, strip=1)
+    assert warm == cold and {f.code for f in warm.findings} >= {"scope", "missing-trailer"}
+    for links in (frozenset(), frozenset({"other"}), frozenset({"linked"}),
+                  frozenset({"linked/new.c"})):
+        assert warm.lint(links) == lint_patch(read_patch(path), upstream_symlinks=links)
+    assert warm.touches(frozenset({"linked"})) and not warm.touches(frozenset({"link"}))
+    assert any(f.code == "symlink" for f in warm.lint(frozenset({"linked"})))
+
+
+def test_a_changed_patch_or_parser_is_parsed_again(project: Path, tmp_path: Path) -> None:
+    cache = ParseCache(project / "stack", tmp_path / "c")
+    _all(cache, project)
+    cache.save()
+    path = sorted((project / "stack/patches").iterdir())[0]
+    path.write_text(path.read_text().replace("Upstream-Status: Pending",
+                                             "Upstream-Status: Denied"))
+    again = ParseCache(project / "stack", tmp_path / "c")
+    patch = again.read(path, name=path.name, strip=1)
+    assert again.changed and patch.upstream_status == "Denied"
+    data = json.loads(again.path.read_text())
+    data["key"] = "an older parser"
+    again.path.write_text(json.dumps(data))
+    assert ParseCache(project / "stack", tmp_path / "c").entries == {}
+
+
+def test_a_damaged_cache_costs_only_time(project: Path, tmp_path: Path) -> None:
+    cache = ParseCache(project / "stack", tmp_path / "c")
+    _all(cache, project)
+    cache.save()
+    data = json.loads(cache.path.read_text())
+    for entry in data["patches"].values():
+        entry[1] = "garbage"
+    cache.path.write_text(json.dumps(data))
+    again = ParseCache(project / "stack", tmp_path / "c")
+    assert _all(again, project) == _all(ParseCache(project / "stack", tmp_path / "d"), project)
+    cache.path.write_text("{not json")
+    assert ParseCache(project / "stack", tmp_path / "c").entries == {}
+
+
+def test_verify_reports_the_same_cold_and_warm(cli, project: Path) -> None:
+    runs = []
+    for _ in range(2):
+        r = cli("-C", str(project), "verify", "--json")
+        assert r.code == 0, r.err
+        data = json.loads(r.out)
+        data.pop("seconds")
+        runs.append((data.pop("git_calls"), data))
+    assert runs[0][1] == runs[1][1]
+    # the second run reads the pin tree's symlinks from the cache: no ls-tree
+    assert runs[0][0] == runs[1][0] + 1
