@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -81,6 +82,17 @@ def test_check_classifies_every_patch_and_writes_nothing(cli, proj: Path) -> Non
     assert pats[P[6]]["after_conflict"] is True
     assert snap(proj) == before
     assert not (proj / ".patchctl").exists()
+
+
+def test_check_at_the_pin_itself_says_nothing_to_move(cli, proj: Path) -> None:
+    """Regression (issue 27 notes): `rebase-pin --check` to the commit the stack is pinned
+    at said "not a descendant of the pin"; it is the pin itself: 0 commits, nothing to move."""
+    pin = tomllib.loads((proj / "stack/upstream.toml").read_text())["commit"]
+    code, data = rebase_json(cli, proj, pin, "--check")
+    assert code == 0 and data["commits"] == 0 and data["base"] is None
+    assert {p["grade"] for p in data["patches"]} == {"exact"}
+    first = rebase(cli, proj, pin, "--check").out.splitlines()[0]
+    assert first.endswith("; the pin itself: nothing to move)") and "descendant" not in first
 
 
 def test_check_text_columns_are_aligned_with_long_names(cli, proj: Path) -> None:

@@ -115,7 +115,8 @@ def render(result: RebaseResult) -> str:
 
     if result.status == "aborted":
         return result.message + "\n"
-    span = count(result.commits, "first-parent commit") if result.commits is not None else \
+    span = "the pin itself: nothing to move" if result.old == result.new else \
+        count(result.commits, "first-parent commit") if result.commits is not None else \
         "not a descendant of the pin" + (f"; --bisect searches from their merge-base "
                                          f"{result.base[:12]}" if result.base else "")
     out = [f"rebase-pin {result.old[:12]} -> {result.new[:12]} ({result.new_ref}; {span})"]

@@ -85,7 +85,8 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         result = RebaseResult(stack=str(stack.root), old=pin.commit, new=new, new_ref=new_ref,
                               mode="check" if check else "rebase", status="checked",
                               patches=[s.result for s in steps],
-                              commits=searcher.commits if searcher and descends else None,
+                              commits=0 if new == pin.commit else
+                              searcher.commits if searcher and descends else None,
                               base=None if descends else base, bisect_checks=checks)
         for step in steps:
             if step.result.grade == CONFLICT:
