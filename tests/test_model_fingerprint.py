@@ -138,3 +138,16 @@ def test_fingerprint_cmake_keeps_any_pin_name_as_data(cli, project: Path, tmp_pa
     subprocess.run([cmake, "-P", "show.cmake"], cwd=tmp_path, check=True, capture_output=True)
     assert not (tmp_path / "pwned").exists()
     assert (tmp_path / "name.txt").read_text() == name
+
+
+def test_a_pin_name_with_escapes_is_printed_escaped(cli, project: Path) -> None:
+    """Issue 22 #15 (same class): verify, series and apply printed the pin's `name` raw, so
+    a name holding an OSC sequence retitled the terminal and a newline forged a line."""
+    pin = project / "stack/upstream.toml"
+    pin.write_text(pin.read_text().replace('name = "', 'name = "up\\u001b]0;owned\\u0007\\n', 1))
+    assert cli("-C", str(project), "lock").code == 0
+    for args in (("verify",), ("series",)):
+        r = cli("-C", str(project), *args)
+        assert r.code == 0, r.err
+        assert "\x1b" not in r.out and "\x07" not in r.out, args
+        assert "up\\x1b]0;owned\\x07\\n" in r.out.splitlines()[0], args

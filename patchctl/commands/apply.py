@@ -15,6 +15,7 @@ from patchctl.commands._common import (
     upstream_option,
 )
 from patchctl.textout import count
+from patchctl.untrusted import printable
 
 
 @click.command()
@@ -51,6 +52,6 @@ def apply(ctx: click.Context, into: Path, upstream: str | None, commits: bool,
     else:
         verb = "up to date" if result.unchanged else "written"
         shown = f"{into} -> {result.into}" if into.is_symlink() else str(into)
-        click.echo(f"{shown}: {verb} ({result.stamp.name} @ {result.stamp.pin[:12]} + "
+        click.echo(f"{shown}: {verb} ({printable(result.stamp.name)} @ {result.stamp.pin[:12]} + "
                    f"{count(len(result.stamp.patches), 'patch')}, fingerprint "
                    f"{result.stamp.fingerprint[:16]}, tree {result.stamp.tree[:12]})")

@@ -3,6 +3,7 @@ from __future__ import annotations
 import click
 
 from patchctl.commands._common import project_dir
+from patchctl.untrusted import printable
 
 
 @click.command()
@@ -20,7 +21,7 @@ def init(ctx: click.Context, url: str, pin: str, name: str | None, record_url: s
     from patchctl.authoring.init_import import init_stack
 
     result = init_stack(project_dir(ctx), url=url, pin=pin, name=name, record_url=record_url)
-    click.echo(f"created {result.stack.root}: {result.pin.name} @ {result.pin.commit}"
+    click.echo(f"created {result.stack.root}: {printable(result.pin.name)} @ {result.pin.commit}"
                + (f" ({result.pin.tag})" if result.pin.tag else ""))
     if not result.checked:
         click.echo(f"warning: upstream not reachable; the pin was not checked ({result.why})",

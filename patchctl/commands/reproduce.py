@@ -18,6 +18,7 @@ from patchctl.commands._common import (
     stack_of,
     upstream_option,
 )
+from patchctl.untrusted import printable
 
 if TYPE_CHECKING:  # imported lazily at run time
     from patchctl.build.reproduce import ReproduceReport
@@ -84,7 +85,8 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
 def _render(report: ReproduceReport) -> None:
     from patchctl.build.reproduce import PROVEN
 
-    click.echo(f"{report.name} @ {report.pin[:12]}, fingerprint {report.fingerprint[:16]}: "
+    click.echo(f"{printable(report.name)} @ {report.pin[:12]}, "
+               f"fingerprint {report.fingerprint[:16]}: "
                f"{len(report.patches)} reproducer(s)"
                + ("" if report.shared_build else " (isolated build trees)"))
     if not report.patches:

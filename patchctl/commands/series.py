@@ -5,6 +5,7 @@ import click
 from patchctl.commands._common import emit_json, json_option, stack_of
 from patchctl.model import schemas
 from patchctl.textout import count, table
+from patchctl.untrusted import printable
 
 
 @click.command()
@@ -27,7 +28,7 @@ def series(ctx: click.Context, as_json: bool) -> None:
         emit_json({"schema": schemas.SERIES, "name": pin.name, "pin": pin.commit,
                    "patches": rows})
         return
-    click.echo(f"{pin.name} @ {pin.commit[:12]}: {count(len(rows), 'patch')}")
+    click.echo(f"{printable(pin.name)} @ {pin.commit[:12]}: {count(len(rows), 'patch')}")
     if rows:
         cells = [[str(i), p.name, p.concern or "-",
                   f"{count(len(p.files), 'file')} +{p.added} -{p.removed}",

@@ -9,6 +9,7 @@ from patchctl.model.fingerprint import short
 from patchctl.model.grades import EXACT, OFFSET
 from patchctl.model.lint import ERROR
 from patchctl.textout import count, table
+from patchctl.untrusted import printable
 from patchctl.verify.engine import VerifyReport
 
 
@@ -16,7 +17,7 @@ def verify_text(report: VerifyReport) -> str:
     pin = report.pin
     parts = f" in {report.parts} parts at once" if report.parts > 1 else ""
     out = [
-        f"verify {pin.name} @ {pin.commit[:12]} (tree {report.pin_tree[:12]}): "
+        f"verify {printable(pin.name)} @ {pin.commit[:12]} (tree {report.pin_tree[:12]}): "
         f"{count(len(report.patches), 'patch')}, {report.mode}{parts}, "
         f"{count(report.git_calls, 'git call')}, "
         f"{report.seconds:.3f} s"
