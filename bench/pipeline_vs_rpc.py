@@ -43,7 +43,7 @@ import subprocess
 import sys
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -64,8 +64,11 @@ TARGETS = {
     "gen-tps/local@3": ("generation tokens/s, ours 3 stages / in-process full model", 0.9, "min"),
     "wire-bytes/rpc@2": ("wire bytes per generated token, ours / RPC, 2 processes", 0.1, "max"),
     "wire-bytes/rpc@3": ("wire bytes per generated token, ours / RPC, 3 processes", 0.1, "max"),
-    "load-wire-bytes@2": ("bytes over the wire at load, ours, 2 processes", 0, "max"),
-    "load-wire-bytes@3": ("bytes over the wire at load, ours, 3 processes", 0, "max"),
+    # Bytes of a run that are not per token (load, setup, close): no weights, under 1 KiB.
+    "load-wire-bytes@2": ("bytes over the wire not per token (load), ours, 2 processes", 1024,
+                          "max"),
+    "load-wire-bytes@3": ("bytes over the wire not per token (load), ours, 3 processes", 1024,
+                          "max"),
 }
 
 
@@ -311,13 +314,17 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
 
 def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relays: Relays,
                  reference: dict | None) -> dict:
-    timed = drive_ours(tools, model, n, a.prompt, a.steps, relays)
-    if reference is not None and timed["logits_fnv1a64"] != reference["logits_fnv1a64"]:
-        raise BenchError(f"ours@{n}: the reply digests differ from the full model's")
+    runs = [drive_ours(tools, model, n, a.prompt, a.steps, relays) for _ in range(a.reps)]
+    for timed in runs:
+        if reference is not None and timed["logits_fnv1a64"] != reference["logits_fnv1a64"]:
+            raise BenchError(f"ours@{n}: the reply digests differ from the full model's")
+    ttft = statistics.median(r["prompt_seconds"] for r in runs)
+    gen = [r["steps_per_s"] for r in runs]
     row = {"design": "ours", "processes": n,
-           "prompt_tps": a.prompt / timed["prompt_seconds"],
-           "gen_tps": timed["steps_per_s"],
-           "ttft_s": timed["prompt_seconds"],
+           "prompt_tps": a.prompt / ttft,
+           "gen_tps": statistics.median(gen),
+           "gen_tps_stddev": statistics.stdev(gen) if len(gen) > 1 else 0.0,
+           "ttft_s": ttft,
            "logits_fnv1a64": timed["logits_fnv1a64"],
            "identical_to_local": reference is None or
            timed["logits_fnv1a64"] == reference["logits_fnv1a64"]}
@@ -326,6 +333,8 @@ def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relay
         long = drive_ours(tools, model, n, 1, a.short_steps + a.bytes_steps, relays)
         per = (long["wire_bytes"] - short["wire_bytes"]) / a.bytes_steps
         row["wire_bytes_per_gen_token"] = per
+        # What is not per token: nothing at load (each stage reads its own file), the
+        # `end` handshake (a 48-byte frame each way per hop) at the close.
         row["load_wire_bytes"] = short["wire_bytes"] - per * (1 + a.short_steps)
         full = drive_ours(tools, model, n, 8, 4, relays, reply="all", check_local=True)
         row["full_logits_identical"] = full["identical_to_local"]
@@ -384,13 +393,14 @@ def measure_rpc(tools: Tools, model: Path, n: int, a: argparse.Namespace,
             counters.append(counter)
             endpoints.append(f"127.0.0.1:{rport}")
         tests = llama_bench(tools, model, endpoints, n, a.prompt, a.steps, warmup=True,
-                            reps=a.rpc_reps)
+                            reps=a.reps)
         pp = next(t for t in tests if t["n_prompt"] == a.prompt)
         tg = next(t for t in tests if t["n_gen"] == a.steps)
         row = {"design": "rpc" if servers else "llama.cpp in-process", "processes": n,
                "prompt_tps": pp["avg_ts"], "prompt_tps_stddev": pp["stddev_ts"],
                "gen_tps": tg["avg_ts"], "gen_tps_stddev": tg["stddev_ts"],
-               "ttft_s": a.prompt / pp["avg_ts"], "tensor_split": tensor_split(n) if servers else None}
+               "ttft_s": a.prompt / pp["avg_ts"],
+               "tensor_split": tensor_split(n) if servers else None}
         if servers:
             def wire(steps: int) -> int:
                 before = sum(c.total for c in counters)
@@ -443,12 +453,14 @@ def render(result: dict) -> str:
            f"({result['model']['bytes'] / 1e6:.0f} MB, sha256 {result['model']['sha256'][:16]}), "
            f"{p['prompt']}-token prompt, {p['steps']} steps, {p['threads']} thread(s) per process, "
            f"batch {p['batch']}, our reply mode {p['reply']}",
-           f"machine: {m['nproc']} CPUs ({m.get('cpu')}), load {p['load_start']} -> {p['load_end']}; "
+           f"machine: {m['nproc']} CPUs ({m.get('cpu')}), "
+           f"load {p['load_start']} -> {p['load_end']}; "
            f"relay: {result['relay']['rtt_direct_us']:.0f} us direct / "
            f"{result['relay']['rtt_relayed_us']:.0f} us relayed round trip, "
            f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk", "",
            f"{'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} {'TTFT s':>8} "
-           f"{'wire B/gen tok':>15} {'load wire B':>13}"]
+           f"{'wire B/gen tok':>15} {'load wire B':>13}",
+           f"(t/s: median of {p['reps']} runs for ours, llama-bench's mean of -r {p['reps']})"]
     for r in result["rows"]:
         out.append(f"{r['design']:22} {r['processes']:>5} {r['prompt_tps']:>11.1f} "
                    f"{r['gen_tps']:>9.2f} {r['ttft_s']:>8.2f} "
@@ -476,7 +488,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--batch", type=int, default=512, help="our --batch and llama-bench -ub")
     ap.add_argument("--reply", default="digest", choices=["all", "last", "digest"])
-    ap.add_argument("--rpc-reps", type=int, default=2)
+    ap.add_argument("--reps", type=int, default=3,
+                    help="timed runs of ours (median) and llama-bench -r (mean)")
     ap.add_argument("--processes", default="1,2,3")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", type=Path)
@@ -515,7 +528,7 @@ def main(argv: list[str] | None = None) -> int:
               "model": {"name": model.name, "bytes": model.stat().st_size, "sha256": sha,
                         "shape": SHAPE, "seed": SEED, "type": a.type},
               "params": {"prompt": a.prompt, "steps": a.steps, "threads": a.threads,
-                         "batch": a.batch, "reply": a.reply, "rpc_reps": a.rpc_reps,
+                         "batch": a.batch, "reply": a.reply, "reps": a.reps,
                          "bytes_steps": a.bytes_steps, "short_steps": a.short_steps,
                          "splits": {str(k): v for k, v in SPLITS.items()},
                          "load_start": load_start, "load_end": loadavg()},
