@@ -177,27 +177,6 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
       }
     }
   }
-  llama_batch batch = llama_batch_init(n, first() ? 0 : static_cast<std::int32_t>(n_embd_boundary_), 1);
-  for (std::int32_t j = 0; j < n; ++j) {
-    if (first()) batch.token[j] = in.tokens[static_cast<std::size_t>(j)];
-    batch.pos[j] = n_past_ + j;
-    batch.n_seq_id[j] = 1;
-    batch.seq_id[j][0] = 0;
-    // Not last: every row's boundary state is needed. Last: every row's
-    // logits, or (last, digest) the last row's only.
-    batch.logits[j] = !last() || reply_ == EngineOptions::Reply::kAll || j == n - 1;
-  }
-  if (!first()) std::memcpy(batch.embd, in.values.data(), in.values.size() * sizeof(float));
-  batch.n_tokens = n;
-  g_llama_errors.clear();
-  const int rc = llama_decode(ctx_, batch);
-  llama_batch_free(batch);
-  if (rc != 0) {
-    return model_error("stage " + range_text() + ": llama_decode failed (" + std::to_string(rc) +
-                       "): " + last_llama_error());
-  }
-  n_past_ += n;
-
   out = Frame();
   out.kind = last() ? FrameKind::kLogits : FrameKind::kState;
   out.seq_id = in.seq_id;
@@ -210,20 +189,50 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
   out.n_embd = last() ? reply_width() : n_embd_boundary_;
   out.positions.assign(in.positions.begin() + first_row, in.positions.end());
   out.values.resize(static_cast<std::size_t>(out.n_tokens) * out.n_embd);
-  for (std::int32_t j = first_row; j < n; ++j) {
-    const float* row = last() ? llama_get_logits_ith(ctx_, j) : llama_get_embeddings_ith(ctx_, j);
-    if (row == nullptr) {
-      return model_error("stage " + range_text() + " hands out no " +
-                         (last() ? "logits" : "boundary state") + " for token " +
-                         std::to_string(j));
+  // llama_decode takes at most n_batch tokens (it asserts, so a longer frame
+  // would abort the stage): the frame is decoded n_batch rows at a time, the
+  // same ubatches llama.cpp would have cut from it.
+  const auto n_batch = static_cast<std::int32_t>(llama_n_batch(ctx_));
+  for (std::int32_t c0 = 0; c0 < n; c0 += n_batch) {
+    const std::int32_t m = std::min(n_batch, n - c0);
+    llama_batch batch = llama_batch_init(m, first() ? 0 : static_cast<std::int32_t>(n_embd_boundary_), 1);
+    for (std::int32_t j = 0; j < m; ++j) {
+      if (first()) batch.token[j] = in.tokens[static_cast<std::size_t>(c0 + j)];
+      batch.pos[j] = n_past_ + j;
+      batch.n_seq_id[j] = 1;
+      batch.seq_id[j][0] = 0;
+      // Not last: every row's boundary state is needed. Last: every row's
+      // logits, or (last, not all) the last row's only.
+      batch.logits[j] = c0 + j >= first_row;
     }
-    float* dst = out.values.data() + static_cast<std::size_t>(j - first_row) * out.n_embd;
-    if (last() && reply_ == EngineOptions::Reply::kDigest) {
-      digest_row(row, width, dst);
-    } else {
-      std::memcpy(dst, row, width * sizeof(float));
+    if (!first()) {
+      std::memcpy(batch.embd, in.values.data() + static_cast<std::size_t>(c0) * n_embd_boundary_,
+                  static_cast<std::size_t>(m) * n_embd_boundary_ * sizeof(float));
     }
-    if (last() && j == n - 1) out.next_token = argmax(row, width);
+    batch.n_tokens = m;
+    g_llama_errors.clear();
+    const int rc = llama_decode(ctx_, batch);
+    llama_batch_free(batch);
+    if (rc != 0) {
+      return model_error("stage " + range_text() + ": llama_decode failed (" + std::to_string(rc) +
+                         "): " + last_llama_error());
+    }
+    n_past_ += m;
+    for (std::int32_t j = std::max(0, first_row - c0); j < m; ++j) {
+      const float* row = last() ? llama_get_logits_ith(ctx_, j) : llama_get_embeddings_ith(ctx_, j);
+      if (row == nullptr) {
+        return model_error("stage " + range_text() + " hands out no " +
+                           (last() ? "logits" : "boundary state") + " for token " +
+                           std::to_string(c0 + j));
+      }
+      float* dst = out.values.data() + static_cast<std::size_t>(c0 + j - first_row) * out.n_embd;
+      if (last() && reply_ == EngineOptions::Reply::kDigest) {
+        digest_row(row, width, dst);
+      } else {
+        std::memcpy(dst, row, width * sizeof(float));
+      }
+      if (last() && c0 + j == n - 1) out.next_token = argmax(row, width);
+    }
   }
   return std::nullopt;
 }
