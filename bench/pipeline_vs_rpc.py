@@ -360,9 +360,11 @@ def tensor_split(n: int) -> str:
 
 
 def llama_bench(tools: Tools, model: Path, endpoints: list[str], n: int, prompt: int, gen: int,
-                *, warmup: bool, reps: int) -> list[dict]:
+                *, warmup: bool, reps: int, depth: int = 0) -> list[dict]:
     argv = [str(tools.llama_bench), "-m", str(model), "-t", str(tools.threads), "-p", str(prompt),
             "-n", str(gen), "-r", str(reps), "-o", "json", "-ub", str(tools.batch)]
+    if depth:
+        argv += ["-d", str(depth)]
     if endpoints:
         argv += ["-ngl", "99", "--rpc", ",".join(endpoints), "-ts", tensor_split(n)]
     if not warmup:
@@ -392,10 +394,10 @@ def measure_rpc(tools: Tools, model: Path, n: int, a: argparse.Namespace,
             rport, counter = relays.add(port)
             counters.append(counter)
             endpoints.append(f"127.0.0.1:{rport}")
-        tests = llama_bench(tools, model, endpoints, n, a.prompt, a.steps, warmup=True,
-                            reps=a.reps)
-        pp = next(t for t in tests if t["n_prompt"] == a.prompt)
-        tg = next(t for t in tests if t["n_gen"] == a.steps)
+        pp = llama_bench(tools, model, endpoints, n, a.prompt, 0, warmup=True, reps=a.reps)[0]
+        # Generation after the prompt, as ours: -d puts the KV cache at the prompt's depth.
+        tg = llama_bench(tools, model, endpoints, n, 0, a.steps, warmup=True, reps=a.reps,
+                         depth=a.prompt)[0]
         row = {"design": "rpc" if servers else "llama.cpp in-process", "processes": n,
                "prompt_tps": pp["avg_ts"], "prompt_tps_stddev": pp["stddev_ts"],
                "gen_tps": tg["avg_ts"], "gen_tps_stddev": tg["stddev_ts"],
