@@ -21,11 +21,13 @@ const char* const kStageUsage =
     "  worker --stage --model FILE --layers START:END [--listen HOST:PORT]\n"
     "         [--next HOST:PORT] [--threads N] [--ctx N] [--timeout-ms MS]\n"
     "         [--recover-ms MS] [--checkpoint FILE] [--resume FILE]\n"
+    "         [--batch N] [--reply all|last|digest]\n"
     "  worker --drive --model FILE (--local | --split A:B,B:C,... | --connect HOST:PORT)\n"
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
     "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
-    "         [--logits-out FILE] [--json]\n"
-    "  worker --write-tiny-model FILE [--seed N]\n"
+    "         [--logits-out FILE] [--json] [--batch N] [--reply all|last|digest]\n"
+    "  worker --write-tiny-model FILE [--seed N] [--n-layer N] [--n-embd N] [--n-head N]\n"
+    "         [--n-head-kv N] [--n-ff N] [--n-vocab N] [--type f32|f16|q8_0]\n"
     "\n"
     "  --stage          serve the layers [START, END) of the GGUF model FILE: read\n"
     "                   tokens (first stage) or boundary-state frames, forward the\n"
@@ -38,6 +40,12 @@ const char* const kStageUsage =
     "  --next HOST:PORT the next stage (omit on the last stage)\n"
     "  --threads N      compute threads (default 1)\n"
     "  --ctx N          context size in tokens (default 256)\n"
+    "  --batch N        llama.cpp's n_batch and n_ubatch (default 64)\n"
+    "  --reply MODE     what the last stage answers, the same on every stage and\n"
+    "                   the driver: all (default) every row's logits; last the\n"
+    "                   last row's logits only; digest the greedy token and the\n"
+    "                   FNV-1a 64 of the last row's logits (4 exact floats of 16\n"
+    "                   bits), for a driver that compares with a reference run\n"
     "  --timeout-ms MS  limit of every connect, accept, read and write (default 30000)\n"
     "  --recover-ms MS  when a neighbour disconnects, wait this long for it to come\n"
     "                   back (reconnect to --next and resend; accept a new\n"
@@ -58,7 +66,9 @@ const char* const kStageUsage =
     "                   bit-identical logits (exit 1 when they differ)\n"
     "  --logits-out FILE  every logit of every step, float32 little-endian\n"
     "  --write-tiny-model FILE  write the 4-layer llama test model, weights from\n"
-    "                   SplitMix64(--seed) (default: the tests' model)\n"
+    "                   SplitMix64(--seed) (default: the tests' model); the shape\n"
+    "                   flags make a larger llama of the same kind (matrices in\n"
+    "                   --type, norms f32), the same bytes for the same flags\n"
     "\n"
     "stage exit codes: 20 malformed, truncated, corrupt or wrong-width frame,\n"
     "21 peer disconnected or unreachable, 22 timeout, 23 model or range failed,\n"
@@ -140,6 +150,12 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
       if (!a.integer(flag, flag == "--timeout-ms" ? 1 : 0, 86400000, n)) return usage(a.error);
       (flag == "--timeout-ms" ? o.timeout_ms : flag == "--recover-ms" ? o.recover_ms : o.step_delay_ms) =
           static_cast<int>(n);
+    } else if (flag == "--batch") {
+      if (!a.integer(flag, 1, 1 << 16, n)) return usage(a.error);
+      o.n_batch = static_cast<std::uint32_t>(n);
+    } else if (flag == "--reply") {
+      if (!a.value(flag, text)) return usage(a.error);
+      if (!parse_reply(text, o.reply)) return usage("--reply takes all, last or digest, not " + text);
     } else if (flag == "--check-local") {
       check_local = true;
     } else if (flag == "--logits-out") {
@@ -205,6 +221,8 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
                    {"prompt_tokens", o.prompt},
                    {"steps", o.steps},
                    {"threads", o.threads},
+                   {"batch", static_cast<std::int64_t>(o.n_batch)},
+                   {"reply", reply_name(o.reply)},
                    {"tokens", std::move(tokens)},
                    {"logits_rows", static_cast<std::int64_t>(r.logits.size() / (r.n_vocab ? r.n_vocab : 1))},
                    {"logits_fnv1a64", logits_digest(r.logits)},
@@ -241,19 +259,38 @@ int write_tiny_model_main(const std::vector<std::string>& args) {
   TinyModelSpec spec;
   std::string file;
   Args a(args);
+  const std::string form = "--write-tiny-model takes FILE [--seed N] [--n-layer N] [--n-embd N] "
+                           "[--n-head N] [--n-head-kv N] [--n-ff N] [--n-vocab N] [--type f32|f16|q8_0]";
   while (!a.done()) {
     const std::string arg = a.flag();
     long long n = 0;
+    std::uint32_t* dim = arg == "--n-layer"     ? &spec.n_layer
+                         : arg == "--n-embd"    ? &spec.n_embd
+                         : arg == "--n-head"    ? &spec.n_head
+                         : arg == "--n-head-kv" ? &spec.n_head_kv
+                         : arg == "--n-ff"      ? &spec.n_ff
+                         : arg == "--n-vocab"   ? &spec.n_vocab
+                                                : nullptr;
     if (arg == "--seed") {
       if (!a.integer(arg, 0, INT64_MAX, n)) return usage(a.error);
       spec.seed = static_cast<std::uint64_t>(n);
+    } else if (dim != nullptr) {
+      if (!a.integer(arg, 1, 1 << 20, n)) return usage(a.error);
+      *dim = static_cast<std::uint32_t>(n);
+    } else if (arg == "--type") {
+      std::string text;
+      if (!a.value(arg, text)) return usage(a.error);
+      if (text == "f32") spec.type = TinyModelSpec::Type::kF32;
+      else if (text == "f16") spec.type = TinyModelSpec::Type::kF16;
+      else if (text == "q8_0") spec.type = TinyModelSpec::Type::kQ8_0;
+      else return usage("--type takes f32, f16 or q8_0, not " + text);
     } else if (file.empty() && arg.rfind("--", 0) != 0) {
       file = arg;
     } else {
-      return usage("--write-tiny-model takes FILE [--seed N], not " + arg);
+      return usage(form + ", not " + arg);
     }
   }
-  if (file.empty()) return usage("--write-tiny-model takes FILE [--seed N]");
+  if (file.empty()) return usage(form);
   if (std::string why = write_tiny_model(file, spec); !why.empty()) {
     std::cerr << "worker: " << why << "\n";
     return 3;

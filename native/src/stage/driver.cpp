@@ -82,6 +82,8 @@ class SocketHop : public Hop {
 
 std::optional<WireError> run_sequence(Hop& hop, const DriveOptions& o, std::uint32_t n_vocab,
                                       DriveResult& r) {
+  const bool all = o.reply == EngineOptions::Reply::kAll;
+  const std::uint32_t width = o.reply == EngineOptions::Reply::kDigest ? kDigestWidth : n_vocab;
   SplitMix64 rng(o.seed);
   std::vector<std::int32_t> prompt;
   for (int i = 0; i < o.prompt; ++i) prompt.push_back(static_cast<std::int32_t>(rng.next() % n_vocab));
@@ -96,15 +98,24 @@ std::optional<WireError> run_sequence(Hop& hop, const DriveOptions& o, std::uint
     const Frame req = tokens_frame(o.seq_id, static_cast<std::uint32_t>(step), pos, batch);
     Frame reply;
     if (auto e = hop.request(req, reply)) return e;
-    if (std::string bad = check_frame(reply, FrameKind::kLogits, n_vocab); !bad.empty()) {
+    if (std::string bad = check_frame(reply, FrameKind::kLogits, width); !bad.empty()) {
       return WireError{kExitFrame, "reply to step " + std::to_string(step) + ": " + bad};
     }
-    if (reply.n_tokens != req.n_tokens || reply.positions != req.positions || reply.step != req.step) {
+    const std::vector<std::int32_t> rows =
+        all ? req.positions : std::vector<std::int32_t>{req.positions.back()};
+    if (reply.positions != rows || reply.step != req.step) {
       return WireError{kExitFrame, "reply to step " + std::to_string(step) +
                                        " is for other tokens (positions or step differ)"};
     }
+    // A digest cannot be checked here: the reference run's digests are.
     const std::int32_t greedy =
-        argmax(reply.values.data() + static_cast<std::size_t>(reply.n_tokens - 1) * n_vocab, n_vocab);
+        o.reply == EngineOptions::Reply::kDigest
+            ? reply.next_token
+            : argmax(reply.values.data() + static_cast<std::size_t>(reply.n_tokens - 1) * n_vocab, n_vocab);
+    if (greedy < 0 || static_cast<std::uint32_t>(greedy) >= n_vocab) {
+      return WireError{kExitFrame, "reply to step " + std::to_string(step) + " names token " +
+                                       std::to_string(reply.next_token) + ", outside the vocabulary"};
+    }
     if (reply.next_token != greedy) {
       return WireError{kExitFrame, "reply to step " + std::to_string(step) + " names token " +
                                        std::to_string(reply.next_token) + ", its logits give " +
@@ -136,6 +147,7 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
     std::vector<std::string> argv = {exe, "--stage", "--model", o.model, "--layers", range,
                                      "--listen", "127.0.0.1:0", "--threads",
                                      std::to_string(o.threads), "--ctx", std::to_string(o.n_ctx),
+                                     "--batch", std::to_string(o.n_batch), "--reply", reply_name(o.reply),
                                      "--timeout-ms", std::to_string(o.timeout_ms)};
     if (next) {
       argv.push_back("--next");
@@ -194,7 +206,7 @@ std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, Dr
   }
   if (o.mode == DriveOptions::kLocal) {
     WireError e;
-    EngineOptions eo{o.model, 0, 0, o.threads, o.n_ctx};
+    EngineOptions eo{o.model, 0, 0, o.threads, o.n_ctx, o.n_batch, o.reply};
     auto engine = Engine::load(eo, e);
     if (!engine) return e;
     LocalHop hop(*engine);

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine.hpp"
 #include "worker/net.hpp"
 
 namespace worker::stage {
@@ -23,6 +24,8 @@ struct DriveOptions {
   std::uint32_t seq_id = 0;
   int threads = 1;
   std::uint32_t n_ctx = 256;
+  std::uint32_t n_batch = 64;
+  EngineOptions::Reply reply = EngineOptions::Reply::kAll;
   int timeout_ms = 30000;
   int step_delay_ms = 0;
   int recover_ms = 0;  // reconnect to the first stage and resend, within this
@@ -38,7 +41,7 @@ struct StageReport {
 struct DriveResult {
   std::uint32_t n_vocab = 0, n_layer = 0;
   std::uint64_t weight_bytes = 0;
-  std::vector<float> logits;          // every row of every step
+  std::vector<float> logits;          // every reply row of every step (digests with --reply digest)
   std::vector<std::int32_t> tokens;   // the prompt, then each greedy choice fed back
   double prompt_s = 0, total_s = 0;   // from the first request
   std::vector<StageReport> stages;    // kSpawn, first stage first

@@ -8,6 +8,7 @@
 
 #include "llama.h"
 #include "tiny_model.hpp"
+#include "worker/checksum.hpp"
 
 namespace worker::stage {
 namespace {
@@ -42,6 +43,42 @@ std::int32_t argmax(const float* row, std::uint32_t n) {
   return n == 0 ? -1 : static_cast<std::int32_t>(std::max_element(row, row + n) - row);
 }
 
+const char* reply_name(EngineOptions::Reply reply) {
+  switch (reply) {
+    case EngineOptions::Reply::kAll: return "all";
+    case EngineOptions::Reply::kLast: return "last";
+    case EngineOptions::Reply::kDigest: return "digest";
+  }
+  return "all";
+}
+
+bool parse_reply(const std::string& text, EngineOptions::Reply& out) {
+  for (auto r : {EngineOptions::Reply::kAll, EngineOptions::Reply::kLast, EngineOptions::Reply::kDigest}) {
+    if (text == reply_name(r)) {
+      out = r;
+      return true;
+    }
+  }
+  return false;
+}
+
+void digest_row(const float* row, std::uint32_t n, float* out) {
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n) * 4);
+  for (std::uint32_t i = 0; i < n; ++i) {
+    std::uint32_t b = 0;
+    std::memcpy(&b, &row[i], 4);
+    for (int k = 0; k < 4; ++k) bytes[4 * i + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(b >> (8 * k));
+  }
+  const std::uint64_t h = fnv1a64(bytes.data(), bytes.size());
+  for (std::uint32_t k = 0; k < kDigestWidth; ++k) {
+    out[k] = static_cast<float>((h >> (16 * k)) & 0xffffU);  // exact: below 2^24
+  }
+}
+
+std::uint32_t Engine::reply_width() const {
+  return reply_ == EngineOptions::Reply::kDigest ? kDigestWidth : n_vocab_;
+}
+
 std::string Engine::range_text() const {
   return "[" + std::to_string(layer_start_) + ", " + std::to_string(layer_end_) + ")";
 }
@@ -73,6 +110,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
   e->layer_start_ = start;
   e->layer_end_ = end;
   e->n_layer_ = n_layer;
+  e->reply_ = o.reply;
 
   llama_model_params mp = llama_model_default_params();
   mp.progress_callback = silent_progress;
@@ -91,8 +129,8 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
   }
   llama_context_params cp = llama_context_default_params();
   cp.n_ctx = o.n_ctx;
-  cp.n_batch = 64;
-  cp.n_ubatch = 64;
+  cp.n_batch = o.n_batch;
+  cp.n_ubatch = o.n_batch;
   cp.n_seq_max = 1;
   cp.n_threads = o.threads;
   cp.n_threads_batch = o.threads;
@@ -139,45 +177,62 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
       }
     }
   }
-  llama_batch batch = llama_batch_init(n, first() ? 0 : static_cast<std::int32_t>(n_embd_boundary_), 1);
-  for (std::int32_t j = 0; j < n; ++j) {
-    if (first()) batch.token[j] = in.tokens[static_cast<std::size_t>(j)];
-    batch.pos[j] = n_past_ + j;
-    batch.n_seq_id[j] = 1;
-    batch.seq_id[j][0] = 0;
-    batch.logits[j] = true;
-  }
-  if (!first()) std::memcpy(batch.embd, in.values.data(), in.values.size() * sizeof(float));
-  batch.n_tokens = n;
-  g_llama_errors.clear();
-  const int rc = llama_decode(ctx_, batch);
-  llama_batch_free(batch);
-  if (rc != 0) {
-    return model_error("stage " + range_text() + ": llama_decode failed (" + std::to_string(rc) +
-                       "): " + last_llama_error());
-  }
-  n_past_ += n;
-
   out = Frame();
   out.kind = last() ? FrameKind::kLogits : FrameKind::kState;
   out.seq_id = in.seq_id;
   out.step = in.step;
-  out.n_tokens = in.n_tokens;
-  out.n_embd = last() ? n_vocab_ : n_embd_boundary_;
-  out.positions = in.positions;
+  // The rows handed on: all of them, or (last, not all) the last one.
+  const bool one_row = last() && reply_ != EngineOptions::Reply::kAll;
+  const std::int32_t first_row = one_row ? n - 1 : 0;
+  out.n_tokens = static_cast<std::uint32_t>(n - first_row);
+  const std::uint32_t width = last() ? n_vocab_ : n_embd_boundary_;
+  out.n_embd = last() ? reply_width() : n_embd_boundary_;
+  out.positions.assign(in.positions.begin() + first_row, in.positions.end());
   out.values.resize(static_cast<std::size_t>(out.n_tokens) * out.n_embd);
-  for (std::int32_t j = 0; j < n; ++j) {
-    const float* row = last() ? llama_get_logits_ith(ctx_, j) : llama_get_embeddings_ith(ctx_, j);
-    if (row == nullptr) {
-      return model_error("stage " + range_text() + " hands out no " +
-                         (last() ? "logits" : "boundary state") + " for token " +
-                         std::to_string(j));
+  // llama_decode takes at most n_batch tokens (it asserts, so a longer frame
+  // would abort the stage): the frame is decoded n_batch rows at a time, the
+  // same ubatches llama.cpp would have cut from it.
+  const auto n_batch = static_cast<std::int32_t>(llama_n_batch(ctx_));
+  for (std::int32_t c0 = 0; c0 < n; c0 += n_batch) {
+    const std::int32_t m = std::min(n_batch, n - c0);
+    llama_batch batch = llama_batch_init(m, first() ? 0 : static_cast<std::int32_t>(n_embd_boundary_), 1);
+    for (std::int32_t j = 0; j < m; ++j) {
+      if (first()) batch.token[j] = in.tokens[static_cast<std::size_t>(c0 + j)];
+      batch.pos[j] = n_past_ + j;
+      batch.n_seq_id[j] = 1;
+      batch.seq_id[j][0] = 0;
+      // Not last: every row's boundary state is needed. Last: every row's
+      // logits, or (last, not all) the last row's only.
+      batch.logits[j] = c0 + j >= first_row;
     }
-    std::memcpy(out.values.data() + static_cast<std::size_t>(j) * out.n_embd, row,
-                out.n_embd * sizeof(float));
-  }
-  if (last()) {
-    out.next_token = argmax(out.values.data() + static_cast<std::size_t>(n - 1) * out.n_embd, out.n_embd);
+    if (!first()) {
+      std::memcpy(batch.embd, in.values.data() + static_cast<std::size_t>(c0) * n_embd_boundary_,
+                  static_cast<std::size_t>(m) * n_embd_boundary_ * sizeof(float));
+    }
+    batch.n_tokens = m;
+    g_llama_errors.clear();
+    const int rc = llama_decode(ctx_, batch);
+    llama_batch_free(batch);
+    if (rc != 0) {
+      return model_error("stage " + range_text() + ": llama_decode failed (" + std::to_string(rc) +
+                         "): " + last_llama_error());
+    }
+    n_past_ += m;
+    for (std::int32_t j = std::max(0, first_row - c0); j < m; ++j) {
+      const float* row = last() ? llama_get_logits_ith(ctx_, j) : llama_get_embeddings_ith(ctx_, j);
+      if (row == nullptr) {
+        return model_error("stage " + range_text() + " hands out no " +
+                           (last() ? "logits" : "boundary state") + " for token " +
+                           std::to_string(c0 + j));
+      }
+      float* dst = out.values.data() + static_cast<std::size_t>(c0 + j - first_row) * out.n_embd;
+      if (last() && reply_ == EngineOptions::Reply::kDigest) {
+        digest_row(row, width, dst);
+      } else {
+        std::memcpy(dst, row, width * sizeof(float));
+      }
+      if (last() && c0 + j == n - 1) out.next_token = argmax(row, width);
+    }
   }
   return std::nullopt;
 }

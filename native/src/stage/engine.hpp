@@ -23,7 +23,24 @@ struct EngineOptions {
   std::int32_t layer_end = 0;
   int threads = 1;
   std::uint32_t n_ctx = 256;
+  std::uint32_t n_batch = 64;  // llama.cpp's n_batch and n_ubatch
+  // What the last stage answers (every stage of a pipeline must agree with
+  // its driver; the reply is checked against it):
+  //   all:    the logits of every row (the default);
+  //   last:   the logits of the last row only (the others are not computed);
+  //   digest: the last row's greedy token and the FNV-1a 64 of its logits
+  //           (kDigestWidth exact floats, 16 bits each, low word first)
+  //           instead of n_vocab floats: the driver can still compare the
+  //           bits with a reference run, at 16 bytes a step.
+  enum class Reply { kAll, kLast, kDigest };
+  Reply reply = Reply::kAll;
 };
+
+inline constexpr std::uint32_t kDigestWidth = 4;
+const char* reply_name(EngineOptions::Reply reply);
+bool parse_reply(const std::string& text, EngineOptions::Reply& out);
+// The digest row of one logits row (kDigestWidth floats).
+void digest_row(const float* row, std::uint32_t n, float* out);
 
 class Engine {
  public:
@@ -44,6 +61,8 @@ class Engine {
   std::uint32_t n_embd_boundary() const { return n_embd_boundary_; }
   std::int32_t n_past() const { return n_past_; }
   std::string range_text() const;  // "[2, 4)"
+  // The width of this stage's reply rows when last: n_vocab or kDigestWidth.
+  std::uint32_t reply_width() const;
 
   // Decodes a tokens frame (first stage) or a boundary-state frame, whose
   // positions must continue this stage's sequence, into a boundary-state
@@ -65,6 +84,7 @@ class Engine {
   std::uint32_t n_vocab_ = 0;
   std::uint32_t n_embd_boundary_ = 0;
   std::int32_t n_past_ = 0;
+  EngineOptions::Reply reply_ = EngineOptions::Reply::kAll;
 };
 
 // Routes llama.cpp's and ggml's log into our one-line errors (everything is

@@ -161,7 +161,7 @@ int Stage::serve() {
                     << " reported: " << reply.text << "\n";
           return kExitRemote;
         }
-        if (std::string bad = check_frame(reply, FrameKind::kLogits, engine_->n_vocab()); !bad.empty()) {
+        if (std::string bad = check_frame(reply, FrameKind::kLogits, engine_->reply_width()); !bad.empty()) {
           return fail(WireError{kExitFrame, "reply from " + who_down() + ": " + bad});
         }
       } else {
@@ -213,6 +213,12 @@ int stage_main(const std::vector<std::string>& args) {
     } else if (flag == "--ctx") {
       if (!a.integer(flag, 16, 1 << 20, n)) return usage(a.error);
       o.engine.n_ctx = static_cast<std::uint32_t>(n);
+    } else if (flag == "--batch") {
+      if (!a.integer(flag, 1, 1 << 16, n)) return usage(a.error);
+      o.engine.n_batch = static_cast<std::uint32_t>(n);
+    } else if (flag == "--reply") {
+      if (!a.value(flag, text)) return usage(a.error);
+      if (!parse_reply(text, o.engine.reply)) return usage("--reply takes all, last or digest, not " + text);
     } else if (flag == "--timeout-ms") {
       if (!a.integer(flag, 1, 86400000, n)) return usage(a.error);
       o.timeout_ms = static_cast<int>(n);

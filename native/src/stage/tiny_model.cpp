@@ -1,5 +1,7 @@
 #include "tiny_model.hpp"
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <vector>
@@ -65,26 +67,45 @@ std::string write_tiny_model(const std::string& path, const TinyModelSpec& s) {
   tensors.push_back({"output_norm.weight", embd, 0, true});
   tensors.push_back({"output.weight", embd, s.n_vocab, false});
 
+  const ggml_type matrix_type = s.type == TinyModelSpec::Type::kF16    ? GGML_TYPE_F16
+                                : s.type == TinyModelSpec::Type::kQ8_0 ? GGML_TYPE_Q8_0
+                                                                       : GGML_TYPE_F32;
+  if (ggml_blck_size(matrix_type) > 1 &&
+      (embd % ggml_blck_size(matrix_type) != 0 || s.n_ff % ggml_blck_size(matrix_type) != 0)) {
+    return "tiny model: n_embd and n_ff must be multiples of " +
+           std::to_string(ggml_blck_size(matrix_type)) + " for " + ggml_type_name(matrix_type);
+  }
   std::size_t bytes = 0;
   for (const Spec& t : tensors) {
-    bytes += ggml_tensor_overhead() + 64 +
-             static_cast<std::size_t>(t.ne0 * (t.ne1 == 0 ? 1 : t.ne1)) * sizeof(float);
+    const ggml_type type = t.ne1 == 0 ? GGML_TYPE_F32 : matrix_type;
+    bytes += ggml_tensor_overhead() + 64 + ggml_row_size(type, t.ne0) * static_cast<std::size_t>(t.ne1 == 0 ? 1 : t.ne1);
   }
   ggml_init_params params{bytes, nullptr, false};
   std::unique_ptr<ggml_context, GgmlFree> ctx(ggml_init(params));
   if (!ctx) return "tiny model: cannot allocate " + std::to_string(bytes) + " bytes";
   SplitMix64 rng(s.seed);
+  // Matrices scale with 1/sqrt(n_embd): 0.0625 at the tiny model's 128.
+  const float matrix_scale = 0.0625f * std::sqrt(128.0f / static_cast<float>(s.n_embd));
+  std::vector<float> values;
   for (const Spec& t : tensors) {
-    ggml_tensor* x = t.ne1 == 0 ? ggml_new_tensor_1d(ctx.get(), GGML_TYPE_F32, t.ne0)
-                                : ggml_new_tensor_2d(ctx.get(), GGML_TYPE_F32, t.ne0, t.ne1);
+    const ggml_type type = t.ne1 == 0 ? GGML_TYPE_F32 : matrix_type;
+    ggml_tensor* x = t.ne1 == 0 ? ggml_new_tensor_1d(ctx.get(), type, t.ne0)
+                                : ggml_new_tensor_2d(ctx.get(), type, t.ne0, t.ne1);
     ggml_set_name(x, t.name.c_str());
-    auto* data = static_cast<float*>(x->data);
     const std::int64_t n = ggml_nelements(x);
+    values.resize(static_cast<std::size_t>(n));
     // Norms start at 1 (with a little noise), matrices small enough that the
-    // activations neither vanish nor blow up through 4 layers.
-    const float scale = t.norm ? 0.125f : 0.0625f;
+    // activations neither vanish nor blow up through the layers.
+    const float scale = t.norm ? 0.125f : matrix_scale;
     for (std::int64_t i = 0; i < n; ++i) {
-      data[i] = (t.norm ? 1.0f : 0.0f) + scale * rng.next_signed_unit();
+      values[static_cast<std::size_t>(i)] = (t.norm ? 1.0f : 0.0f) + scale * rng.next_signed_unit();
+    }
+    if (type == GGML_TYPE_F32) {
+      std::memcpy(x->data, values.data(), static_cast<std::size_t>(n) * sizeof(float));
+    } else if (type == GGML_TYPE_F16) {
+      ggml_fp32_to_fp16_row(values.data(), static_cast<ggml_fp16_t*>(x->data), n);
+    } else {
+      ggml_quantize_chunk(type, values.data(), x->data, 0, t.ne1, t.ne0, nullptr);
     }
     gguf_add_tensor(g, x);
   }

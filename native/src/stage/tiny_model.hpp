@@ -17,6 +17,10 @@ struct TinyModelSpec {
   std::uint32_t n_ff = 256;
   std::uint32_t n_ctx = 256;
   std::uint64_t seed = 0x7199a11aULL;
+  // The matrices' type (norms stay f32); values are drawn in f32 and
+  // converted (f16) or quantized (q8_0) by ggml.
+  enum class Type { kF32, kF16, kQ8_0 };
+  Type type = Type::kF32;
 };
 
 // Writes the model to path (the same bytes for the same spec, on any host).

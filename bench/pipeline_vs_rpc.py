@@ -1,0 +1,546 @@
+"""The worker's stage pipeline against llama.cpp's own RPC split, side by side.
+
+Needs a worker built against llama.cpp with the stack (the consumer path, see
+native/README.md) and, from the same configure, llama.cpp's `llama-bench` and
+`ggml-rpc-server` (`-DGGML_RPC=ON -DLLAMA_BUILD_TOOLS=ON -DLLAMA_BUILD_COMMON=ON`,
+then `ninja llama-bench ggml-rpc-server`).
+
+The model is a seeded random llama of about 0.5 B parameters written by the
+worker itself (`worker --write-tiny-model` with a shape; the same bytes from the
+same seed), kept in --model-dir outside the repository. For 1, 2 and 3
+processes it measures:
+
+  ours: `worker --stage` processes on loopback (one per layer range), driven by
+        `worker --drive --connect`; 1 process is `worker --drive --local`;
+  rpc:  `ggml-rpc-server` processes on loopback driven by upstream's own
+        `llama-bench -ngl 99 --rpc A,B,... -ts ...`, the tensor split chosen so
+        that each server holds exactly the same layers as our stage (the output
+        layer with the last one); 1 process is llama-bench in-process.
+
+Every process that takes connections sits behind a byte-counting relay (an
+asyncio TCP proxy in this process, the same code for both designs). Reported
+for each: prompt tokens/s (--prompt tokens), generation tokens/s (--steps),
+time to first token, wire bytes per generated token and wire bytes at load.
+Bytes per generated token and at load come from two short runs that differ in
+their generation steps only: (B_long - B_short) / (steps difference), and
+B_short minus its tokens' share. Our logits are checked bit-identical to the
+full model in every run (the digest of every reply row against `--local`),
+and once per split with every row's full logits (`--reply all --check-local`).
+Nothing about speed is asserted: the targets are printed as in bench/verify.py.
+
+    python bench/pipeline_vs_rpc.py --build BUILD [--model-dir DIR] [--json] [--out FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import BenchError, loadavg, machine_facts
+
+# About 0.5 B parameters: 24 x (4 x 1024^2 / (1, 2, 2, 1) + 3 x 1024 x 4864) + 2 x 32000 x 1024.
+SHAPE = {"n-layer": 24, "n-embd": 1024, "n-head": 16, "n-head-kv": 8, "n-ff": 4864,
+         "n-vocab": 32000}
+SEED = 26
+SPLITS = {1: [(0, 24)], 2: [(0, 12), (12, 24)], 3: [(0, 8), (8, 16), (16, 24)]}
+
+# target: (what, limit, "min" or "max")
+TARGETS = {
+    "gen-tps/rpc@2": ("generation tokens/s, ours / llama.cpp RPC, 2 processes", 1.1, "min"),
+    "gen-tps/rpc@3": ("generation tokens/s, ours / llama.cpp RPC, 3 processes", 1.1, "min"),
+    "gen-tps/local@2": ("generation tokens/s, ours 2 stages / in-process full model", 0.9, "min"),
+    "gen-tps/local@3": ("generation tokens/s, ours 3 stages / in-process full model", 0.9, "min"),
+    "wire-bytes/rpc@2": ("wire bytes per generated token, ours / RPC, 2 processes", 0.1, "max"),
+    "wire-bytes/rpc@3": ("wire bytes per generated token, ours / RPC, 3 processes", 0.1, "max"),
+    # Bytes of a run that are not per token (load, setup, close): no weights, under 1 KiB.
+    "load-wire-bytes@2": ("bytes over the wire not per token (load), ours, 2 processes", 1024,
+                          "max"),
+    "load-wire-bytes@3": ("bytes over the wire not per token (load), ours, 3 processes", 1024,
+                          "max"),
+}
+
+
+def log(msg: str) -> None:
+    print(f"[pipeline_vs_rpc] {msg}", file=sys.stderr, flush=True)
+
+
+# -- the byte-counting relay ----------------------------------------------------------------
+
+
+@dataclass
+class Counter:
+    up: int = 0    # client -> process
+    down: int = 0  # process -> client
+
+    @property
+    def total(self) -> int:
+        return self.up + self.down
+
+
+class Relays:
+    """TCP proxies on 127.0.0.1, one per upstream process, on one asyncio loop in a
+    thread; each counts the bytes it forwards each way, over all its connections."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.servers: list[asyncio.base_events.Server] = []
+
+    def add(self, port: int) -> tuple[int, Counter]:
+        counter = Counter()
+
+        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter, up: bool) -> None:
+            try:
+                while data := await r.read(1 << 20):
+                    if up:
+                        counter.up += len(data)
+                    else:
+                        counter.down += len(data)
+                    w.write(data)
+                    await w.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                w.close()
+
+        async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
+            try:
+                ur, uw = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                cw.close()
+                return
+            for w in (cw, uw):
+                sock = w.get_extra_info("socket")
+                if sock is not None:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await asyncio.gather(pipe(cr, uw, True), pipe(ur, cw, False))
+
+        async def start() -> asyncio.base_events.Server:
+            return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+        server = asyncio.run_coroutine_threadsafe(start(), self.loop).result()
+        self.servers.append(server)
+        return server.sockets[0].getsockname()[1], counter
+
+    def close(self) -> None:
+        for s in self.servers:
+            self.loop.call_soon_threadsafe(s.close)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+def relay_overhead(relays: Relays) -> dict[str, float]:
+    """The relay's own cost, against a local echo: round trip of 64 bytes direct and
+    relayed, and the relayed throughput of one 256 MiB transfer each way."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+
+    def echo() -> None:
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while data := c.recv(1 << 20):
+                c.sendall(data)
+            c.close()
+
+    threading.Thread(target=echo, daemon=True).start()
+    port = srv.getsockname()[1]
+    rport, _ = relays.add(port)
+
+    def rtt(p: int, n: int = 2000) -> float:
+        with socket.create_connection(("127.0.0.1", p)) as s:
+            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            t0 = time.perf_counter()
+            for _ in range(n):
+                s.sendall(b"x" * 64)
+                got = 0
+                while got < 64:
+                    got += len(s.recv(64 - got))
+            return (time.perf_counter() - t0) / n
+
+    def bulk(p: int, total: int = 256 << 20) -> float:
+        with socket.create_connection(("127.0.0.1", p)) as s:
+            chunk = b"\0" * (1 << 20)
+            t0 = time.perf_counter()
+            done = threading.Event()
+
+            def drain() -> None:
+                got = 0
+                while got < total:
+                    got += len(s.recv(1 << 20))
+                done.set()
+
+            threading.Thread(target=drain, daemon=True).start()
+            for _ in range(total // len(chunk)):
+                s.sendall(chunk)
+            done.wait(120)
+            return total / (time.perf_counter() - t0)
+
+    out = {"rtt_direct_us": rtt(port) * 1e6, "rtt_relayed_us": rtt(rport) * 1e6,
+           "bulk_relayed_MBps": bulk(rport) / 1e6}
+    srv.close()
+    return out
+
+
+# -- processes ------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 120) -> None:
+    t_end = time.monotonic() + timeout
+    while time.monotonic() < t_end:
+        if proc.poll() is not None:
+            raise BenchError(f"`{' '.join(proc.args)}` exited {proc.returncode} before listening")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise BenchError(f"nothing listens on {port} after {timeout} s")
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        if p.poll() is None:
+            p.terminate()
+    for p in procs:
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+
+
+@dataclass
+class Tools:
+    worker: Path
+    llama_bench: Path
+    rpc_server: Path
+    threads: int
+    batch: int
+    reply: str
+
+
+def write_model(tools: Tools, model_dir: Path, kind: str) -> tuple[Path, str]:
+    """The seeded model (written once; the sha256 proves a rebuild is the same bytes)."""
+    model_dir.mkdir(parents=True, exist_ok=True)
+    model = model_dir / f"rand-llama-0.5b-{kind}-seed{SEED}.gguf"
+    if not model.exists():
+        tmp = model.with_suffix(".tmp")
+        argv = [str(tools.worker), "--write-tiny-model", str(tmp), "--seed", str(SEED), "--type",
+                kind]
+        for k, v in SHAPE.items():
+            argv += [f"--{k}", str(v)]
+        log(f"writing {model.name}")
+        subprocess.run(argv, check=True)
+        tmp.rename(model)
+    h = hashlib.sha256()
+    with model.open("rb") as f:
+        while chunk := f.read(1 << 24):
+            h.update(chunk)
+    return model, h.hexdigest()
+
+
+# -- ours -----------------------------------------------------------------------------------
+
+
+def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relays: Relays,
+               *, reply: str | None = None, check_local: bool = False) -> dict:
+    """One sequence through our stages (n >= 2, behind relays) or in-process (n == 1)."""
+    reply = reply or tools.reply
+    common = ["--threads", str(tools.threads), "--ctx", str(max(256, prompt + steps)),
+              "--batch", str(tools.batch), "--reply", reply, "--timeout-ms", "600000"]
+    drive = [str(tools.worker), "--drive", "--model", str(model), "--prompt", str(prompt),
+             "--steps", str(steps), "--json", *common]
+    if check_local:
+        drive.append("--check-local")
+    counters: list[Counter] = []
+    procs: list[subprocess.Popen] = []
+    try:
+        if n == 1:
+            drive.append("--local")
+        else:
+            nxt: int | None = None
+            for a, b in reversed(SPLITS[n]):
+                argv = [str(tools.worker), "--stage", "--model", str(model), "--layers",
+                        f"{a}:{b}", "--listen", "127.0.0.1:0", *common]
+                if nxt is not None:
+                    argv += ["--next", f"127.0.0.1:{nxt}"]
+                p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                     text=True)
+                procs.append(p)
+                line = p.stdout.readline() if p.stdout else ""
+                if not line.startswith("listening "):
+                    raise BenchError(f"stage {a}:{b} did not start: {line!r} "
+                                     f"{p.stderr.read() if p.stderr else ''}")
+                port = int(line.split(":")[-1])
+                nxt, counter = relays.add(port)
+                counters.append(counter)
+            drive += ["--connect", f"127.0.0.1:{nxt}"]
+        proc = subprocess.run(drive, capture_output=True, text=True, timeout=1800, check=False)
+        if proc.returncode != 0:
+            raise BenchError(f"`{' '.join(drive)}` exited {proc.returncode}: "
+                             f"{proc.stderr.strip()[-2000:]}")
+        for p in procs:
+            p.wait(60)
+        result: dict = json.loads(proc.stdout)
+    finally:
+        stop(procs)
+    result["wire_bytes"] = sum(c.total for c in counters)
+    return result
+
+
+def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relays: Relays,
+                 reference: dict | None) -> dict:
+    runs = [drive_ours(tools, model, n, a.prompt, a.steps, relays) for _ in range(a.reps)]
+    for timed in runs:
+        if reference is not None and timed["logits_fnv1a64"] != reference["logits_fnv1a64"]:
+            raise BenchError(f"ours@{n}: the reply digests differ from the full model's")
+    ttft = statistics.median(r["prompt_seconds"] for r in runs)
+    gen = [r["steps_per_s"] for r in runs]
+    row = {"design": "ours", "processes": n,
+           "prompt_tps": a.prompt / ttft,
+           "gen_tps": statistics.median(gen),
+           "gen_tps_stddev": statistics.stdev(gen) if len(gen) > 1 else 0.0,
+           "ttft_s": ttft,
+           "logits_fnv1a64": timed["logits_fnv1a64"],
+           "identical_to_local": reference is None or
+           timed["logits_fnv1a64"] == reference["logits_fnv1a64"]}
+    if n >= 2:
+        short = drive_ours(tools, model, n, 1, a.short_steps, relays)
+        long = drive_ours(tools, model, n, 1, a.short_steps + a.bytes_steps, relays)
+        per = (long["wire_bytes"] - short["wire_bytes"]) / a.bytes_steps
+        row["wire_bytes_per_gen_token"] = per
+        # What is not per token: nothing at load (each stage reads its own file), the
+        # `end` handshake (a 48-byte frame each way per hop) at the close.
+        row["load_wire_bytes"] = short["wire_bytes"] - per * (1 + a.short_steps)
+        full = drive_ours(tools, model, n, 8, 4, relays, reply="all", check_local=True)
+        row["full_logits_identical"] = full["identical_to_local"]
+        if full["identical_to_local"] is not True:
+            raise BenchError(f"ours@{n}: full logits differ from the full model")
+        row["stage_stats"] = [s.get("stats") for s in timed.get("stages", [])]
+    else:
+        row["wire_bytes_per_gen_token"] = 0.0
+        row["load_wire_bytes"] = 0.0
+    return row
+
+
+# -- llama.cpp's RPC ------------------------------------------------------------------------
+
+
+def tensor_split(n: int) -> str:
+    """-ts making llama.cpp give RPC server k exactly our stage k's layers: layer il goes to
+    the first device whose cumulative share exceeds il / (n_layer + 1)."""
+    ends = [b for _, b in SPLITS[n]]
+    cum = [(e - 0.5) / (SHAPE["n-layer"] + 1) for e in ends[:-1]] + [1.0]
+    shares = [cum[0]] + [cum[i] - cum[i - 1] for i in range(1, n)]
+    return "/".join(f"{s * 50:g}" for s in shares)
+
+
+def llama_bench(tools: Tools, model: Path, endpoints: list[str], n: int, prompt: int, gen: int,
+                *, warmup: bool, reps: int, depth: int = 0) -> list[dict]:
+    argv = [str(tools.llama_bench), "-m", str(model), "-t", str(tools.threads), "-p", str(prompt),
+            "-n", str(gen), "-r", str(reps), "-o", "json", "-ub", str(tools.batch)]
+    if depth:
+        argv += ["-d", str(depth)]
+    if endpoints:
+        argv += ["-ngl", "99", "--rpc", ",".join(endpoints), "-ts", tensor_split(n)]
+    if not warmup:
+        argv.append("--no-warmup")
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
+    if proc.returncode != 0:
+        raise BenchError(f"`{' '.join(argv)}` exited {proc.returncode}: "
+                         f"{proc.stderr.strip()[-2000:]}")
+    out: list[dict] = json.loads(proc.stdout)
+    return out
+
+
+def measure_rpc(tools: Tools, model: Path, n: int, a: argparse.Namespace,
+                relays: Relays) -> dict:
+    procs: list[subprocess.Popen] = []
+    counters: list[Counter] = []
+    endpoints: list[str] = []
+    servers = 0 if n == 1 else n
+    try:
+        for _ in range(servers):
+            port = free_port()
+            p = subprocess.Popen([str(tools.rpc_server), "-H", "127.0.0.1", "-p", str(port), "-t",
+                                  str(tools.threads)], stdout=subprocess.DEVNULL,
+                                 stderr=subprocess.DEVNULL)
+            procs.append(p)
+            wait_port(port, p)
+            rport, counter = relays.add(port)
+            counters.append(counter)
+            endpoints.append(f"127.0.0.1:{rport}")
+        pp = llama_bench(tools, model, endpoints, n, a.prompt, 0, warmup=True, reps=a.reps)[0]
+        # Generation after the prompt, as ours: -d puts the KV cache at the prompt's depth.
+        tg = llama_bench(tools, model, endpoints, n, 0, a.steps, warmup=True, reps=a.reps,
+                         depth=a.prompt)[0]
+        row = {"design": "rpc" if servers else "llama.cpp in-process", "processes": n,
+               "prompt_tps": pp["avg_ts"], "prompt_tps_stddev": pp["stddev_ts"],
+               "gen_tps": tg["avg_ts"], "gen_tps_stddev": tg["stddev_ts"],
+               "ttft_s": a.prompt / pp["avg_ts"],
+               "tensor_split": tensor_split(n) if servers else None}
+        if servers:
+            def wire(steps: int) -> int:
+                before = sum(c.total for c in counters)
+                llama_bench(tools, model, endpoints, n, 0, steps, warmup=False, reps=1)
+                return sum(c.total for c in counters) - before
+
+            short = wire(a.short_steps)
+            long = wire(a.short_steps + a.bytes_steps)
+            per = (long - short) / a.bytes_steps
+            row["wire_bytes_per_gen_token"] = per
+            row["load_wire_bytes"] = short - per * a.short_steps
+        else:
+            row["wire_bytes_per_gen_token"] = 0.0
+            row["load_wire_bytes"] = 0.0
+        return row
+    finally:
+        stop(procs)
+
+
+# -- the result -----------------------------------------------------------------------------
+
+
+def evaluate(rows: list[dict]) -> dict[str, dict[str, object]]:
+    by = {(r["design"], r["processes"]): r for r in rows}
+    values: dict[str, float | None] = {}
+    local = by.get(("ours", 1))
+    for n in (2, 3):
+        ours, rpc = by.get(("ours", n)), by.get(("rpc", n))
+        if ours and rpc:
+            values[f"gen-tps/rpc@{n}"] = ours["gen_tps"] / rpc["gen_tps"]
+            values[f"wire-bytes/rpc@{n}"] = (ours["wire_bytes_per_gen_token"]
+                                             / rpc["wire_bytes_per_gen_token"])
+        if ours and local:
+            values[f"gen-tps/local@{n}"] = ours["gen_tps"] / local["gen_tps"]
+        if ours:
+            values[f"load-wire-bytes@{n}"] = ours["load_wire_bytes"]
+    out: dict[str, dict[str, object]] = {}
+    for key, (what, limit, sense) in TARGETS.items():
+        v = values.get(key)
+        ok = None if v is None else (v >= limit if sense == "min" else v <= limit)
+        out[key] = {"what": what, "value": None if v is None else round(v, 4), "limit": limit,
+                    "sense": sense, "pass": ok}
+    return out
+
+
+def render(result: dict) -> str:
+    p = result["params"]
+    m = result["machine"]
+    out = [f"pipeline vs llama.cpp RPC: {result['model']['name']} "
+           f"({result['model']['bytes'] / 1e6:.0f} MB, sha256 {result['model']['sha256'][:16]}), "
+           f"{p['prompt']}-token prompt, {p['steps']} steps, {p['threads']} thread(s) per process, "
+           f"batch {p['batch']}, our reply mode {p['reply']}",
+           f"machine: {m['nproc']} CPUs ({m.get('cpu')}), "
+           f"load {p['load_start']} -> {p['load_end']}; "
+           f"relay: {result['relay']['rtt_direct_us']:.0f} us direct / "
+           f"{result['relay']['rtt_relayed_us']:.0f} us relayed round trip, "
+           f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk", "",
+           f"{'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} {'TTFT s':>8} "
+           f"{'wire B/gen tok':>15} {'load wire B':>13}",
+           f"(t/s: median of {p['reps']} runs for ours, llama-bench's mean of -r {p['reps']})"]
+    for r in result["rows"]:
+        out.append(f"{r['design']:22} {r['processes']:>5} {r['prompt_tps']:>11.1f} "
+                   f"{r['gen_tps']:>9.2f} {r['ttft_s']:>8.2f} "
+                   f"{r['wire_bytes_per_gen_token']:>15,.0f} {r['load_wire_bytes']:>13,.0f}")
+    out.append("")
+    out.append(f"{'target':<44} {'value':>10} {'limit':>10}  result")
+    for key, t in result["targets"].items():
+        val = "-" if t["value"] is None else f"{t['value']:.3f}"
+        lim = ("<= " if t["sense"] == "max" else ">= ") + str(t["limit"])
+        res = "n/a" if t["pass"] is None else ("PASS" if t["pass"] else "FAIL")
+        out.append(f"{key:<44} {val:>10} {lim:>10}  {res}")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--build", required=True, type=Path,
+                    help="the consumer build: bin/worker, bin/llama-bench, bin/ggml-rpc-server")
+    ap.add_argument("--model-dir", type=Path, default=Path("/tmp/patchctl-bench-models"))
+    ap.add_argument("--type", default="q8_0", choices=["f16", "q8_0"])
+    ap.add_argument("--prompt", type=int, default=512)
+    ap.add_argument("--steps", type=int, default=128)
+    ap.add_argument("--short-steps", type=int, default=8)
+    ap.add_argument("--bytes-steps", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--batch", type=int, default=512, help="our --batch and llama-bench -ub")
+    ap.add_argument("--reply", default="digest", choices=["all", "last", "digest"])
+    ap.add_argument("--reps", type=int, default=3,
+                    help="timed runs of ours (median) and llama-bench -r (mean)")
+    ap.add_argument("--processes", default="1,2,3")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--out", type=Path)
+    a = ap.parse_args(argv)
+    b = a.build.resolve()
+    tools = Tools(b / "bin" / "worker", b / "bin" / "llama-bench",
+                  b / "bin" / "ggml-rpc-server", a.threads, a.batch, a.reply)
+    for t in (tools.worker, tools.llama_bench, tools.rpc_server):
+        if not t.exists():
+            print(f"pipeline_vs_rpc: {t} is missing (see the docstring for the build)",
+                  file=sys.stderr)
+            return 3
+    load_start = loadavg()
+    relays = Relays()
+    try:
+        relay = relay_overhead(relays)
+        log(f"relay: {relay}")
+        model, sha = write_model(tools, a.model_dir, a.type)
+        rows: list[dict] = []
+        reference: dict | None = None
+        for n in [int(x) for x in a.processes.split(",")]:
+            if n == 1:
+                reference = drive_ours(tools, model, 1, a.prompt, a.steps, relays)
+            log(f"ours@{n}")
+            rows.append(measure_ours(tools, model, n, a, relays, reference))
+            log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
+            log(f"rpc@{n}")
+            rows.append(measure_rpc(tools, model, n, a, relays))
+            log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
+    except (BenchError, subprocess.SubprocessError, OSError, StopIteration) as e:
+        print(f"pipeline_vs_rpc: {e}", file=sys.stderr)
+        return 3
+    finally:
+        relays.close()
+    result = {"schema": "patchctl.bench-pipeline-vs-rpc/1",
+              "model": {"name": model.name, "bytes": model.stat().st_size, "sha256": sha,
+                        "shape": SHAPE, "seed": SEED, "type": a.type},
+              "params": {"prompt": a.prompt, "steps": a.steps, "threads": a.threads,
+                         "batch": a.batch, "reply": a.reply, "reps": a.reps,
+                         "bytes_steps": a.bytes_steps, "short_steps": a.short_steps,
+                         "splits": {str(k): v for k, v in SPLITS.items()},
+                         "load_start": load_start, "load_end": loadavg()},
+              "relay": relay, "rows": rows, "targets": evaluate(rows),
+              "machine": machine_facts()}
+    if a.out:
+        a.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2) if a.json else render(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
