@@ -48,3 +48,22 @@ def test_regenerating_the_briefs_gives_the_committed_bytes(cli, tmp_path: Path) 
     rel = os.path.relpath(out, ROOT)
     assert (tmp_path / "README.md").read_text().replace(rel, "evidence/outreach") == \
         HANDOFF.read_text()
+
+
+def test_committed_briefs_have_a_short_first_screen_and_no_prose() -> None:
+    """Issue 24 #1 and #6 on the real stack: each brief's part before the guide is under
+    800 words, opens with what the patch does, its results and next actions, and no brief
+    holds a paragraph of argument (tests/outreach_helpers.py's prose check)."""
+    from tests.outreach_helpers import prose_problems
+
+    briefs = sorted(BRIEFS.glob("0*.md"))
+    assert len(briefs) == 3
+    for path in briefs:
+        text = path.read_text(encoding="utf-8")
+        first = text.split("\n## Understanding guide\n")[0]
+        assert len(first.split()) < 800, (path.name, len(first.split()))
+        heads = [line for line in first.splitlines() if line.startswith("## ")]
+        assert heads[:4] == ["## What it does", "## Test results", "## Next actions",
+                             "## Facts and sources"], (path.name, heads)
+        assert prose_problems(text) == [], path.name
+    assert prose_problems((BRIEFS / "series.md").read_text(encoding="utf-8")) == []
