@@ -152,8 +152,9 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
               "which upstream probably superseded (needs the upstream).")
 @click.option("--online", is_flag=True,
               help="Read the state of the GitHub issues and pull requests the patches point "
-              "at (GITHUB_TOKEN is used when set; API base: PATCHCTL_GITHUB_API). Without it "
-              "the last answers are shown from the cache, with their age.")
+              "at (GITHUB_TOKEN is used when set; API base: PATCHCTL_GITHUB_API; each request "
+              "ends within PATCHCTL_GITHUB_DEADLINE seconds, default 30). Without it the last "
+              "answers are shown from the cache, with their age.")
 @upstream_option
 @json_option
 @quiet_option
