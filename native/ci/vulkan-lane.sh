@@ -117,6 +117,18 @@ for split in 0:2,2:4 0:1,1:3,3:4; do
   "$W" --drive --model "$M" --split "$split" --steps 6 --n-gpu-layers 99 --check-local --json >"$O/split.json"
   echo "split $split: $(digest "$O/split.json")"
 done
+# A larger llama (8 layers, n_embd 256, 1024-token vocabulary) in f16 and q8_0:
+# the chain against the full model on the same device (--check-local exits 1
+# unless the logits are the same bits).
+for type in f16 q8_0; do
+  "$W" --write-tiny-model "$O/m-$type.gguf" --n-layer 8 --n-embd 256 --n-head 8 --n-head-kv 4 \
+    --n-ff 512 --n-vocab 1024 --type "$type" >/dev/null
+  for split in 0:4,4:8 0:3,3:6,6:8; do
+    "$W" --drive --model "$O/m-$type.gguf" --split "$split" --prompt 40 --steps 8 --n-gpu-layers 99 \
+      --check-local --json >"$O/split.json"
+    echo "$type split $split: $(digest "$O/split.json")"
+  done
+done
 t_end=$(date +%s)
 stamp "done"
 echo "wall seconds: apt $((t_apt - t_start)), apply $((t_apply - t_apt)), configure $((t_conf - t_apply)), build $((t_build - t_conf)), ctest $((t_test - t_build)), offload check $((t_end - t_test)); configure+build+tests $((t_test - t_apply)); total $((t_end - t_start))"
