@@ -168,7 +168,8 @@ def render(o: Options) -> dict[str, str]:
     lanes = [{"name": n, "runner": list(o.runners.get(n, LANES[n].runner))} for n in o.lanes]
     ctx = {"command": o.command(), "workdir": "" if o.project == "." else o.project,
            "state": state, "pin_file": pin_file, "python": PYTHON, "install": o.install,
-           "lanes": lanes, "cron": o.canary_cron, "issue": o.canary_issue, "name": o.name}
+           "lanes": lanes, "vulkan": "vulkan" in o.lanes, "cron": o.canary_cron,
+           "issue": o.canary_issue, "name": o.name}
     return {STACK_FILE: env.get_template("stack.yml.j2").render(ctx),
             CANARY_FILE: env.get_template("canary.yml.j2").render(ctx)}
 

@@ -21,11 +21,12 @@ const char* const kStageUsage =
     "  worker --stage --model FILE --layers START:END [--listen HOST:PORT]\n"
     "         [--next HOST:PORT] [--threads N] [--ctx N] [--timeout-ms MS]\n"
     "         [--recover-ms MS] [--checkpoint FILE] [--resume FILE]\n"
-    "         [--batch N] [--reply all|last|digest]\n"
+    "         [--batch N] [--reply all|last|digest] [--n-gpu-layers N]\n"
     "  worker --drive --model FILE (--local | --split A:B,B:C,... | --connect HOST:PORT)\n"
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
     "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
     "         [--logits-out FILE] [--json] [--batch N] [--reply all|last|digest]\n"
+    "         [--n-gpu-layers N]\n"
     "  worker --write-tiny-model FILE [--seed N] [--n-layer N] [--n-embd N] [--n-head N]\n"
     "         [--n-head-kv N] [--n-ff N] [--n-vocab N] [--type f32|f16|q8_0]\n"
     "\n"
@@ -41,6 +42,11 @@ const char* const kStageUsage =
     "  --threads N      compute threads (default 1)\n"
     "  --ctx N          context size in tokens (default 256)\n"
     "  --batch N        llama.cpp's n_batch and n_ubatch (default 64)\n"
+    "  --n-gpu-layers N llama.cpp's n_gpu_layers, the same for every stage and the\n"
+    "                   driver's own model: 0 (default) the CPU backend only; more\n"
+    "                   than the model's n_layer: every layer on the build's first\n"
+    "                   device (Vulkan, ...); a range-loaded stage refuses a\n"
+    "                   partial N (llama.cpp would place the wrong layers)\n"
     "  --reply MODE     what the last stage answers, the same on every stage and\n"
     "                   the driver: all (default) every row's logits; last the\n"
     "                   last row's logits only; digest the greedy token and the\n"
@@ -153,6 +159,9 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
     } else if (flag == "--batch") {
       if (!a.integer(flag, 1, 1 << 16, n)) return usage(a.error);
       o.n_batch = static_cast<std::uint32_t>(n);
+    } else if (flag == "--n-gpu-layers") {
+      if (!a.integer(flag, 0, 1 << 20, n)) return usage(a.error);
+      o.n_gpu_layers = static_cast<std::int32_t>(n);
     } else if (flag == "--reply") {
       if (!a.value(flag, text)) return usage(a.error);
       if (!parse_reply(text, o.reply)) return usage("--reply takes all, last or digest, not " + text);
@@ -222,6 +231,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
                    {"steps", o.steps},
                    {"threads", o.threads},
                    {"batch", static_cast<std::int64_t>(o.n_batch)},
+                   {"n_gpu_layers", static_cast<std::int64_t>(o.n_gpu_layers)},
                    {"reply", reply_name(o.reply)},
                    {"tokens", std::move(tokens)},
                    {"logits_rows", static_cast<std::int64_t>(r.logits.size() / (r.n_vocab ? r.n_vocab : 1))},

@@ -148,7 +148,8 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
                                      "--listen", "127.0.0.1:0", "--threads",
                                      std::to_string(o.threads), "--ctx", std::to_string(o.n_ctx),
                                      "--batch", std::to_string(o.n_batch), "--reply", reply_name(o.reply),
-                                     "--timeout-ms", std::to_string(o.timeout_ms)};
+                                     "--timeout-ms", std::to_string(o.timeout_ms),
+                                     "--n-gpu-layers", std::to_string(o.n_gpu_layers)};
     if (next) {
       argv.push_back("--next");
       argv.push_back(net::to_string(*next));
@@ -207,6 +208,7 @@ std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, Dr
   if (o.mode == DriveOptions::kLocal) {
     WireError e;
     EngineOptions eo{o.model, 0, 0, o.threads, o.n_ctx, o.n_batch, o.reply};
+    eo.n_gpu_layers = o.n_gpu_layers;
     auto engine = Engine::load(eo, e);
     if (!engine) return e;
     LocalHop hop(*engine);

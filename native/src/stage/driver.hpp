@@ -25,6 +25,7 @@ struct DriveOptions {
   int threads = 1;
   std::uint32_t n_ctx = 256;
   std::uint32_t n_batch = 64;
+  std::int32_t n_gpu_layers = 0;  // EngineOptions::n_gpu_layers, passed to every stage
   EngineOptions::Reply reply = EngineOptions::Reply::kAll;
   int timeout_ms = 30000;
   int step_delay_ms = 0;

@@ -112,12 +112,23 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
   e->n_layer_ = n_layer;
   e->reply_ = o.reply;
 
+  // The whole range loads the whole model the ordinary way (0/0).
+  const bool whole = start == 0 && end == n_layer;
+  if (!whole && o.n_gpu_layers > 0 && o.n_gpu_layers <= n_layer) {
+    error = model_error("--n-gpu-layers " + std::to_string(o.n_gpu_layers) + " would offload part of layers " +
+                        e->range_text() + ": llama.cpp counts from the model's last layer, not the stage's " +
+                        "range; use 0 (CPU) or more than " + std::to_string(n_layer) + " (every layer)");
+    return nullptr;
+  }
   llama_model_params mp = llama_model_default_params();
   mp.progress_callback = silent_progress;
   ggml_backend_dev_t cpu_only[] = {nullptr};
-  mp.devices = cpu_only;
-  // The whole range loads the whole model the ordinary way (0/0).
-  const bool whole = start == 0 && end == n_layer;
+  if (o.n_gpu_layers > 0) {
+    mp.n_gpu_layers = o.n_gpu_layers;  // mp.devices stays null: every device built in
+  } else {
+    mp.devices = cpu_only;
+    mp.n_gpu_layers = 0;
+  }
   mp.layer_start = whole ? 0 : start;
   mp.layer_end = whole ? 0 : end;
   g_llama_errors.clear();

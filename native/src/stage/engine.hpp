@@ -34,6 +34,13 @@ struct EngineOptions {
   //           bits with a reference run, at 16 bytes a step.
   enum class Reply { kAll, kLast, kDigest };
   Reply reply = Reply::kAll;
+  // Layers llama.cpp places on its devices (llama_model_params.n_gpu_layers):
+  // 0 (the default) keeps everything on the CPU backend, as before; N > the
+  // model's n_layer offloads every layer and the output to the first device
+  // (Vulkan, CUDA, ...) the build has. A range-loaded stage refuses a partial
+  // N (1..n_layer): llama.cpp counts those from the model's last layer, not
+  // the stage's range, so they would place the wrong layers.
+  std::int32_t n_gpu_layers = 0;
 };
 
 inline constexpr std::uint32_t kDigestWidth = 4;

@@ -216,6 +216,9 @@ int stage_main(const std::vector<std::string>& args) {
     } else if (flag == "--batch") {
       if (!a.integer(flag, 1, 1 << 16, n)) return usage(a.error);
       o.engine.n_batch = static_cast<std::uint32_t>(n);
+    } else if (flag == "--n-gpu-layers") {
+      if (!a.integer(flag, 0, 1 << 20, n)) return usage(a.error);
+      o.engine.n_gpu_layers = static_cast<std::int32_t>(n);
     } else if (flag == "--reply") {
       if (!a.value(flag, text)) return usage(a.error);
       if (!parse_reply(text, o.engine.reply)) return usage("--reply takes all, last or digest, not " + text);
