@@ -60,7 +60,8 @@ if ! bash "$REPO/native/ci/vulkan-headers-check.sh"; then
 fi
 
 # The device: lavapipe's ICD; ggml-vulkan skips CPU-type devices unless named.
-ICD=$(ls /usr/share/vulkan/icd.d/lvp_icd.*.json | head -n 1)
+icds=(/usr/share/vulkan/icd.d/lvp_icd.*.json)
+ICD=${icds[0]}
 export VK_ICD_FILENAMES="$ICD"
 export GGML_VK_VISIBLE_DEVICES=0
 stamp "vulkaninfo --summary (VK_ICD_FILENAMES=$ICD)"
