@@ -281,6 +281,19 @@ def many_patches(n: int = 50) -> list[tuple[str, str]]:
 
 
 @contextlib.contextmanager
+def system_config_off(**extra: str) -> Iterator[None]:
+    """The system git config ignored (and ``extra`` variables set), for fixtures wider than
+    one test (the autouse isolation is per test); the environment is restored afterwards."""
+    old = os.environ.copy()
+    os.environ.update(GIT_CONFIG_NOSYSTEM="1", **extra)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(old)
+
+
+@contextlib.contextmanager
 def special_file(path: Path, kind: str) -> Iterator[Path]:
     """A FIFO (``kind`` "fifo") or a bound Unix socket ("socket") at ``path``, for the
     duration."""

@@ -9,7 +9,14 @@ from pathlib import Path
 import pytest
 from hypothesis import settings
 
-from tests.builders import Upstream, make_project, make_upstream, many_patches, standard_patches
+from tests.builders import (
+    Upstream,
+    make_project,
+    make_upstream,
+    many_patches,
+    standard_patches,
+    system_config_off,
+)
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "tiny"
 
@@ -77,14 +84,9 @@ def cli(capsys: pytest.CaptureFixture[str]):
 @pytest.fixture(scope="session")
 def _upstream_template(tmp_path_factory: pytest.TempPathFactory):
     root = tmp_path_factory.mktemp("template")
-    old = os.environ.copy()
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         up = make_upstream(root / "upstream")
         patches = standard_patches(up, root / "scratch")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     return up, patches
 
 
@@ -121,13 +123,8 @@ def tiny(tmp_path: Path) -> Path:
 
 @pytest.fixture(scope="session")
 def docs_upstream(tmp_path_factory: pytest.TempPathFactory) -> Upstream:
-    old = os.environ.copy()
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         return make_upstream(tmp_path_factory.mktemp("docs") / "upstream", n_docs=50)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 @pytest.fixture

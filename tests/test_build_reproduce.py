@@ -17,7 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, default_trailers, format_patch, make_project, replace_in
+from tests.builders import (
+    Upstream,
+    default_trailers,
+    format_patch,
+    make_project,
+    replace_in,
+    system_config_off,
+)
 
 FIXTURES = Path(__file__).parent / "fixtures" / "reproducers"
 PROVEN = "fails-before/passes-after"
@@ -77,13 +84,8 @@ def texts(_upstream_template, tmp_path_factory: pytest.TempPathFactory) -> dict[
     """Patch texts by key; the upstream's commit ids are fixed, so they fit every copy."""
     up: Upstream = _upstream_template[0]
     scratch = tmp_path_factory.mktemp("reproduce-scratch") / "work"
-    old = os.environ.copy()
-    os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=os.devnull)
-    try:
+    with system_config_off(GIT_CONFIG_GLOBAL=os.devnull):
         return make_patch_texts(up, up.commits["base"], scratch)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 def _project(tmp_path: Path, upstream: Upstream, texts: dict[str, str], keys: list[str],

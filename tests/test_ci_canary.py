@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.ci import canary
-from tests.builders import Upstream, commit_all, make_project
+from tests.builders import Upstream, commit_all, make_project, system_config_off
 from tests.rebase_history import PATCH_NAMES, History, make_history
 
 GOLDEN = Path(__file__).parent / "fixtures" / "ci" / "canary-summary.md"
@@ -194,13 +194,8 @@ def test_a_file_that_is_not_a_report_is_a_usage_error(cli, tmp_path: Path,
 
 @pytest.fixture(scope="module")
 def _history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    old = os.environ.copy()
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         return make_history(tmp_path_factory.mktemp("canary-history"))
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 @pytest.fixture

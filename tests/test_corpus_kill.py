@@ -28,7 +28,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, commit_all, git, make_project, replace_in
+from tests.builders import Upstream, commit_all, git, make_project, replace_in, system_config_off
 from tests.corpus import FINDINGS, OK, USAGE, check, tree_digest
 
 KILLER = Path(__file__).with_name("killer.py")
@@ -130,17 +130,12 @@ def _worlds(tmp_path_factory: pytest.TempPathFactory):
     from tests.rebase_history import make_history
 
     root = tmp_path_factory.mktemp("kill")
-    old = os.environ.copy()
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         up = make_upstream(root / "tiny")
         patches = standard_patches(up, root / "scratch")
         (up.path / "README.md").write_text("# tiny\n\nLater.\n")
         git(up.path, "tag", "later", commit_all(up.path, "docs : later (#4)"))
         history = make_history(root / "history")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     return (up, patches), (history.upstream, history.patches)
 
 
@@ -319,13 +314,8 @@ def test_kill_release_build(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     env = tool_env(home)
-    old = os.environ.copy()
-    os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=env["GIT_CONFIG_GLOBAL"])
-    try:
+    with system_config_off(GIT_CONFIG_GLOBAL=env["GIT_CONFIG_GLOBAL"]):
         checkout = make_checkout(tmp_path / "checkout")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     tree = tmp_path / "tree"
     subprocess.run([sys.executable, "-m", "patchctl", "-C", str(checkout), "apply", "--into",
                     str(tree)], env=env, check=True, capture_output=True)

@@ -22,7 +22,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tests.builders import tiny_c
+from tests.builders import system_config_off, tiny_c
 from tests.corpus import bounded
 
 # -- series ---------------------------------------------------------------------------------
@@ -260,17 +260,11 @@ def test_verify_batched_equals_per_patch(upstream_tiny, tmp_path_factory, monkey
 
 @pytest.fixture(scope="module")
 def upstream_tiny(tmp_path_factory: pytest.TempPathFactory):
-    import os
 
     from tests.builders import make_upstream
 
-    old = os.environ.copy()
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         return make_upstream(tmp_path_factory.mktemp("up") / "tiny")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 # -- refresh of an unchanged patch ------------------------------------------------------------

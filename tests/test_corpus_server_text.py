@@ -14,7 +14,6 @@ isolates, NUL, DEL, backspace) goes where patchctl takes text it does not contro
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from typing import cast
@@ -28,6 +27,7 @@ from tests.builders import (
     make_project,
     make_upstream,
     replace_in,
+    system_config_off,
     write,
 )
 from tests.corpus import Case, check, params
@@ -125,14 +125,9 @@ def _hostile_upstream(path: Path) -> Upstream:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
     root = tmp_path_factory.mktemp("hostile")
-    old = dict(os.environ)
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         up = _hostile_upstream(root / "up")
         patch = api_patch(up, root / "scratch")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     project = make_project(root / "proj", up, [("0001-tiny-add-tiny_cube.patch", patch)],
                            pin=up.commits["policy"])
     return project, up

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, make_project
+from tests.builders import Upstream, make_project, system_config_off
 from tests.corpus import FINDINGS, OK, USAGE, Case, check, params, tree_digest
 
 P1, P2, P3 = ("0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch",
@@ -386,13 +386,8 @@ def test_edit_state_corpus(cli, case: Case, tmp_path: Path, upstream: Upstream,
 def _history(tmp_path_factory: pytest.TempPathFactory):
     from tests.rebase_history import make_history
 
-    old = os.environ.copy()
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         return make_history(tmp_path_factory.mktemp("history"))
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 @params(STATE)

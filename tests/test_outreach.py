@@ -10,7 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, commit_all, format_patch, git, make_project, write
+from tests.builders import (
+    Upstream,
+    commit_all,
+    format_patch,
+    git,
+    make_project,
+    system_config_off,
+    write,
+)
 from tests.outreach_helpers import (
     FORBIDS,
     NO_RULES,
@@ -37,14 +45,9 @@ def _project(tmp_path: Path, up: Upstream, patches: list[tuple[str, str]], name:
 def _built(factory: pytest.TempPathFactory, contributing: str, template: str | None,
            trailers: dict[str, str]) -> tuple[Path, Upstream]:
     root = factory.mktemp("outreach")
-    old = dict(os.environ)
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         up = policy_upstream(root / "up", contributing, template=template)
         patch = api_patch(up, root / "scratch", trailers=trailers, odd_lines=True)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     return _project(root, up, [("0001-tiny-add-tiny_cube.patch", patch)]), up
 
 

@@ -9,13 +9,21 @@ across files; the rules are quoted once, in series.md.
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, commit_all, format_patch, git, make_project, replace_in, write
+from tests.builders import (
+    Upstream,
+    commit_all,
+    format_patch,
+    git,
+    make_project,
+    replace_in,
+    system_config_off,
+    write,
+)
 from tests.outreach_helpers import api_patch, markdown_problems, policy_upstream, prose_problems
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -57,13 +65,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
     """Three patches: 0001 adds tiny_cube (a declaration and a definition); 0002 edits the
     line after 0001's declaration (its context holds it), calls tiny_cube, and makes the same
     change in three model files; 0003 touches only README.md."""
-    old = dict(os.environ)
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         return _stack(tmp_path_factory.mktemp("firstscreen"))
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 def _stack(root: Path) -> tuple[Path, Upstream]:

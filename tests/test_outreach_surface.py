@@ -17,7 +17,15 @@ import pytest
 from patchctl.model.fingerprint import fingerprint
 from patchctl.model.patchfile import parse_patch
 from patchctl.outreach import contrib, github, policy, standards, surface
-from tests.builders import Upstream, format_patch, git, make_project, replace_in, write
+from tests.builders import (
+    Upstream,
+    format_patch,
+    git,
+    make_project,
+    replace_in,
+    system_config_off,
+    write,
+)
 from tests.outreach_helpers import (
     ENHANCEMENT_FORM,
     RANGE_TOML,
@@ -44,14 +52,9 @@ needs_ctags = pytest.mark.skipif(not _universal_ctags(),
 @pytest.fixture(scope="module")
 def _surface(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Upstream]:
     root = tmp_path_factory.mktemp("surface")
-    old = dict(os.environ)
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         up = surface_upstream(root / "up")
         patch = surface_patch(up, root / "scratch")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     project = make_project(root / "proj", up, [(PATCH, patch)], pin=up.commits["policy"])
     (project / "stack" / "outreach").mkdir()
     (project / "stack" / "outreach" / "range.toml").write_text(RANGE_TOML)

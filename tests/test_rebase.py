@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import shutil
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.model import stackwrite
-from tests.builders import Upstream, git, make_project
+from tests.builders import Upstream, git, make_project, system_config_off
 from tests.rebase_history import PATCH_NAMES, History, make_history
 
 KILLER = Path(__file__).with_name("killer.py")
@@ -25,13 +24,8 @@ P = dict(enumerate(PATCH_NAMES, start=1))
 @pytest.fixture(scope="session")
 def _history_template(tmp_path_factory: pytest.TempPathFactory) -> History:
     root = tmp_path_factory.mktemp("history")
-    old = os.environ.copy()
-    os.environ["GIT_CONFIG_NOSYSTEM"] = "1"
-    try:
+    with system_config_off():
         return make_history(root)
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ import pytest
 from patchctl.errors import InputError
 from patchctl.release import layout
 from tests import fake_release, native_libraries
-from tests.builders import git
+from tests.builders import git, system_config_off
 
 REPO = Path(__file__).resolve().parents[1]
 TINY = REPO / "examples" / "tiny"
@@ -101,13 +101,8 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> Release:
     home = root / "home"
     home.mkdir()
     env = tool_env(home)
-    old = os.environ.copy()
-    os.environ.update(GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL=env["GIT_CONFIG_GLOBAL"])
-    try:
+    with system_config_off(GIT_CONFIG_GLOBAL=env["GIT_CONFIG_GLOBAL"]):
         checkout = make_checkout(root / "one" / "checkout")
-    finally:
-        os.environ.clear()
-        os.environ.update(old)
     tree = root / "one" / "tree"
     patchctl(env, "-C", checkout, "apply", "--into", tree)
     built = patchctl(env, "-C", checkout, "release", "build", "--tree", tree,
