@@ -41,7 +41,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "edit": ("patchctl.commands.authoring:edit",
              "Open a worktree at the pin with patches up to NAME applied as commits."),
     "refresh": ("patchctl.commands.authoring:refresh",
-                "Regenerate a patch from its edit worktree, keeping header and trailers."),
+                "Regenerate a patch (--all: the stack up to it) from its edit worktree."),
     "delete": ("patchctl.commands.stackops:delete", "Remove a patch from the series."),
     "rename": ("patchctl.commands.stackops:rename", "Rename a patch's file."),
     "move": ("patchctl.commands.stackops:move",

@@ -375,11 +375,49 @@ def test_edit_state_corpus(cli, case: Case, tmp_path: Path, upstream: Upstream,
     _damage_state(state, case)
     before = tree_digest(project / "stack")
     check(cli("-C", str(project), "refresh"), case)
+    check(cli("-C", str(project), "refresh", "--all"), case)
     assert tree_digest(project / "stack") == before
     # the way out the message names works
     r = cli("-C", str(project), "edit", "0002", "--reset", "--upstream", str(upstream.path))
     check(r, OK)
     check(cli("-C", str(project), "refresh"), OK)
+
+
+# `refresh --all` reads the edit work tree's commit messages: values that would add a
+# header, a trailer or a diff line, or hide text, are refused there as everywhere else.
+BUMP = "tiny : bump op 02"
+TRAILERS = "Concern: bump\nUpstream-Status: Pending\nScope: src/*.c\n"
+MESSAGES = [Case(i, data, USAGE, frag) for i, data, frag in [
+    ("body-diff", f"{BUMP}\n\nWhy.\n---\ndiff --git a/README.md b/README.md\n\n{TRAILERS}",
+     "start a diff"),
+    ("body-mbox-from", f"{BUMP}\n\nFrom x Mon Sep 17 00:00:00 2001\n\n{TRAILERS}",
+     "would end the message"),
+    ("body-escape", f"{BUMP}\n\nWhy.\x1b[2J\n\n{TRAILERS}", "control character"),
+    ("trailer-escape", f"{BUMP}\n\nConcern: b\x1b]0;x\x07ump\n", "control characters"),
+    ("trailer-bidi", f"{BUMP}\n\nConcern: b\u202eump\n", "control characters"),
+    ("status-malformed", f"{BUMP}\n\nUpstream-Status: upstream status unknown\n",
+     "malformed Upstream-Status"),
+    ("reproducer-escape", f"{BUMP}\n\nReproducer: /etc/passwd\n", "under reproducers/"),
+    ("scope-bad-glob", f"{BUMP}\n\nScope: src/[z-a]\n", "reversed"),
+    ("subject-escape", f"tiny : bump\x1b[2J\n\n{TRAILERS}", "control characters"),
+    ("no-subject", f"\n\nWhy.\n\n{TRAILERS}", "no subject line"),
+    ("new-body-diff", "docs : x\n\n--- a/README.md\n+++ b/README.md\n", "start a diff"),
+]]
+
+
+@params(MESSAGES)
+def test_commit_message_corpus(cli, case: Case, tmp_path: Path, upstream: Upstream,
+                               patches) -> None:
+    from tests.builders import git
+
+    project = _project(tmp_path, upstream, patches)
+    check(cli("-C", str(project), "edit", "0002", "--upstream", str(upstream.path)), OK)
+    work = project / ".patchctl/edit/work"
+    git(work, "commit", "-q", "--amend", "--allow-empty-message", "--cleanup=verbatim",
+        "-m", str(case.data))
+    before = tree_digest(project / "stack")
+    check(cli("-C", str(project), "refresh", "--all"), case)
+    assert tree_digest(project / "stack") == before
 
 
 @pytest.fixture(scope="module")

@@ -2,9 +2,11 @@
 
 The edit work tree lives in ``<project>/.patchctl/edit/``: a repository at the
 pin (borrowing the upstream's objects) with the patches up to the one being
-edited applied as commits. ``refresh`` writes the patch back through
+edited applied as commits, each message holding the patch's subject, body and
+trailers. ``refresh`` writes the patch back through
 ``stackwrite.replace_stack`` (one atomic swap) under the project lock, in
-patchctl's deterministic form (model/patchtext.py), and rewrites the lock.
+patchctl's deterministic form (model/patchtext.py), and rewrites the lock;
+``refresh --all`` (restack.py) writes every commit back as a patch.
 """
 
 from __future__ import annotations
@@ -146,15 +148,20 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
     for i, p in enumerate(patches[:upto]):
         if i == upto - 1 and header is None:
             base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
-        gitrepo.commit_patch(work, p.path.absolute(), strip=p.strip,
-                             subject=p.subject or p.name, body=p.body, author=p.author)
+        gitrepo.commit_patch(work, p.path.absolute(), strip=p.strip,  # read back by --all
+                             subject=p.subject or p.name, body=p.body, author=p.author,
+                             trailers=patchtext.trailers(p))
         applied.append(p.name)
     if header is not None:
         base = gitrepo.resolve_commit(work / ".git", "HEAD") or base
     state = EditState(stack=str(stack.root), pin=pin.commit, target=target, base=base,
                       new=header is not None, header=header, tree=gitrepo.snapshot_tree(work))
-    statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
+    save_edit(project, state)
     return EditResult(str(work), target, header is not None, applied, discarded)
+
+
+def save_edit(project: Path, state: EditState) -> None:
+    statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
 
 
 def _discarding(project: Path, work: Path) -> str:
@@ -301,8 +308,8 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
                 "stack.lock": render_lock(lock).encode()}
             stackwrite.replace_stack(stack, changes, expect=snap)
         state.tree, state.new = tree, False
-        statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
-        result.later_failing = _later_failing(git_dir, tree, after[at:])
+        save_edit(project, state)
+        result.later_failing = later_failing(git_dir, tree, after[at:])
         return result
 
 
@@ -312,8 +319,8 @@ def _find_name(stack: Stack, name: str, target: str) -> str:
     return stack.series()[_find(stack, name)].name
 
 
-def _later_failing(git_dir: Path, tree: str, later: list[Patch]) -> list[str]:
-    """The patches after the refreshed one that no longer apply on top of it."""
+def later_failing(git_dir: Path, tree: str, later: list[Patch]) -> list[str]:
+    """The patches after the refreshed one(s) that no longer apply on top of ``tree``."""
     with gitrepo.temp_index(git_dir) as index:
         index.read_tree(tree)
         done = index.apply_series(series_items(later), on_failure="skip", base=tree)

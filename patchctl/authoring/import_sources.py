@@ -67,11 +67,16 @@ def _from_commits(repo: Path, spec: str, work: Path) -> list[Candidate]:
         diff = work / f"{i:04d}.diff"
         diff.write_text(gitrepo.format_diff(git_dir, info.parent_tree, info.tree),
                         encoding="utf-8", errors="surrogateescape")
-        subject, _, rest = info.message.partition("\n")
-        body, trailers = patchtext.split_trailers(rest)
-        out.append(Candidate(f"{repo}@{commit[:12]}", subject.strip(), info.author, info.date,
-                             body, trailers, diff))
+        out.append(commit_candidate(info, f"{repo}@{commit[:12]}", diff))
     return out
+
+
+def commit_candidate(info: gitrepo.CommitInfo, source: str, diff: Path) -> Candidate:
+    """A commit as a patch to write: its subject, body and trailers (the message's last
+    paragraph of `Key: value` lines), author and date; ``diff`` holds its diff."""
+    subject, _, rest = info.message.partition("\n")
+    body, trailers = patchtext.split_trailers(rest)
+    return Candidate(source, subject.strip(), info.author, info.date, body, trailers, diff)
 
 
 def _series_file(directory: Path) -> Path | None:

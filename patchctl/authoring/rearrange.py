@@ -34,7 +34,8 @@ from patchctl.model.stack import (
 from patchctl.untrusted import shorten
 
 _SCHEMAS = {"delete": schemas.DELETE, "rename": schemas.RENAME, "move": schemas.MOVE,
-            "fold": schemas.FOLD, "split": schemas.SPLIT, "header": schemas.HEADER}
+            "fold": schemas.FOLD, "split": schemas.SPLIT, "header": schemas.HEADER,
+            "refresh-all": schemas.REFRESH_ALL}
 
 
 @dataclass
@@ -73,8 +74,10 @@ class Txn:
     def commit(self, op: str, message: str, order: Sequence[Patch], *,
                changes: Mapping[str, bytes | None] | None = None,
                renamed: Mapping[str, str] | None = None,
-               regenerated: Sequence[str] = ()) -> StackOpResult:
-        """Write ``order`` as the new series (plus ``changes``) in one swap, with its lock."""
+               regenerated: Sequence[str] = (), keep_edit: bool = False) -> StackOpResult:
+        """Write ``order`` as the new series (plus ``changes``) in one swap, with its lock.
+        An open edit is closed (or, with changes not refreshed, the write refused) unless
+        ``keep_edit``: `refresh --all`, which writes the edit's own commits."""
         from patchctl.authoring.edit import close_clean_edit
 
         all_changes: dict[str, bytes | None] = dict(changes or {})
@@ -83,7 +86,8 @@ class Txn:
                                             regenerated=regenerated).encode()
         lock = make_lock(self.stack.pin(), order)
         all_changes["stack.lock"] = render_lock(lock).encode()
-        close_clean_edit(self.project, self.what)
+        if not keep_edit:
+            close_clean_edit(self.project, self.what)
         stackwrite.replace_stack(self.stack, all_changes, expect=self.snap)
         return StackOpResult(
             op, message, [p.name for p in order], lock.fingerprint,
@@ -276,26 +280,7 @@ def set_header(project: Path, stack: Stack, name: str,
     with transaction(project, stack, "header --set") as t:
         i = t.index_of(name)
         old = t.patches[i]
-        header = patchtext.header_text(old)
-        if body is not None:
-            if not old.mail_form:
-                raise InputError(f"{old.name}: --message needs a format-patch header; "
-                                 "this one is DEP-3 (edit its Description: instead)")
-            header = patchtext.set_body(header, body)
-        settings = [(key, None if value is None else _checked(key, value))
-                    for key, value in settings]
-        for key, value in settings:
-            header = patchtext.set_trailer(header, key, value, mail_form=old.mail_form)
-        diff = "\n".join(old.text.split("\n")[old.diff_line - 1:])
-        stat = _diffstat(old)
-        text = f"{header.rstrip(chr(10))}\n---\n{stat}{diff}" if old.mail_form else \
-            f"{header.rstrip(chr(10))}\n\n{diff}"
-        new = patchtext.reparse(text, name=old.name, path=old.path, strip=old.strip)
-        _same_but(old, new, settings, body)
-        added = added_findings(old, new)
-        errors = [f.message for f in added if f.severity == ERROR]
-        if errors:
-            raise InputError(f"{old.name}: {errors[0]}; nothing was written")
+        text, new, added = reheader(old, settings, body=body)
         if text == old.text:
             return _header_of(old, warnings=[f.message for f in added])
         order = [*t.patches[:i], new, *t.patches[i + 1:]]
@@ -305,12 +290,47 @@ def set_header(project: Path, stack: Stack, name: str,
         return _header_of(new, changed=True, warnings=[f.message for f in added])
 
 
-def _checked(key: str, value: str) -> str:
-    """A ``--set KEY=VALUE`` value, stripped and checked as every trailer patchctl writes
-    is (``lint.trailer_problem``; verify's judgement of it comes after)."""
+def reheader(old: Patch, settings: Sequence[tuple[str, str | None]], *,
+             body: str | None = None, where: str | None = None
+             ) -> tuple[str, Patch, list[lint.Finding]]:
+    """``old`` with trailers set (value) or removed (None) and its body replaced (when
+    ``body`` is given): (text, parsed patch, lint findings the change adds). The one way
+    a header changes (`header --set`, `refresh --all`): each value through ``_checked``,
+    the result parsed again and refused unless only what was asked changed, and refused
+    on a lint error the change adds. ``where`` names the source of the values in errors
+    (default: the ``--set`` options)."""
+    header = patchtext.header_text(old)
+    if body is not None:
+        if not old.mail_form:
+            raise InputError(f"{old.name}: --message needs a format-patch header; "
+                             "this one is DEP-3 (edit its Description: instead)")
+        header = patchtext.set_body(header, body)
+    settings = [(key, None if value is None else _checked(key, value, where=where))
+                for key, value in settings]
+    for key, value in settings:
+        header = patchtext.set_trailer(header, key, value, mail_form=old.mail_form)
+    diff = "\n".join(old.text.split("\n")[old.diff_line - 1:])
+    stat = _diffstat(old)
+    text = f"{header.rstrip(chr(10))}\n---\n{stat}{diff}" if old.mail_form else \
+        f"{header.rstrip(chr(10))}\n\n{diff}"
+    new = patchtext.reparse(text, name=old.name, path=old.path, strip=old.strip)
+    _same_but(old, new, settings, body)
+    added = added_findings(old, new)
+    errors = [f.message for f in added if f.severity == ERROR]
+    if errors:
+        raise InputError(f"{old.name}: {errors[0]}; nothing was written")
+    return text, new, added
+
+
+def _checked(key: str, value: str, *, where: str | None = None) -> str:
+    """A ``--set KEY=VALUE`` value (or a trailer from ``where``), stripped and checked as
+    every trailer patchctl writes is (``lint.trailer_problem``; verify's judgement of it
+    comes after)."""
     value = value.strip()
     problem = lint.trailer_problem(key, value, content=False)
     if problem is not None:
+        if where is not None:
+            raise InputError(f"{where}: {problem}; nothing was written")
         hint = f" (use --unset {key} to remove it)" if not value else ""
         raise InputError(f"--set {shorten(key)}=...: {problem}{hint}")
     return value

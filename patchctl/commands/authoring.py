@@ -124,7 +124,8 @@ def edit(ctx: click.Context, name: str, reset: bool, full: bool, upstream: str |
 
     Change the files there (commit or not), then `patchctl refresh`. NAME is a
     file name, its number (9 for 0009-...), @N (the N-th in `patchctl series`) or a
-    unique part of a name.
+    unique part of a name. Each commit's message holds its patch's subject, body and
+    trailers: restructure them with `git rebase -i` there, then `patchctl refresh --all`.
     """
     from patchctl.authoring.edit import edit_patch
 
@@ -147,15 +148,32 @@ def _edit_report(result: EditResult, as_json: bool) -> None:
 
 @click.command()
 @click.argument("name", required=False, shell_complete=complete_patch)
+@click.option("--all", "all_", is_flag=True, help="Rewrite every patch up to the edited one "
+              "from the work tree's commits since the pin (commit your changes first).")
 @json_option
 @click.pass_context
-def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
+def refresh(ctx: click.Context, name: str | None, all_: bool, as_json: bool) -> int:
     """Regenerate the edited patch from its work tree, keeping header and trailers.
 
     Output is deterministic: refreshing without a change leaves the file
     byte-identical. The lock is rewritten. Exit 1 when a later patch no longer
     applies on top of the refreshed one.
+
+    --all: after a `git rebase -i` in the work tree (reword, reorder, split, squash, insert,
+    drop; commit everything), each commit since the pin becomes a patch, matched by subject.
+
+    A matched patch keeps its file name, author, date and trailers; its body becomes the
+    commit's, and `Key: value` lines ending the message set trailers (checked as `header
+    --set` checks them; one the message leaves out stays). An unmatched commit becomes a
+    new patch (defaults filled as import fills them); an unmatched patch is dropped. All or
+    nothing: refused when a later patch would no longer apply. The edit stays open.
     """
+    if all_:
+        if name is not None:
+            raise click.UsageError("--all rewrites every patch up to the edited one; "
+                                   "give no NAME")
+        _refresh_all(ctx, as_json)
+        return 0
     from patchctl.authoring.edit import refresh_patch
 
     result = refresh_patch(project_dir(ctx), stack_of(ctx), name)
@@ -170,6 +188,31 @@ def refresh(ctx: click.Context, name: str | None, as_json: bool) -> int:
         for p in result.later_failing:
             click.echo(f"warning: {p} no longer applies on top of it; edit it next", err=True)
     return exit_for(not result.later_failing)
+
+
+def _refresh_all(ctx: click.Context, as_json: bool) -> None:
+    from patchctl.authoring.restack import DROPPED, NEW, refresh_all
+
+    result = refresh_all(project_dir(ctx), stack_of(ctx))
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    for e in result.patches:
+        if e.status == DROPPED:
+            click.echo(f"{e.file}: dropped (was #{e.was})")
+            continue
+        what = "new" if e.status == NEW else ", ".join(e.changes) or "kept"
+        where = f"#{e.now}" if e.was in (None, e.now) else f"#{e.was} -> #{e.now}"
+        click.echo(f"{e.file}: {what} ({where})")
+        for line in [*(f"set {k}" for k in e.set_trailers), *(f"added {a}" for a in e.added)]:
+            click.echo(f"    {line}")
+        if e.interdiff:
+            click.echo(e.interdiff, nl=False)
+        for f in e.outside_scope:
+            click.echo(f"warning: {f} is outside the Scope of {e.file}", err=True)
+    made = sum(e.status != DROPPED for e in result.patches)
+    click.echo(f"{count(made, 'patch')} from the work tree's commits; the edit now ends "
+               f"at {result.target}; lock {result.fingerprint[:16]}")
 
 
 @click.command()

@@ -109,6 +109,7 @@ from patchctl.gitrepo.worktree import (
     scratch_checkout,
     snapshot_tree,
     sparse_patterns,
+    unfinished_operation,
     work_head,
     worktree_status,
 )
@@ -195,6 +196,7 @@ __all__ = [
     "temp_index",
     "tree_of",
     "tree_symlinks",
+    "unfinished_operation",
     "unmerged_paths",
     "upstream_cache_dir",
     "user_config_env",

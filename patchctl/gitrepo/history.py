@@ -52,7 +52,10 @@ def init_history(work: Path, message: str) -> Path:
 
 
 def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str,
-                 author: str) -> str:
+                 author: str, trailers: Sequence[tuple[str, str]] | None = None) -> str:
+    """Apply ``patch`` to ``work``'s index and commit it. With ``trailers`` (the edit work
+    tree, whose messages `refresh --all` reads back) they follow the body as the last
+    paragraph, and the message is kept verbatim (no whitespace clean-up)."""
     env = dict(git_env(**_IDENTITY))
     name, _, email = author.partition("<")
     if email:
@@ -62,7 +65,13 @@ def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str
         raise InputError(f"{patch.name} does not apply: {last_line(r.stderr)}; "
                          "`patchctl verify` says why")
     message = subject + ("\n\n" + body if body else "") + "\n"
-    run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
+    cleanup = []
+    if trailers is not None:
+        cleanup = ["--cleanup=verbatim"]
+        if trailers:
+            message += "\n" + "".join(f"{k}: {v}\n" for k, v in trailers)
+    run_git(["commit", "-q", "--no-verify", "--allow-empty", *cleanup, "-m", message],
+            repo=work, env=env)
     return run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
 
 

@@ -198,6 +198,20 @@ def commit_index(work: Path, message: str, *, author: str) -> str:
     return run_git(["rev-parse", "HEAD"], repo=work).stdout.strip()
 
 
+_UNFINISHED = (("rebase-merge", "rebase"), ("rebase-apply", "rebase"),
+               ("MERGE_HEAD", "merge"), ("CHERRY_PICK_HEAD", "cherry-pick"),
+               ("REVERT_HEAD", "revert"))
+
+
+def unfinished_operation(work: Path) -> str | None:
+    """The git operation stopped half-way in ``work`` (``rebase``, ``merge``,
+    ``cherry-pick``, ``revert``), or None: its HEAD is then not what the user means."""
+    args = [a for name, _ in _UNFINISHED for a in ("--git-path", name)]
+    paths = run_git(["rev-parse", *args], repo=work).stdout.splitlines()
+    return next((what for (_, what), path in zip(_UNFINISHED, paths, strict=True)
+                 if os.path.lexists(work / path)), None)
+
+
 def work_head(work: Path) -> str:
     """The commit at HEAD of a work tree patchctl made (the rebase work tree)."""
     return run_git(["rev-parse", "--verify", "HEAD^{commit}"], repo=work).stdout.strip()

@@ -13,6 +13,7 @@ REBASE = "patchctl.rebase/1"
 IMPORT = "patchctl.import/1"
 EDIT = "patchctl.edit/1"
 REFRESH = "patchctl.refresh/1"
+REFRESH_ALL = "patchctl.refresh-all/1"  # `refresh --all --json`
 EXPORT = "patchctl.export/1"
 APPLY = "patchctl.apply/1"
 SERIES = "patchctl.series/1"
