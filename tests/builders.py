@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 FIXED_ENV = {
     "GIT_AUTHOR_NAME": "Upstream Dev",
@@ -213,6 +214,23 @@ def make_project(
     if lock:
         stack.lock_path.write_text(render_lock(make_lock(pin_obj, stack.patches())))
     return path
+
+
+def imported_project(cli: Callable[..., Any], root: Path, upstream: Upstream,
+                     patches: list[tuple[str, str]]) -> Path:
+    """A project under ROOT made the way a user makes one: `init` at `base`, then
+    `import` of PATCHES as files (so the patches are in patchctl's own form)."""
+    project = root / "proj"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
+               upstream.commits["base"]).code == 0
+    sources = root / "sources"
+    sources.mkdir()
+    for name, text in patches:
+        (sources / name).write_text(text)
+    r = cli("-C", str(project), "import", *sorted(str(p) for p in sources.iterdir()))
+    assert r.code == 0, r.err
+    return project
 
 
 # Three narrow, independent patches against `base`, used by several test modules.

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.model.stackwrite import snapshot
-from tests.builders import Upstream, git, make_project, replace_in
+from tests.builders import Upstream, git, imported_project, make_project, replace_in
 
 T1, T2, T3 = ("0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch",
               "0003-tiny-declare-tiny_square.patch")
@@ -25,17 +25,7 @@ T1, T2, T3 = ("0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch",
 @pytest.fixture
 def canonical(cli, tmp_path: Path, upstream: Upstream, patches) -> Path:
     """The three standard patches imported (so in patchctl's own form)."""
-    project = tmp_path / "proj"
-    project.mkdir()
-    assert cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
-               upstream.commits["base"]).code == 0
-    sources = tmp_path / "sources"
-    sources.mkdir()
-    for name, text in patches:
-        (sources / name).write_text(text)
-    r = cli("-C", str(project), "import", *sorted(str(p) for p in sources.iterdir()))
-    assert r.code == 0, r.err
-    return project
+    return imported_project(cli, tmp_path, upstream, patches)
 
 
 def series(project: Path) -> list[str]:

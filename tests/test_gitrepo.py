@@ -8,7 +8,7 @@ import pytest
 
 from patchctl import gitrepo
 from patchctl.errors import GitError, InputError
-from tests.builders import Upstream, drop_blob, git
+from tests.builders import Upstream, drop_blob, git, imported_project
 
 
 def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
@@ -58,16 +58,7 @@ def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstre
     from patchctl.build.materialize import manifest, read_stamp
     from patchctl.model import stackwrite
 
-    project = tmp_path / "p"
-    project.mkdir()
-    assert cli("-C", str(project), "init", "--upstream", str(upstream.path), "--pin",
-               upstream.commits["base"]).code == 0
-    sources = tmp_path / "sources"
-    sources.mkdir()
-    for name, text in patches:
-        (sources / name).write_text(text)
-    r = cli("-C", str(project), "import", *sorted(str(p) for p in sources.iterdir()))
-    assert r.code == 0, r.err
+    project = imported_project(cli, tmp_path, upstream, patches)
     before = stackwrite.snapshot(project / "stack")
     marker = tmp_path / "fsmonitor-ran"
     hooks = tmp_path / "hooks"
