@@ -44,6 +44,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                 "Regenerate a patch (--all: the stack up to it) from its edit worktree."),
     "delete": ("patchctl.commands.stackops:delete", "Remove a patch from the series."),
     "rename": ("patchctl.commands.stackops:rename", "Rename a patch's file."),
+    "renumber": ("patchctl.commands.stackops:renumber",
+                 "Rename patch files so their NNNN- numbers follow the series order."),
     "move": ("patchctl.commands.stackops:move",
              "Reorder: move a patch before or after another, or to a position."),
     "fold": ("patchctl.commands.stackops:fold", "Squash a patch into the adjacent one."),

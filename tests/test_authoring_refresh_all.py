@@ -200,6 +200,27 @@ def test_reorder_two_commits(cli, canonical: Path, upstream: Upstream, tmp_path:
     assert r.code == 0 and "0002-tiny-bump-op-02.patch: kept (#1)" in r.out, r.out + r.err
 
 
+def test_reorder_ends_with_the_renumber_hint(cli, canonical: Path, upstream: Upstream,
+                                            tmp_path: Path) -> None:
+    """Issue 23: `refresh --all` that leaves the file numbers out of series order ends its
+    text output with the hint to run `patchctl renumber`, which then renames the files
+    (closing the clean edit)."""
+    hint = "numbers out of series order: run `patchctl renumber`"
+    texts = [(canonical / "stack/patches" / n).read_bytes() for n in (T2, T1, T3)]
+    work = edit(cli, canonical, "3")
+    rebase(work, upstream.commits["base"], tmp_path,
+           lambda picks: [picks[1], picks[0], picks[2]])
+    r = cli("-C", str(canonical), "refresh", "--all")
+    assert r.code == 0 and r.out.splitlines()[-1] == hint, r.out + r.err
+    r = cli("-C", str(canonical), "renumber")
+    assert r.code == 0, r.err
+    new = ["0001-tiny-bump-op-02.patch", "0002-util-add-tiny_square.patch", T3]
+    assert series(canonical) == new and not work.exists()
+    assert [(canonical / "stack/patches" / n).read_bytes() for n in new] == texts
+    verifies(cli, canonical)
+    assert hint not in cli("-C", str(canonical), "series").out
+
+
 def test_split_a_commit_in_two_then_restructure_again(cli, canonical: Path, upstream: Upstream,
                                                       tmp_path: Path) -> None:
     """refresh --all: one commit split into two gives the patch its first half and a new

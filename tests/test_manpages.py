@@ -35,6 +35,8 @@ def test_one_page_per_command(tmp_path: Path) -> None:
     assert move.startswith('.TH "PATCHCTL MOVE" "1"')
     assert "Reorder: move a patch before or after another" in move  # the one-liner as NAME
     assert "\\fB\\-\\-before\\fP OTHER" in move and "refused, naming the patch and hunk" in move
+    renumber = (tmp_path / "man1" / "patchctl-renumber.1").read_text()  # Issue 23
+    assert "so their NNNN- numbers follow the series order" in renumber
     top = (tmp_path / "man1" / "patchctl.1").read_text()
     assert all(f"\\fB{name}\\fP" in top or name in top for name in COMMANDS)
 

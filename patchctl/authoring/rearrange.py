@@ -1,4 +1,5 @@
-"""Reordering and trimming the stack: delete, rename, move, fold, split, and header --set.
+"""Reordering and trimming the stack: delete, rename, renumber, move, fold, split, and
+header --set.
 
 Each verb is one transaction with the guarantees of the authoring commands:
 under the project lock, refused while a rebase-pin is stopped or an edit holds
@@ -31,11 +32,12 @@ from patchctl.model.stack import (
     render_lock,
     resolve_name,
 )
+from patchctl.textout import count
 from patchctl.untrusted import shorten
 
 _SCHEMAS = {"delete": schemas.DELETE, "rename": schemas.RENAME, "move": schemas.MOVE,
             "fold": schemas.FOLD, "split": schemas.SPLIT, "header": schemas.HEADER,
-            "refresh-all": schemas.REFRESH_ALL}
+            "refresh-all": schemas.REFRESH_ALL, "renumber": schemas.RENUMBER}
 
 
 @dataclass
@@ -52,6 +54,15 @@ class StackOpResult:
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": _SCHEMAS[self.op], **asdict(self)}
+
+
+@dataclass
+class RenumberResult(StackOpResult):
+    """`renumber`: also each ``[old, new]`` name in series order, and the names kept
+    because they carry no number."""
+
+    renamed: list[list[str]] = field(default_factory=list)
+    unnumbered: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -170,7 +181,7 @@ def check_order(upstream: Path, pin: Pin, patches: Sequence[Patch]) -> None:
         Trees(index, pin).apply(patches, proposed=True)
 
 
-# -- delete, rename, move ---------------------------------------------------------------
+# -- delete, rename, renumber, move -----------------------------------------------------
 
 
 def delete(project: Path, stack: Stack, upstream: Path | None, name: str, *,
@@ -191,20 +202,55 @@ def delete(project: Path, stack: Stack, upstream: Path | None, name: str, *,
 def rename(project: Path, stack: Stack, name: str, new: str) -> StackOpResult:
     """Give NAME a new file name (``.patch`` is added when missing); its bytes stay."""
     with transaction(project, stack, "rename") as t:
-        i = t.index_of(name)
-        old = t.patches[i]
+        old = t.patches[t.index_of(name)]
         target = check_new_name(new)
         if target == old.name:
             raise InputError(f"{old.name} already has that name")
-        if target in t.names or (stack.patches_dir / target).exists():
-            raise InputError(f"{stack.patches_dir / target} already exists; pick another name")
-        moved = patchtext.reparse(old.text, name=target, path=stack.patches_dir / target,
-                                  strip=old.strip)
-        order = [*t.patches[:i], moved, *t.patches[i + 1:]]
-        data = (stack.patches_dir / old.name).read_bytes()
-        return t.commit("rename", f"renamed {old.name} to {target}", order,
-                        changes={f"patches/{target}": data, f"patches/{old.name}": None},
-                        renamed={old.name: target})
+        return _rename_files(t, "rename", f"renamed {old.name} to {target}", {old.name: target},
+                             fix="pick another name")
+
+
+def renumber(project: Path, stack: Stack) -> RenumberResult:
+    """Give each patch whose file's leading ``NNNN-`` number is not its position the same
+    name with that number (``patchtext.renumbered``), all in one swap; bytes, order and
+    strip levels stay. Names without a number are kept and reported."""
+    with transaction(project, stack, "renumber") as t:
+        plan = patchtext.renumbered(t.names)
+        kept = patchtext.unnumbered(t.names)
+        if not plan:
+            return RenumberResult("renumber", "already numbered in series order", t.names,
+                                  make_lock(stack.pin(), t.patches).fingerprint,
+                                  unnumbered=kept)
+        for target in plan.values():
+            check_new_name(target)
+        done = _rename_files(t, "renumber", f"renumbered {count(len(plan), 'patch')}", plan,
+                             fix="move it out of patches/ first")
+        return RenumberResult(**vars(done), renamed=[[a, b] for a, b in plan.items()],
+                              unnumbered=kept)
+
+
+def _rename_files(t: Txn, op: str, message: str, renamed: Mapping[str, str], *,
+                  fix: str) -> StackOpResult:
+    """Commit ``renamed`` (old name -> new, each checked by ``check_new_name``): each
+    file's bytes under its new name, in its place with its strip level; the one way a
+    patch file is renamed. A new name may be an old one that is renamed away too (a
+    swap); one that another patch keeps, or a file the series does not list, is refused
+    (``fix`` says what to do)."""
+    patches_dir = t.stack.patches_dir
+    for target in renamed.values():
+        if target not in renamed and (target in t.names or (patches_dir / target).exists()):
+            raise InputError(f"{patches_dir / target} already exists; {fix}")
+    changes: dict[str, bytes | None] = {f"patches/{old}": None for old in renamed}
+    order = []
+    for p in t.patches:
+        new = renamed.get(p.name)
+        if new is None:
+            order.append(p)
+            continue
+        order.append(patchtext.reparse(p.text, name=new, path=patches_dir / new,
+                                       strip=p.strip))
+        changes[f"patches/{new}"] = (patches_dir / p.name).read_bytes()
+    return t.commit(op, message, order, changes=changes, renamed=renamed)
 
 
 def check_new_name(new: str) -> str:

@@ -7,7 +7,7 @@ import re
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -231,6 +231,15 @@ def emit_json(data: object) -> None:
     import json
 
     click.echo(json.dumps(data, indent=2, sort_keys=True, default=str))
+
+
+def renumber_hint(series: Sequence[str]) -> None:
+    """The last line of `move` and `refresh --all` when they leave the file numbers out of
+    series order (patchctl never renumbers by itself)."""
+    from patchctl.model.patchtext import renumbered
+
+    if renumbered(series):
+        click.echo("numbers out of series order: run `patchctl renumber`")
 
 
 def exit_for(ok: bool) -> int:

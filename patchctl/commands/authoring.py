@@ -14,6 +14,7 @@ from patchctl.commands._common import (
     progress,
     project_dir,
     quiet_option,
+    renumber_hint,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -213,6 +214,7 @@ def _refresh_all(ctx: click.Context, as_json: bool) -> None:
     made = sum(e.status != DROPPED for e in result.patches)
     click.echo(f"{count(made, 'patch')} from the work tree's commits; the edit now ends "
                f"at {result.target}; lock {result.fingerprint[:16]}")
+    renumber_hint(result.series)
 
 
 @click.command()

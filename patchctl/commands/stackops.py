@@ -9,6 +9,7 @@ from patchctl.commands._common import (
     emit_json,
     json_option,
     project_dir,
+    renumber_hint,
     resolve_upstream,
     stack_of,
     upstream_option,
@@ -16,6 +17,7 @@ from patchctl.commands._common import (
 
 if TYPE_CHECKING:  # imported lazily at run time
     from patchctl.authoring.rearrange import StackOpResult
+
 
 def _report(result: StackOpResult, as_json: bool) -> None:
     if as_json:
@@ -86,8 +88,35 @@ def move(ctx: click.Context, name: str, before: str | None, after: str | None, t
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
-    _report(run_move(project_dir(ctx), stack, repo, name, before=before, after=after, to=to),
-            as_json)
+    result = run_move(project_dir(ctx), stack, repo, name, before=before, after=after, to=to)
+    _report(result, as_json)
+    if not as_json:
+        renumber_hint(result.series)
+
+
+@click.command()
+@json_option
+@click.pass_context
+def renumber(ctx: click.Context, as_json: bool) -> None:
+    """Rename each patch file whose leading NNNN- number is not its position in the series.
+
+    After `patchctl move` (or `refresh --all`) the numbers no longer follow the series:
+    each such file gets the same name with its position, zero-padded to 4 digits (or
+    to the widest number the stack uses), all in one transaction. Bytes, order, strip
+    levels and trailers stay; names without a number are kept (and said so); the lock
+    is rewritten. Prints OLD -> NEW per file.
+    """
+    from patchctl.authoring.rearrange import renumber as run_renumber
+
+    result = run_renumber(project_dir(ctx), stack_of(ctx))
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    for old, new in result.renamed:
+        click.echo(f"{old} -> {new}")
+    for name in result.unnumbered:
+        click.echo(f"{name}: kept (no NNNN- number)")
+    click.echo(f"{result.message}; lock {result.fingerprint[:16]}")
 
 
 @click.command()

@@ -262,3 +262,21 @@ def next_number(names: Sequence[str]) -> int:
 
 def numbered_name(number: int, subject: str) -> str:
     return f"{number:04d}-{slug(subject)}.patch"
+
+
+_LEADING_NUMBER = re.compile(r"^([0-9]+)-(?=[^/]*$)")  # a file in patches/ itself
+
+
+def renumbered(names: Sequence[str]) -> dict[str, str]:
+    """Old name -> new name for each of ``names`` (a series, in order) whose leading
+    ``NNNN-`` number is not its 1-based position: the same name with that position,
+    zero-padded to 4 digits or to the widest number the names already carry. A name
+    without a leading number (or in a subdirectory) is left out."""
+    found = [(i, n, m) for i, n in enumerate(names, 1) if (m := _LEADING_NUMBER.match(n))]
+    width = max([4, *(len(m.group(1)) for _, _, m in found)])
+    return {n: f"{i:0{width}d}-{n[m.end():]}" for i, n, m in found if int(m.group(1)) != i}
+
+
+def unnumbered(names: Sequence[str]) -> list[str]:
+    """The names ``renumbered`` leaves alone: no leading ``NNNN-`` number."""
+    return [n for n in names if not _LEADING_NUMBER.match(n)]
