@@ -20,7 +20,7 @@ from typing import Any
 
 from patchctl import gitrepo
 from patchctl.authoring.init_import import diff_paths, series_items
-from patchctl.errors import InputError, StackError
+from patchctl.errors import GitError, InputError, StackError
 from patchctl.globs import check_globs, glob_match, valid_globs
 from patchctl.model import lint, patchtext, schemas, stackwrite, statefile
 from patchctl.model.fingerprint import make_lock
@@ -96,13 +96,33 @@ def open_edit(project: Path) -> EditState | None:
 
 def close_clean_edit(project: Path, what: str) -> None:
     """Before a verb reorders or rewrites the stack: an edit that holds nothing
-    unrefreshed is closed (its work tree would go stale); one that does refuses."""
+    unrefreshed is closed (its work tree would go stale); one that does refuses, and so
+    does one whose repository holds git work patchctl did not make (``keep_git_work``)."""
     state = open_edit(project)
     if state is not None and (state.new or
                               gitrepo.snapshot_tree(edit_dir(project) / "work") != state.tree):
         raise InputError(f"the edit of {state.target} has changes not yet refreshed; run "
                          f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
+    keep_git_work(edit_dir(project) / "work", state,
+                  f"or discard them with `patchctl edit NAME --reset`, before {what}")
     shutil.rmtree(edit_dir(project), ignore_errors=True)
+
+
+def keep_git_work(work: Path, state: EditState | None, remedy: str) -> None:
+    """Refuse to delete the edit work tree ``work`` while its repository holds git work
+    patchctl did not make (``gitrepo.unrecorded_work``: the user's branches, tags, linked
+    work trees, stash, a stopped rebase, commits that change nothing), naming it; the
+    files themselves are the caller's tree check. ``remedy`` ends the message."""
+    if not (work / ".git").is_dir():
+        return
+    try:
+        found = gitrepo.unrecorded_work(work, since=state.pin if state else None)
+    except GitError as e:
+        raise InputError(f"git cannot read the repository of the edit work tree {work} "
+                         f"({shorten(str(e))}): save what you need from it, {remedy}") from e
+    if found:
+        raise InputError(f"the edit work tree {work} holds git work patchctl did not make "
+                         f"({found.describe()}): push or remove them, {remedy}")
 
 
 def _load_edit(project: Path) -> EditState | None:
@@ -129,6 +149,8 @@ def _start_edit(project: Path, stack: Stack, upstream: Path, upto: int, *, reset
             gitrepo.snapshot_tree(work) != state.tree:
         raise InputError(f"the edit of {state.target} in {work} has changes not yet "
                          "refreshed; run `patchctl refresh`, or pass --reset to discard them")
+    if not reset:
+        keep_git_work(work, state, "or pass --reset to discard them")
     shutil.rmtree(edit_dir(project), ignore_errors=True)
     edit_dir(project, create=True)
     pin = stack.pin()
@@ -166,14 +188,27 @@ def save_edit(project: Path, state: EditState) -> None:
 
 def _discarding(project: Path, work: Path) -> str:
     """What ``--reset`` is about to throw away, in words ("" when nothing)."""
+    state = None
     try:
         state = _load_edit(project)
     except InputError as e:
-        return f"an edit state this patchctl cannot use ({e})"
-    if state is None:
-        return "a work tree without edit state" if work.exists() else ""
-    changed = (work / ".git").is_dir() and gitrepo.snapshot_tree(work) != state.tree
-    return f"the edit of {state.target}" + (" and its unrefreshed changes" if changed else "")
+        parts = [f"an edit state this patchctl cannot use ({e})"]
+    else:
+        if state is None:
+            parts = ["a work tree without edit state"] if work.exists() else []
+        else:
+            parts = [f"the edit of {state.target}"]
+            if (work / ".git").is_dir() and gitrepo.snapshot_tree(work) != state.tree:
+                parts.append("its unrefreshed changes")
+    if (work / ".git").is_dir():
+        try:
+            found = gitrepo.unrecorded_work(work, since=state.pin if state else None)
+        except GitError:
+            parts.append("a repository git cannot read")
+        else:
+            if found:
+                parts.append(f"git work patchctl did not make ({found.describe()})")
+    return ", ".join(parts[:-1]) + " and " + parts[-1] if len(parts) > 1 else "".join(parts)
 
 
 def edit_patch(project: Path, stack: Stack, upstream: Path, name: str, *,

@@ -101,6 +101,7 @@ from patchctl.gitrepo.read import (
     read_files,
 )
 from patchctl.gitrepo.worktree import (
+    GitWork,
     WorktreeStatus,
     apply_with_markers,
     commit_index,
@@ -110,6 +111,7 @@ from patchctl.gitrepo.worktree import (
     snapshot_tree,
     sparse_patterns,
     unfinished_operation,
+    unrecorded_work,
     work_head,
     worktree_status,
 )
@@ -123,6 +125,7 @@ __all__ = [
     "CommitRef",
     "FileChange",
     "FileCommit",
+    "GitWork",
     "GrepHit",
     "HunkOffset",
     "MissingFiles",
@@ -198,6 +201,7 @@ __all__ = [
     "tree_symlinks",
     "unfinished_operation",
     "unmerged_paths",
+    "unrecorded_work",
     "upstream_cache_dir",
     "user_config_env",
     "version",

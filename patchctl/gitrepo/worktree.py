@@ -15,13 +15,16 @@ from patchctl.gitrepo.core import OBJECT_ID, git_env, run_git
 from patchctl.gitrepo.history import _IDENTITY
 from patchctl.gitrepo.index import ApplyRun
 from patchctl.gitrepo.missing import lacking, missing_files, objects_dir, tree_blobs
+from patchctl.untrusted import shorten
+
+SCRATCH_BRANCH = "refs/heads/patchctl"  # the one ref a scratch checkout is made with
 
 
 def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
                      needed: Sequence[str] = (),
                      wanted: Callable[[str], bool] | None = None,
                      patterns: Sequence[str] = (), full: bool = False) -> Path:
-    """A new repository at ``dest`` on branch ``patchctl`` at ``commit``.
+    """A new repository at ``dest`` on branch ``patchctl`` (``SCRATCH_BRANCH``) at ``commit``.
 
     It borrows ``upstream``'s objects as an alternate, so nothing is copied and
     nothing is written into the upstream; deleting ``dest`` leaves no trace.
@@ -39,8 +42,8 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     run_git(["init", "-q", "--", str(dest)])
     objects = objects_dir(upstream)
     (dest / ".git" / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
-    run_git(["update-ref", "--end-of-options", "refs/heads/patchctl", commit], repo=dest)
-    run_git(["symbolic-ref", "HEAD", "refs/heads/patchctl"], repo=dest)
+    run_git(["update-ref", "--end-of-options", SCRATCH_BRANCH, commit], repo=dest)
+    run_git(["symbolic-ref", "HEAD", SCRATCH_BRANCH], repo=dest)
     # The files are written through the upstream itself: in a partial clone that is
     # where the promisor remote is configured, so missing blobs are fetched there.
     whole = run_git(["--git-dir", str(upstream.absolute()), "--work-tree", str(dest.absolute()),
@@ -230,3 +233,91 @@ def reset_work(work: Path, commit: str, *, keep: bool) -> None:
     else:
         run_git(["reset", "-q", "--hard", commit], repo=work)
         run_git(["clean", "-q", "-f", "-d"], repo=work)
+
+
+@dataclass(frozen=True)
+class GitWork:
+    """What a scratch checkout holds that patchctl did not make (``unrecorded_work``)."""
+
+    branches: list[str]
+    tags: list[str]
+    other_refs: list[str]
+    worktrees: list[str]  # linked work trees, by path
+    stash: int  # entries
+    empty_commits: int  # on HEAD since ``since``: a message without a change
+    operation: str | None  # a git operation stopped half-way
+
+    def __bool__(self) -> bool:
+        return bool(self.branches or self.tags or self.other_refs or self.worktrees or
+                    self.stash or self.empty_commits or self.operation)
+
+    def describe(self) -> str:
+        """In words, one line: ``branches: wip, series; stash: 1 entry; ...``."""
+        def names(what: str, items: list[str]) -> list[str]:
+            return [f"{what}: {', '.join(shorten(i, 200) for i in items[:5])}"
+                    + (f" and {len(items) - 5} more" if len(items) > 5 else "")] if items else []
+        return "; ".join([
+            *names("branches", self.branches), *names("tags", self.tags),
+            *names("linked worktrees", self.worktrees), *names("other refs", self.other_refs),
+            *([f"stash: {self.stash} {'entry' if self.stash == 1 else 'entries'}"]
+              if self.stash else []),
+            *([f"commits not in any patch: {self.empty_commits} on HEAD (they change "
+               "nothing)"] if self.empty_commits else []),
+            *([f"a git {self.operation} stopped half-way"] if self.operation else [])])
+
+
+def unrecorded_work(work: Path, *, since: str | None) -> GitWork:
+    """The git work in the scratch checkout ``work`` that deleting it would lose and that
+    patchctl did not make: refs other than ``SCRATCH_BRANCH`` (remote-tracking refs are
+    copies of work kept elsewhere), linked work trees, stash entries, a git operation
+    stopped half-way, and the commits on HEAD since ``since`` (the pin) that change
+    nothing. Those are the only commits counted: every other commit on HEAD changes the
+    files, and the caller compares the work tree's files with what it recorded."""
+    refs = run_git(["for-each-ref", "--format=%(refname)"], repo=work).stdout.splitlines()
+    branches, tags, other = [], [], []
+    for ref in refs:
+        if ref == SCRATCH_BRANCH or ref.startswith("refs/remotes/") or ref == "refs/stash":
+            continue
+        if ref.startswith("refs/heads/"):
+            branches.append(ref.removeprefix("refs/heads/"))
+        elif ref.startswith("refs/tags/"):
+            tags.append(ref.removeprefix("refs/tags/"))
+        else:
+            other.append(ref)
+    stash = 0
+    if "refs/stash" in refs:
+        out = run_git(["rev-list", "--walk-reflogs", "--count", "refs/stash", "--"],
+                      repo=work, check=False).stdout.strip()
+        stash = int(out) if out.isdigit() else 1
+    return GitWork(branches, tags, other, _linked_worktrees(work), stash,
+                   _empty_commits(work, since) if since else 0, unfinished_operation(work))
+
+
+def _linked_worktrees(work: Path) -> list[str]:
+    """The paths of ``work``'s linked work trees that still exist (not the main one)."""
+    r = run_git(["worktree", "list", "--porcelain", "-z"], repo=work, check=False)
+    if r.returncode == 0:  # -z: git 2.36; a path may hold a newline
+        blocks = [b.split("\0") for b in r.stdout.split("\0\0")]
+    else:
+        out = run_git(["worktree", "list", "--porcelain"], repo=work).stdout
+        blocks = [b.splitlines() for b in out.split("\n\n")]
+    blocks = [b for b in blocks if b and b[0].startswith("worktree ")]
+    return [b[0].removeprefix("worktree ") for b in blocks[1:]
+            if not any(ln.startswith("prunable") for ln in b)]
+
+
+def _empty_commits(work: Path, since: str) -> int:
+    """How many commits on HEAD since ``since`` have the tree of their (first) parent."""
+    if not OBJECT_ID.fullmatch(since):
+        return 0
+    out = run_git(["rev-list", "--boundary", "--format=%m %H %T %P", "HEAD", "--not", since,
+                   "--"], repo=work, check=False).stdout.splitlines()
+    trees: dict[str, str] = {}
+    commits: list[tuple[str, list[str]]] = []
+    for line in out:
+        mark, *ids = line.split() or [""]
+        if mark in ("<", ">", "-") and len(ids) >= 2:  # not the "commit ID" lines between
+            trees[ids[0]] = ids[1]
+            if mark != "-":
+                commits.append((ids[1], ids[2:]))
+    return sum(1 for tree, parents in commits if parents and trees.get(parents[0]) == tree)
