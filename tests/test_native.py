@@ -52,7 +52,7 @@ STAGE_TESTS = {
     "pipeline.write_other_model", "pipeline.checkpoint.resume_middle",
     "pipeline.checkpoint.resume_first",
     "pipeline.checkpoint.refusals",
-    "pipeline.offload.two_stage", "pipeline.offload.partial_refused",
+    "pipeline.offload.two_stage", "pipeline.offload.partial",
 }
 
 

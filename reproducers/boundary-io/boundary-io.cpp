@@ -3,8 +3,8 @@
 // after its last layer (the boundary state) and the next one takes it in at its first layer.
 //
 // Uses only the public API (llama.h, gguf.h). It writes its own tiny model, so it needs no
-// network. Against the pristine pin, and against the range-loading patch alone, it does not
-// compile.
+// network. Against the pristine pin it does not compile; against the range-loading patch alone
+// it runs and fails (a partial model can be loaded, not run).
 
 #include "ggml.h"
 #include "gguf.h"
@@ -104,6 +104,11 @@ static stage load(const std::string & fname, int32_t layer_start, int32_t layer_
     stage ret;
     ret.model = llama_model_load_from_file(fname.c_str(), mparams);
     if (ret.model) {
+        // a stage before the last hands out the boundary state of every token as its embeddings
+        if (layer_end >= 0 && layer_end < llama_model_n_layer(ret.model)) {
+            cparams.embeddings   = true;
+            cparams.pooling_type = LLAMA_POOLING_TYPE_NONE;
+        }
         ret.ctx = llama_init_from_model(ret.model, cparams);
     }
     return ret;
@@ -118,8 +123,9 @@ static std::vector<float> run(const std::vector<stage> & stages) {
         const int32_t n_tokens = step == 0 ? (int32_t) tokens.size() : 1;
         std::vector<float> state;
         for (size_t i = 0; i < stages.size(); i++) {
-            const int32_t n_boundary = llama_model_n_embd_boundary(stages[i].model);
-            llama_batch batch = llama_batch_init(n_tokens, i == 0 ? 0 : n_boundary, 1);
+            // the boundary state: what the previous stage hands out, what this one takes in
+            const int32_t n_boundary = i + 1 < stages.size() ? llama_model_n_embd_out(stages[i].model) : llama_model_n_embd_inp(stages[i].model);
+            llama_batch batch = llama_batch_init(n_tokens, i == 0 ? 0 : llama_model_n_embd_inp(stages[i].model), 1);
             for (int32_t j = 0; j < n_tokens; j++) {
                 if (i == 0) {
                     batch.token[j] = tokens[n_past + j];
@@ -168,9 +174,8 @@ int main() {
     const std::string fname = (std::filesystem::temp_directory_path() / "boundary-io-reproducer.gguf").string();
     write_model(fname);
 
-    stage full = load(fname, 0, 0);
+    stage full = load(fname, 0, -1);
     check(full.ctx != nullptr, "the full model loads");
-    check(llama_model_n_embd_boundary(full.model) == n_embd, "the boundary state of llama is n_embd floats per token");
     const std::vector<float> expected = run({ full });
     check(expected.size() == (8 + 4)*n_vocab, "the full model decodes 8 tokens and 4 steps");
 
@@ -180,6 +185,8 @@ int main() {
         const std::string what = "[" + std::to_string(chain[0][0]) + ", " + std::to_string(chain[0][1]) + ") + [" +
             std::to_string(chain[1][0]) + ", " + std::to_string(chain[1][1]) + ")";
         check(stages[0].ctx != nullptr && stages[1].ctx != nullptr, what + " load and run");
+        check(stages[0].ctx != nullptr && llama_model_n_embd_out(stages[0].model) == n_embd && llama_get_logits(stages[0].ctx) == nullptr,
+            what + ": the first stage hands out n_embd floats per token and has no logits");
         if (stages[0].ctx != nullptr && stages[1].ctx != nullptr) {
             const std::vector<float> got = run(stages);
             check(got.size() == expected.size() && memcmp(got.data(), expected.data(), got.size()*sizeof(float)) == 0,
@@ -195,6 +202,24 @@ int main() {
     llama_token tok = 1;
     check(inner.ctx != nullptr && llama_decode(inner.ctx, llama_batch_get_one(&tok, 1)) != 0, "[2, 4) rejects a token batch");
     free_stage(inner);
+
+    // a stage before the last refuses what it cannot do: a context without embeddings, an MTP context,
+    // and a batch after its embeddings were turned off
+    stage head = load(fname, 0, 2);
+    llama_context_params cparams = llama_context_default_params();
+    cparams.n_ctx = 64;
+    llama_context * no_embd = llama_init_from_model(head.model, cparams);
+    check(no_embd == nullptr, "[0, 2) refuses a context without embeddings");
+    cparams.embeddings   = true;
+    cparams.pooling_type = LLAMA_POOLING_TYPE_NONE;
+    cparams.ctx_type     = LLAMA_CONTEXT_TYPE_MTP;
+    llama_context * mtp = llama_init_from_model(head.model, cparams);
+    check(mtp == nullptr, "[0, 2) refuses an MTP context");
+    llama_set_embeddings(head.ctx, false);
+    check(llama_decode(head.ctx, llama_batch_get_one(&tok, 1)) != 0, "[0, 2) refuses a batch after llama_set_embeddings(false)");
+    llama_free(no_embd);
+    llama_free(mtp);
+    free_stage(head);
     free_stage(full);
 
     std::filesystem::remove(fname);

@@ -105,6 +105,11 @@ static stage load(const std::string & fname, int32_t layer_start, int32_t layer_
     stage ret;
     ret.model = llama_model_load_from_file(fname.c_str(), mparams);
     if (ret.model) {
+        // a stage before the last hands out the boundary state of every token as its embeddings
+        if (layer_end >= 0 && layer_end < llama_model_n_layer(ret.model)) {
+            cparams.embeddings   = true;
+            cparams.pooling_type = LLAMA_POOLING_TYPE_NONE;
+        }
         ret.ctx = llama_init_from_model(ret.model, cparams);
     }
     return ret;
@@ -114,8 +119,9 @@ static stage load(const std::string & fname, int32_t layer_start, int32_t layer_
 static std::vector<float> step(const std::vector<stage> & stages, const std::vector<llama_token> & tokens, int32_t n_past, int32_t n_tokens) {
     std::vector<float> state;
     for (size_t i = 0; i < stages.size(); i++) {
-        const int32_t n_boundary = llama_model_n_embd_boundary(stages[i].model);
-        llama_batch batch = llama_batch_init(n_tokens, i == 0 ? 0 : n_boundary, 1);
+        // the boundary state: what the previous stage hands out, what this one takes in
+        const int32_t n_boundary = i + 1 < stages.size() ? llama_model_n_embd_out(stages[i].model) : llama_model_n_embd_inp(stages[i].model);
+        llama_batch batch = llama_batch_init(n_tokens, i == 0 ? 0 : llama_model_n_embd_inp(stages[i].model), 1);
         for (int32_t j = 0; j < n_tokens; j++) {
             if (i == 0) {
                 batch.token[j] = tokens[n_past + j];
@@ -210,7 +216,7 @@ int main() {
 
     // the full model, uninterrupted, and its state after the prompt
     std::vector<uint8_t> full_state;
-    std::vector<stage> full = { load(fname, 0, 0) };
+    std::vector<stage> full = { load(fname, 0, -1) };
     check(full[0].ctx != nullptr, "the full model loads");
     const std::vector<float> expected = run(full, [&](std::vector<stage> & s) { full_state = save(s[0].ctx); });
     check(expected.size() == (8 + 4)*n_vocab, "the full model decodes 8 tokens and 4 steps");
@@ -255,11 +261,11 @@ int main() {
         free_stage(s);
     };
     rejects(2, 4, states[0], "the state of [0, 2) restored into [2, 4)");
-    rejects(0, 0, states[0], "the state of [0, 2) restored into the full model");
+    rejects(0, -1, states[0], "the state of [0, 2) restored into the full model");
     rejects(0, 2, full_state, "the full model's state restored into [0, 2)");
 
     // the full model's state restores into the full model
-    stage again = load(fname, 0, 0);
+    stage again = load(fname, 0, -1);
     check(llama_state_seq_set_data(again.ctx, full_state.data(), full_state.size(), 0) == full_state.size(),
         "the full model's state restores into the full model");
     free_stage(again);

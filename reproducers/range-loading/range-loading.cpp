@@ -144,10 +144,16 @@ int main() {
     write_model(fname);
 
     load_log full_log;
-    llama_model * full = load(fname, 0, 0, full_log);
+    llama_model * full = load(fname, 0, -1, full_log);
     check(full != nullptr && full_log.tensors == expected(0, n_layer), "default params load all 39 tensors");
     printf("      full model: %zu tensors, %.2f MiB\n", full_log.tensors.size(), full_log.buffer_mib);
     llama_model_free(full);
+
+    load_log explicit_log;
+    llama_model * explicit_full = load(fname, 0, n_layer, explicit_log);
+    check(explicit_full != nullptr && explicit_log.tensors == full_log.tensors && explicit_log.buffer_mib == full_log.buffer_mib,
+          "the explicit range [0, n_layer) loads as the default");
+    llama_model_free(explicit_full);
 
     const int32_t ranges[][2] = { {0, 2}, {1, 3}, {2, 4} };
     for (const auto & r : ranges) {
@@ -157,6 +163,13 @@ int main() {
         check(model != nullptr, what + " loads");
         check(log.tensors == expected(r[0], r[1]), what + " creates only the owned tensors (" + std::to_string(log.tensors.size()) + ")");
         check(log.buffer_mib > 0.0 && log.buffer_mib < full_log.buffer_mib, what + " model buffer " + std::to_string(log.buffer_mib) + " MiB < full");
+        // with this patch alone a partial model can be loaded, not run: a context fails with an error, it does not crash
+        load_log ctx_log;
+        llama_log_set(log_cb, &ctx_log);
+        llama_context * ctx = model ? llama_init_from_model(model, llama_context_default_params()) : nullptr;
+        llama_log_set(nullptr, nullptr);
+        check(ctx == nullptr && ctx_log.errors.find("can be loaded, not run") != std::string::npos, what + " refuses a context with an error");
+        llama_free(ctx);
         llama_model_free(model);
     }
 

@@ -112,14 +112,8 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
   e->n_layer_ = n_layer;
   e->reply_ = o.reply;
 
-  // The whole range loads the whole model the ordinary way (0/0).
+  // The whole range loads the whole model the ordinary way (layer_end -1).
   const bool whole = start == 0 && end == n_layer;
-  if (!whole && o.n_gpu_layers > 0 && o.n_gpu_layers <= n_layer) {
-    error = model_error("--n-gpu-layers " + std::to_string(o.n_gpu_layers) + " would offload part of layers " +
-                        e->range_text() + ": llama.cpp counts from the model's last layer, not the stage's " +
-                        "range; use 0 (CPU) or more than " + std::to_string(n_layer) + " (every layer)");
-    return nullptr;
-  }
   llama_model_params mp = llama_model_default_params();
   mp.progress_callback = silent_progress;
   ggml_backend_dev_t cpu_only[] = {nullptr};
@@ -130,7 +124,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
     mp.n_gpu_layers = 0;
   }
   mp.layer_start = whole ? 0 : start;
-  mp.layer_end = whole ? 0 : end;
+  mp.layer_end = whole ? -1 : end;
   g_llama_errors.clear();
   e->model_ = llama_model_load_from_file(o.model.c_str(), mp);
   if (e->model_ == nullptr) {
@@ -145,6 +139,12 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
   cp.n_seq_max = 1;
   cp.n_threads = o.threads;
   cp.n_threads_batch = o.threads;
+  // A stage before the last hands out the boundary state of every token as
+  // its embeddings; llama.cpp refuses the context otherwise.
+  if (!e->last()) {
+    cp.embeddings = true;
+    cp.pooling_type = LLAMA_POOLING_TYPE_NONE;
+  }
   e->ctx_ = llama_init_from_model(e->model_, cp);
   if (e->ctx_ == nullptr) {
     error = model_error("cannot run layers " + e->range_text() + " of " + o.model + ": " +
@@ -152,7 +152,10 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
     return nullptr;
   }
   e->n_vocab_ = static_cast<std::uint32_t>(llama_vocab_n_tokens(llama_model_get_vocab(e->model_)));
-  e->n_embd_boundary_ = static_cast<std::uint32_t>(llama_model_n_embd_boundary(e->model_));
+  // The boundary state: what a stage before the last hands out, what a stage
+  // after the first takes in (the same width between two stages).
+  e->n_embd_boundary_ = static_cast<std::uint32_t>(e->last() ? llama_model_n_embd_inp(e->model_)
+                                                             : llama_model_n_embd_out(e->model_));
   return e;
 }
 

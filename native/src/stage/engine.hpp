@@ -64,7 +64,8 @@ class Engine {
   std::int32_t n_layer() const { return n_layer_; }
   std::uint32_t n_vocab() const { return n_vocab_; }
   // Floats per token of the boundary state this stage takes in (when not
-  // first) and hands out (when not last): llama_model_n_embd_boundary().
+  // first: llama_model_n_embd_inp()) and hands out (when not last:
+  // llama_model_n_embd_out()).
   std::uint32_t n_embd_boundary() const { return n_embd_boundary_; }
   std::int32_t n_past() const { return n_past_; }
   std::string range_text() const;  // "[2, 4)"
