@@ -299,3 +299,33 @@ def test_committed_old_briefs_fail_the_prose_check() -> None:
     of 2 of 4 layers saves the state of all 4, 32984 bytes like the full model, on the tiny
     llama of the test), and the state records only the layer count.""") + "\n")
     assert prose_problems(old)
+
+
+def test_a_patch_of_many_different_files_lists_ten_and_points_to_the_guide(cli,
+                                                                          tmp_path: Path) -> None:
+    """Issue 23: the boundary-io patch changes 112 files in 27 different ways; its changed-files
+    list alone pushed the first screen to 1,001 words (the limit is 800). After ten entries the
+    rest is one line that counts the files and names the guide's entries."""
+    with system_config_off():
+        up = policy_upstream(tmp_path / "up", CONTRIBUTING, template=TEMPLATE)
+        write(up.path, {f"src/f{i:02d}.c": f"int f{i}(void)\n{{\n    return {i};\n}}\n"
+                        for i in range(14)})
+        base = commit_all(up.path, "fourteen files (#6)")
+
+        def change(work: Path) -> None:
+            for i in range(14):  # i + 1 added lines: no two files change the same way
+                replace_in(work / f"src/f{i:02d}.c", f"    return {i};\n",
+                           "".join(f"    (void) {j};\n" for j in range(i + 1))
+                           + f"    return {i};\n")
+
+        text = format_patch(up, base, change, subject="f : note the inputs",
+                            trailers={"Concern": "many", "Upstream-Status": "Pending"},
+                            scratch=tmp_path / "scratch")
+        project = make_project(tmp_path / "proj", up, [("0001-f-note-the-inputs.patch", text)],
+                               pin=base)
+        brief = _render(cli, project, up.path, tmp_path / "out")["0001-f-note-the-inputs.md"]
+    listed = brief.split("### Changed files")[1].split("###")[0]
+    assert [line for line in listed.splitlines() if line.startswith("- `src/")] == \
+        [f"- `src/f{i:02d}.c`: +{i + 1} -0" for i in range(10)]
+    assert "- 4 more files: the guide's entries 11 to 14" in listed
+    assert "### 14. src/f13.c" in brief.split("## Understanding guide")[1]
