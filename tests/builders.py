@@ -233,6 +233,19 @@ def imported_project(cli: Callable[..., Any], root: Path, upstream: Upstream,
     return project
 
 
+def stop_a_rebase(project: Path) -> None:
+    """Leave PROJECT as a `rebase-pin` stopped half-way leaves it (its state file)."""
+    import json
+
+    state = project / ".patchctl" / "rebase"
+    state.mkdir(parents=True)
+    (state / "state.json").write_text(json.dumps({
+        "schema": "patchctl.rebase-state/2", "stack": str(project / "stack"), "upstream": "u",
+        "old": "0" * 40, "new": "f" * 40, "new_ref": "next", "tag": None,
+        "drop_upstream": False, "commits": None, "bisect_checks": 0, "snapshot": {},
+        "head": "0" * 40, "done": [], "conflict": None}))
+
+
 # Three narrow, independent patches against `base`, used by several test modules.
 def standard_patches(upstream: Upstream, scratch: Path) -> list[tuple[str, str]]:
     base = upstream.commits["base"]

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from patchctl.model.stackwrite import snapshot
-from tests.builders import git
+from tests.builders import git, stop_a_rebase
 
 KILLER = Path(__file__).with_name("killer.py")
 T1, T2, T3 = ("0001-util-add-tiny_square.patch", "0002-tiny-bump-op-02.patch",
@@ -309,13 +309,7 @@ def test_header_set_in_a_50_patch_stack(cli, big: Path) -> None:
 
 
 def test_refuses_a_stopped_rebase(cli, tiny: Path) -> None:
-    state = tiny / ".patchctl" / "rebase"
-    state.mkdir(parents=True)
-    (state / "state.json").write_text(json.dumps({
-        "schema": "patchctl.rebase-state/2", "stack": str(tiny / "stack"), "upstream": "u",
-        "old": "0" * 40, "new": "f" * 40, "new_ref": "next", "tag": None,
-        "drop_upstream": False, "commits": None, "bisect_checks": 0, "snapshot": {},
-        "head": "0" * 40, "done": [], "conflict": None}))
+    stop_a_rebase(tiny)
     for args in (["delete", "1"], ["rename", "1", "x"], ["move", "1", "--to", "2"],
                  ["header", "1", "--set", "Bug=1"], ["fold", "2", "--into", "3"],
                  ["split", "1", "--paths", "src/*"]):

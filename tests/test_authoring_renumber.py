@@ -14,7 +14,7 @@ from pathlib import Path
 
 from patchctl.model.patchtext import renumbered, unnumbered
 from patchctl.model.stackwrite import snapshot
-from tests.builders import git
+from tests.builders import git, stop_a_rebase
 from tests.test_authoring_rearrange import (
     assert_kills_leave_old_or_new,
     refused,
@@ -148,13 +148,7 @@ def test_refused_while_an_edit_has_unrefreshed_changes(cli, tiny: Path) -> None:
 
 def test_refused_while_a_rebase_is_stopped(cli, tiny: Path) -> None:
     """Issue 23: refused while a `rebase-pin` is stopped, as the other verbs are."""
-    state = tiny / ".patchctl" / "rebase"
-    state.mkdir(parents=True)
-    (state / "state.json").write_text(json.dumps({
-        "schema": "patchctl.rebase-state/2", "stack": str(tiny / "stack"), "upstream": "u",
-        "old": "0" * 40, "new": "f" * 40, "new_ref": "next", "tag": None,
-        "drop_upstream": False, "commits": None, "bisect_checks": 0, "snapshot": {},
-        "head": "0" * 40, "done": [], "conflict": None}))
+    stop_a_rebase(tiny)
     assert "rebase-pin" in refused(cli, tiny, "renumber")
 
 
