@@ -118,6 +118,24 @@ for split in 0:2,2:4 0:1,1:3,3:4; do
   "$W" --drive --model "$M" --split "$split" --steps 6 --n-gpu-layers 99 --check-local --json >"$O/split.json"
   echo "split $split: $(digest "$O/split.json")"
 done
+# A partial --n-gpu-layers counts within each stage's range (issue 23): with 1,
+# stage [0,2) puts its layer 1 on Vulkan0 and its layer 0 on the CPU, stage
+# [2,4) its output (layer 4) on Vulkan0 and its layers 2 and 3 on the CPU.
+stamp "partial offload: --n-gpu-layers 1 on the stages [0,2) and [2,4)"
+for layers in 0:2 2:4; do
+  WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "$layers" --n-gpu-layers 1 --listen 127.0.0.1:0 \
+    --timeout-ms 2000 2>"$O/partial.log" >/dev/null &
+  pid=$!
+  for _ in $(seq 50); do grep -q offloaded "$O/partial.log" && break; sleep 0.1; done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  placed=$(grep -o 'layer *[0-9]* assigned to device [A-Za-z0-9_]*' "$O/partial.log" | tr -s ' ' | sort -u | tr '\n' ';')
+  echo "stage $layers, --n-gpu-layers 1: $placed"
+  want=$([ "$layers" = 0:2 ] && echo 'layer 1 assigned to device Vulkan0' || echo 'layer 4 assigned to device Vulkan0')
+  grep -q "$want" <<<"$placed" || { echo "FAIL: stage $layers did not place its last layer on Vulkan0"; exit 1; }
+done
+"$W" --drive --model "$M" --split 0:2,2:4 --steps 6 --n-gpu-layers 1 --json >"$O/split.json"
+echo "split 0:2,2:4, --n-gpu-layers 1: $(digest "$O/split.json")"
 # A larger llama (8 layers, n_embd 256, 1024-token vocabulary) in f16 and q8_0:
 # the chain against the full model on the same device (--check-local exits 1
 # unless the logits are the same bits).
