@@ -116,3 +116,73 @@ def test_metrics_nested_too_deep_are_recorded_as_an_error(cli, project: Path,
     assert r.code == 0 and "Traceback" not in r.err, r.err
     rec = json.loads((project / "evidence/deep.json").read_text())
     assert rec["metrics"] == {"error": f"{metrics}: nested deeper than 64 levels"}
+
+
+# vulkaninfo --summary of Mesa 22.3.6's lavapipe (Debian 12), abridged to the parts read.
+VULKANINFO_SUMMARY = """\
+==========
+VULKANINFO
+==========
+
+Vulkan Instance Version: 1.3.239
+
+
+Instance Extensions: count = 20
+-------------------------------
+VK_EXT_debug_report                    : extension revision 10
+
+Devices:
+========
+GPU0:
+	apiVersion         = 1.3.230
+	driverVersion      = 0.0.1
+	vendorID           = 0x10005
+	deviceType         = PHYSICAL_DEVICE_TYPE_CPU
+	deviceName         = llvmpipe (LLVM 15.0.6, 256 bits)
+	driverID           = DRIVER_ID_MESA_LLVMPIPE
+	driverName         = llvmpipe
+	driverInfo         = Mesa 22.3.6 (LLVM 15.0.6)
+	conformanceVersion = 1.3.1.1
+"""
+
+
+def test_vulkaninfo_summary_names_the_instance_and_each_device() -> None:
+    """Issue 25: a Vulkan run's record names the driver, the device and the Vulkan version."""
+    from patchctl.records import hostinfo
+
+    assert hostinfo.parse_vulkaninfo(VULKANINFO_SUMMARY) == {
+        "instance": "1.3.239",
+        "devices": [{"api": "1.3.230", "type": "PHYSICAL_DEVICE_TYPE_CPU",
+                     "name": "llvmpipe (LLVM 15.0.6, 256 bits)", "driver": "llvmpipe",
+                     "driver_info": "Mesa 22.3.6 (LLVM 15.0.6)"}]}
+    # "= " in a line before the device list is not a device's field
+    assert hostinfo.parse_vulkaninfo("a = b\nVulkan Instance Version: 1.4.0\n") == {
+        "instance": "1.4.0", "devices": []}
+
+
+LAVAPIPE_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
+
+
+@pytest.mark.skipif(not LAVAPIPE_ICD.exists(), reason="needs Mesa's lavapipe (mesa-vulkan-drivers)")
+@pytest.mark.parametrize("icd", ["lavapipe", "none"])
+def test_a_vulkan_record_names_the_device_the_loader_finds(cli, project: Path, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch,
+                                                          icd: str) -> None:
+    """Issue 25: `record --backend vulkan` names lavapipe's driver and device, and none where
+    the loader finds no driver (VK_ICD_FILENAMES naming no file)."""
+    monkeypatch.setenv("VK_ICD_FILENAMES", str(LAVAPIPE_ICD if icd == "lavapipe"
+                                               else tmp_path / "none.json"))
+    r = _record(cli, project, tmp_path / "ev", "--backend", "vulkan", "--",
+                sys.executable, "-c", "pass")
+    assert r.code == 0, r.err
+    rec = json.loads((tmp_path / "ev" / "run.json").read_text())
+    vulkan = rec["host"]["vulkan"]
+    if icd == "lavapipe":
+        assert [d["driver"] for d in vulkan["devices"]] == ["llvmpipe"]
+        assert rec["backend"]["name"] == "vulkan"
+        assert rec["backend"]["driver"].startswith("llvmpipe Mesa ")
+        assert rec["backend"]["device"].startswith("llvmpipe")
+        assert rec["backend"]["api"] == vulkan["devices"][0]["api"]
+    else:
+        assert vulkan["devices"] == []
+        assert rec["backend"] == {"name": "vulkan", "driver": None, "device": None, "api": None}

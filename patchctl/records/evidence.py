@@ -140,8 +140,16 @@ def worker_identity(worker: Path) -> dict[str, Any]:
 
 
 def _backend(name: str, host: dict[str, Any]) -> dict[str, Any]:
-    driver = host.get("driver") if name != "cpu" else None
-    return {"name": name, "driver": driver}
+    """The backend a run used and its driver: for vulkan, the first device the
+    loader lists (the one ggml-vulkan takes first)."""
+    if name == "cpu":
+        return {"name": name, "driver": None}
+    if name == "vulkan":
+        devices = (host.get("vulkan") or {}).get("devices") or [{}]
+        dev = devices[0]
+        driver = " ".join(v for v in (dev.get("driver"), dev.get("driver_info")) if v) or None
+        return {"name": name, "driver": driver, "device": dev.get("name"), "api": dev.get("api")}
+    return {"name": name, "driver": host.get("driver")}
 
 
 def _read_metrics(path: Path | None) -> object:

@@ -1,4 +1,4 @@
-"""What the machine is: CPU, memory, GPU and driver, network, OS.
+"""What the machine is: CPU, memory, GPU and driver, Vulkan devices, network, OS.
 
 Every run record carries this (``patchctl record``), and ``release verify``
 checks a package's lane against :func:`cpu_features`. Linux reads /proc and
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import shutil
 import socket
 import subprocess
@@ -83,6 +84,46 @@ def _gpus() -> list[dict[str, str]]:
     return gpus
 
 
+# vulkaninfo --summary's device fields, as a run record names them.
+_VULKAN_FIELDS = {"deviceName": "name", "deviceType": "type", "apiVersion": "api",
+                  "driverName": "driver", "driverInfo": "driver_info"}
+
+
+def parse_vulkaninfo(text: str) -> dict[str, Any]:
+    """The instance version and the devices of ``vulkaninfo --summary``'s text."""
+    instance = None
+    devices: list[dict[str, str]] = []
+    in_devices = False
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith("Vulkan Instance Version:"):
+            instance = line.split(":", 1)[1].strip()
+        elif line == "Devices:":
+            in_devices = True
+        elif in_devices and re.fullmatch(r"GPU\d+:", line):
+            devices.append({})
+        elif devices and "=" in line:
+            key, value = (part.strip() for part in line.split("=", 1))
+            if key in _VULKAN_FIELDS:
+                devices[-1][_VULKAN_FIELDS[key]] = value
+    return {"instance": instance, "devices": devices}
+
+
+def _vulkan() -> dict[str, Any] | None:
+    """The Vulkan loader's view (VK_ICD_FILENAMES and the like apply): the instance
+    version and each device's name, type, API version and driver; None without
+    vulkaninfo, no devices where the loader finds no driver."""
+    tool = shutil.which("vulkaninfo")
+    if tool is None:
+        return None
+    try:
+        proc = subprocess.run([tool, "--summary"], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return parse_vulkaninfo(proc.stdout if proc.returncode == 0 else "")
+
+
 def _network() -> dict[str, Any]:
     """Host name and each interface's state, MTU and link speed (Linux /sys)."""
     interfaces = []
@@ -111,5 +152,6 @@ def describe() -> dict[str, Any]:
         "memory_bytes": _memory_bytes(),
         "gpus": gpus,
         "driver": gpus[0]["driver"] if gpus else None,
+        "vulkan": _vulkan(),
         "network": _network(),
     }
