@@ -4,14 +4,22 @@
 #
 #   -DWORKER=<worker> -DHELPER=<worker_restart_stage> -DMODEL=<gguf>
 #   -DWORK_DIR=<dir> -DSTEPS=<n> -DKILL_AT=<step> -DWHICH=<middle|first>
+#   [-DN_GPU_LAYERS=<a,b,c>]: each stage's --n-gpu-layers (the uninterrupted
+#   run's --check-local then uses the full model with the same placement)
 
 file(MAKE_DIRECTORY "${WORK_DIR}")
 set(resumed "${WORK_DIR}/resumed-${WHICH}.bin")
 set(reference "${WORK_DIR}/uninterrupted.bin")
 file(REMOVE "${resumed}" "${reference}")
 
+set(gpu_args)
+set(helper_gpu)
+if(DEFINED N_GPU_LAYERS AND NOT N_GPU_LAYERS STREQUAL "")
+  set(gpu_args --n-gpu-layers "${N_GPU_LAYERS}")
+  set(helper_gpu "${N_GPU_LAYERS}")
+endif()
 execute_process(COMMAND "${HELPER}" "${WORKER}" "${MODEL}" "${MODEL}" "${WORK_DIR}"
-    restart "${STEPS}" "${KILL_AT}" "${resumed}" "${WHICH}"
+    restart "${STEPS}" "${KILL_AT}" "${resumed}" "${WHICH}" ${helper_gpu}
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 150)
 message(STATUS "${out}${err}")
 if(NOT rc EQUAL 0)
@@ -32,7 +40,8 @@ elseif(NOT out MATCHES "\"reconnects\": 1")
 endif()
 
 include("${CMAKE_CURRENT_LIST_DIR}/PipelineRun.cmake")
-worker_drive("${reference}" --split 0:1,1:3,3:4 --steps "${STEPS}" --check-local)
+worker_drive("${reference}" --split 0:1,1:3,3:4 --steps "${STEPS}" ${gpu_args} --check-local)
+message(STATUS "${drive_output}")
 worker_require_same("${reference}" "${resumed}"
   "the resumed run's logits differ from the uninterrupted run's")
 file(SIZE "${resumed}" size)

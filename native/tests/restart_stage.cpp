@@ -6,13 +6,15 @@
 //             (SIGKILL) once the checkpoint reaches step KILL_AT, and a new
 //             worker process resumes from it on the same port; its neighbours
 //             (the driver, for the first stage) wait for it (--recover-ms).
-//             The driver's logits are written to OUT.
+//             The driver's logits are written to OUT. GPU_LAYERS (optional,
+//             "A,B,C") is each stage's --n-gpu-layers, first stage first.
 //   refuse    a checkpoint of [1,3) offered to [0,2), to [1,3) of another
 //             model, and a corrupted one: each refused with exit 25 and its line.
 //
-// usage: worker_restart_stage WORKER MODEL OTHER_MODEL WORK_DIR restart STEPS KILL_AT OUT WHICH
+// usage: worker_restart_stage WORKER MODEL OTHER_MODEL WORK_DIR restart STEPS KILL_AT OUT WHICH [GPU_LAYERS]
 //        worker_restart_stage WORKER MODEL OTHER_MODEL WORK_DIR refuse
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -64,22 +66,35 @@ int finish(Child& c, const char* who) {
 
 // which: "middle" ([1, 3)) or "first" ([0, 1), the driver reconnects).
 int restart(const std::string& exe, const std::string& model, const std::string& dir,
-            int steps, long kill_at, const std::string& out, const std::string& which) {
+            int steps, long kill_at, const std::string& out, const std::string& which,
+            const std::string& gpu_layers) {
   const bool first = which == "first";
   const std::string layers = first ? "0:1" : "1:3";
   const std::string range = first ? "[0, 1)" : "[1, 3)";
   const std::string ck = dir + "/" + which + ".ckpt";
   std::remove(ck.c_str());
   const std::vector<std::string> recover = {"--recover-ms", "20000"};
-  auto with = [&](std::vector<std::string> args, bool checkpoint) {
+  // Each stage's --n-gpu-layers: [0,1), [1,3), [3,4).
+  std::vector<std::string> gpu;
+  for (std::size_t from = 0; !gpu_layers.empty() && from <= gpu_layers.size();) {
+    const std::size_t comma = std::min(gpu_layers.find(',', from), gpu_layers.size());
+    gpu.push_back(gpu_layers.substr(from, comma - from));
+    from = comma + 1;
+  }
+  if (!gpu.empty() && gpu.size() != 3) {
+    std::printf("GPU_LAYERS needs 3 values, got `%s`\n", gpu_layers.c_str());
+    return 1;
+  }
+  auto with = [&](std::vector<std::string> args, bool checkpoint, std::size_t index) {
     args.insert(args.end(), recover.begin(), recover.end());
     if (checkpoint) args.insert(args.end(), {"--checkpoint", ck});
+    if (!gpu.empty()) args.insert(args.end(), {"--n-gpu-layers", gpu[index]});
     return args;
   };
   std::string ep3, ep2, ep1, ignored;
-  Child last = stage(exe, model, "3:4", "127.0.0.1:0", with({}, false), ep3);
-  Child middle = stage(exe, model, "1:3", "127.0.0.1:0", with({"--next", ep3}, !first), ep2);
-  Child head = stage(exe, model, "0:1", "127.0.0.1:0", with({"--next", ep2}, first), ep1);
+  Child last = stage(exe, model, "3:4", "127.0.0.1:0", with({}, false, 2), ep3);
+  Child middle = stage(exe, model, "1:3", "127.0.0.1:0", with({"--next", ep3}, !first, 1), ep2);
+  Child head = stage(exe, model, "0:1", "127.0.0.1:0", with({"--next", ep2}, first, 0), ep1);
   if (last.pid < 0 || middle.pid < 0 || head.pid < 0) return 1;
 
   std::string error;
@@ -99,7 +114,7 @@ int restart(const std::string& exe, const std::string& model, const std::string&
   const std::string listen = first ? ep1 : ep2;
   const std::string next = first ? ep2 : ep3;
   victim = stage(exe, model, layers, listen,
-                 with({"--next", next, "--resume", ck}, true), ignored);
+                 with({"--next", next, "--resume", ck}, true, first ? 0 : 1), ignored);
   if (victim.pid < 0) return 1;
   std::printf("restarted it from %s on %s\n", ck.c_str(), listen.c_str());
 
@@ -166,8 +181,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::string exe = argv[1], model = argv[2], other = argv[3], dir = argv[4], what = argv[5];
-  if (what == "restart" && argc == 10) {
-    return restart(exe, model, dir, std::atoi(argv[6]), std::atol(argv[7]), argv[8], argv[9]);
+  if (what == "restart" && (argc == 10 || argc == 11)) {
+    return restart(exe, model, dir, std::atoi(argv[6]), std::atol(argv[7]), argv[8], argv[9],
+                   argc == 11 ? argv[10] : "");
   }
   if (what == "refuse") return refuse(exe, model, other, dir);
   std::fprintf(stderr, "worker_restart_stage: bad arguments\n");

@@ -70,4 +70,22 @@ std::optional<std::vector<std::pair<std::int32_t, std::int32_t>>> parse_split(
   return out;
 }
 
+std::optional<std::vector<std::int32_t>> parse_gpu_layers(const std::string& text, std::string& error) {
+  std::vector<std::int32_t> out;
+  std::size_t from = 0;
+  while (true) {
+    const auto comma = text.find(',', from);
+    const std::string part = text.substr(from, comma == std::string::npos ? std::string::npos : comma - from);
+    long long n = 0;
+    if (!to_int(part, n) || n < 0 || n > (1 << 20)) {
+      error = "--n-gpu-layers takes an integer from 0 to " + std::to_string(1 << 20) +
+              ", or one per stage of --split (N,N,...), got `" + text + "`";
+      return std::nullopt;
+    }
+    out.push_back(static_cast<std::int32_t>(n));
+    if (comma == std::string::npos) return out;
+    from = comma + 1;
+  }
+}
+
 }  // namespace worker::stage

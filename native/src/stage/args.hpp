@@ -32,4 +32,7 @@ std::optional<std::pair<std::int32_t, std::int32_t>> parse_range(const std::stri
 std::optional<std::vector<std::pair<std::int32_t, std::int32_t>>> parse_split(
     const std::string& text, std::string& error);
 
+// "N" or "N,N,...": --n-gpu-layers, each 0 <= N <= 2^20.
+std::optional<std::vector<std::int32_t>> parse_gpu_layers(const std::string& text, std::string& error);
+
 }  // namespace worker::stage

@@ -26,7 +26,7 @@ const char* const kStageUsage =
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
     "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
     "         [--logits-out FILE] [--json] [--batch N] [--reply all|last|digest]\n"
-    "         [--n-gpu-layers N]\n"
+    "         [--n-gpu-layers N|N,N,...]\n"
     "  worker --write-tiny-model FILE [--seed N] [--n-layer N] [--n-embd N] [--n-head N]\n"
     "         [--n-head-kv N] [--n-ff N] [--n-vocab N] [--type f32|f16|q8_0]\n"
     "\n"
@@ -42,11 +42,18 @@ const char* const kStageUsage =
     "  --threads N      compute threads (default 1)\n"
     "  --ctx N          context size in tokens (default 256)\n"
     "  --batch N        llama.cpp's n_batch and n_ubatch (default 64)\n"
-    "  --n-gpu-layers N llama.cpp's n_gpu_layers, the same for every stage and the\n"
-    "                   driver's own model: 0 (default) the CPU backend only; more\n"
-    "                   than the model's n_layer: every layer on the build's first\n"
-    "                   device (Vulkan, ...); a range-loaded stage refuses a\n"
-    "                   partial N (llama.cpp would place the wrong layers)\n"
+    "  --n-gpu-layers N llama.cpp's n_gpu_layers: 0 (default) the CPU backend only;\n"
+    "                   N > 0: the last N layers of the stage's own range on the\n"
+    "                   build's first device (Vulkan, ...), the output counting as\n"
+    "                   the layer after the last (more than the range: all of it);\n"
+    "                   --drive passes N to every stage it spawns and uses it for\n"
+    "                   --local and --connect's reference model\n"
+    "  --n-gpu-layers N,N,...  --drive --split: one value per stage, first stage\n"
+    "                   first (0,99: a CPU stage, then an offloaded one); with\n"
+    "                   --check-local the offloaded layers must be the model's\n"
+    "                   last ones (CPU stages first), and the reference is the\n"
+    "                   full model with that many layers (the output counting one)\n"
+    "                   offloaded: the same placement\n"
     "  --reply MODE     what the last stage answers, the same on every stage and\n"
     "                   the driver: all (default) every row's logits; last the\n"
     "                   last row's logits only; digest the greedy token and the\n"
@@ -90,6 +97,7 @@ int usage(const std::string& why) {
 json::Value stage_json(const StageReport& s, std::int64_t& boundary_bytes, std::int64_t& boundary_tokens,
                        std::int64_t& width) {
   json::Object out{{"layers", "[" + std::to_string(s.start) + ", " + std::to_string(s.end) + ")"},
+                   {"n_gpu_layers", static_cast<std::int64_t>(s.n_gpu_layers)},
                    {"endpoint", s.endpoint},
                    {"exit", s.exit_code}};
   json::ParseResult parsed = json::parse(s.stats);
@@ -160,8 +168,11 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
       if (!a.integer(flag, 1, 1 << 16, n)) return usage(a.error);
       o.n_batch = static_cast<std::uint32_t>(n);
     } else if (flag == "--n-gpu-layers") {
-      if (!a.integer(flag, 0, 1 << 20, n)) return usage(a.error);
-      o.n_gpu_layers = static_cast<std::int32_t>(n);
+      if (!a.value(flag, text)) return usage(a.error);
+      auto values = parse_gpu_layers(text, a.error);
+      if (!values) return usage(a.error);
+      o.n_gpu_layers = values->front();
+      o.stage_gpu_layers = values->size() > 1 ? *values : std::vector<std::int32_t>{};
     } else if (flag == "--reply") {
       if (!a.value(flag, text)) return usage(a.error);
       if (!parse_reply(text, o.reply)) return usage("--reply takes all, last or digest, not " + text);
@@ -180,6 +191,28 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
   if (static_cast<std::uint32_t>(o.prompt + o.steps) > o.n_ctx) {
     return usage("--prompt + --steps exceed --ctx " + std::to_string(o.n_ctx));
   }
+  if (!o.stage_gpu_layers.empty() && o.mode != DriveOptions::kSpawn) {
+    return usage("--n-gpu-layers with one value per stage needs --split (--local and --connect take one value)");
+  }
+  if (!o.stage_gpu_layers.empty() && o.stage_gpu_layers.size() != o.split.size()) {
+    return usage("--n-gpu-layers gives " + std::to_string(o.stage_gpu_layers.size()) + " values for the " +
+                 std::to_string(o.split.size()) + " stages of --split (one per stage, or one for all)");
+  }
+  // --check-local's reference: the full model placed as the stages place
+  // their layers (a --connect pipeline's placement is not known: the flag's).
+  std::int32_t reference_gpu_layers = o.n_gpu_layers;
+  bool reference_op_offload = true;
+  if (check_local && o.mode == DriveOptions::kSpawn) {
+    GgufSummary summary;
+    if (read_gguf_summary(o.model, summary).empty() &&
+        o.split.back().second == static_cast<std::int32_t>(summary.n_layer)) {
+      std::string why;
+      auto k = same_placement(o, static_cast<std::int32_t>(summary.n_layer), why);
+      if (!k) return usage("--check-local: " + why + "; put the CPU stages first, then offload whole stages, or drop --check-local");
+      reference_gpu_layers = k->n_gpu_layers;
+      reference_op_offload = k->op_offload;
+    }
+  }
 
   DriveResult r;
   if (auto e = drive(o, exe, r)) {
@@ -192,6 +225,9 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
     DriveOptions lo = o;
     lo.mode = DriveOptions::kLocal;
     lo.step_delay_ms = 0;
+    lo.n_gpu_layers = reference_gpu_layers;
+    lo.op_offload = reference_op_offload;
+    lo.stage_gpu_layers.clear();
     DriveResult local;
     if (auto e = drive(lo, exe, local)) {
       std::cerr << "worker: drive: the local reference: " << e->message << "\n";
@@ -220,6 +256,13 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
                         {"bytes_per_token", per_token},
                         {"payload_bytes_per_token", static_cast<std::int64_t>(width > 0 ? 4 + 4 * width : 0)},
                         {"weights_per_token_bytes_ratio", per_token > 0 ? static_cast<double>(r.weight_bytes) / per_token : 0.0}};
+  // One value for every stage, or the list given (one per stage).
+  json::Value gpu_layers = static_cast<std::int64_t>(o.n_gpu_layers);
+  if (!o.stage_gpu_layers.empty()) {
+    json::Array per_stage;
+    for (std::int32_t n : o.stage_gpu_layers) per_stage.emplace_back(static_cast<std::int64_t>(n));
+    gpu_layers = std::move(per_stage);
+  }
   const char* mode = o.mode == DriveOptions::kLocal ? "local" : o.mode == DriveOptions::kSpawn ? "spawn" : "connect";
   json::Object doc{{"mode", mode},
                    {"model", o.model},
@@ -231,7 +274,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
                    {"steps", o.steps},
                    {"threads", o.threads},
                    {"batch", static_cast<std::int64_t>(o.n_batch)},
-                   {"n_gpu_layers", static_cast<std::int64_t>(o.n_gpu_layers)},
+                   {"n_gpu_layers", std::move(gpu_layers)},
                    {"reply", reply_name(o.reply)},
                    {"tokens", std::move(tokens)},
                    {"logits_rows", static_cast<std::int64_t>(r.logits.size() / (r.n_vocab ? r.n_vocab : 1))},
@@ -242,7 +285,9 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
                    {"steps_per_s", r.total_s > r.prompt_s ? o.steps / (r.total_s - r.prompt_s) : 0.0},
                    {"boundary", std::move(boundary)},
                    {"reconnects", r.reconnects},
-                   {"identical_to_local", identical}};
+                   {"identical_to_local", identical},
+                   {"local_n_gpu_layers", check_local ? json::Value(static_cast<std::int64_t>(reference_gpu_layers))
+                                                      : json::Value(nullptr)}};
   if (as_json) {
     std::cout << json::dump(json::Value(std::move(doc))) << "\n";
   } else {
@@ -253,8 +298,11 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
               << logits_digest(r.logits) << "\n";
     if (width > 0) std::cout << "boundary: " << per_token << " bytes per token per boundary\n";
     if (check_local) {
-      std::cout << (difference.empty() ? "bit-identical to the full model in one process\n"
-                                       : "DIFFERENT from the full model: " + difference + "\n");
+      const std::string placed = reference_gpu_layers > 0
+                                     ? " (--n-gpu-layers " + std::to_string(reference_gpu_layers) + ")"
+                                     : "";
+      std::cout << (difference.empty() ? "bit-identical to the full model in one process" + placed + "\n"
+                                       : "DIFFERENT from the full model" + placed + ": " + difference + "\n");
     }
   }
   if (!difference.empty()) {

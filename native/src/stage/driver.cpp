@@ -1,6 +1,7 @@
 // `worker --drive`: run a prompt and greedy single-token steps through a
 // pipeline (stage processes it spawns, one it connects to, or the whole model
 // in this process) and report the logits, the tokens and the measurements.
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -13,6 +14,7 @@
 #include "pipeline.hpp"
 #include "tiny_model.hpp"
 #include "worker/checksum.hpp"
+#include "worker/deadline.hpp"
 #include "worker/prng.hpp"
 #include "worker/spawn.hpp"
 
@@ -49,12 +51,14 @@ class SocketHop : public Hop {
       : s_(std::move(s)), head_(std::move(head)), who_("the stage at " + net::to_string(head_)),
         timeout_ms_(timeout_ms), recover_ms_(recover_ms) {}
   std::optional<WireError> request(const Frame& in, Frame& reply) override {
-    for (int attempt = 0;; ++attempt) {
+    std::optional<Deadline> recovery;
+    for (;;) {
       std::optional<WireError> e = net::write_frame(s_.fd(), in, timeout_ms_);
       if (!e) {
         net::FrameRead r = net::read_frame(s_.fd(), timeout_ms_, who_);
         if (r.frame) {
           reply = std::move(*r.frame);
+          if (recovery) reconnects += 1;  // once per recovery, however many tries
           if (reply.kind == FrameKind::kError) {
             return WireError{kExitRemote, "a stage reported: " + reply.text};
           }
@@ -62,12 +66,20 @@ class SocketHop : public Hop {
         }
         e = r.error;
       }
-      // --recover-ms: the first stage may be restarting from its checkpoint.
-      if (recover_ms_ <= 0 || e->code != kExitPeer || attempt > 0) return e;
+      // --recover-ms: the first stage may be restarting from its checkpoint;
+      // retried within recover_ms of the first failure (a reconnect can reach
+      // the killed stage's listener while its process is torn down).
+      if (recover_ms_ <= 0 || e->code != kExitPeer) return e;
+      if (!recovery) {
+        recovery.emplace(recover_ms_);
+      } else if (recovery->remaining_ms() == 0) {
+        return e;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
       WireError why;
-      s_ = net::connect_to(head_, recover_ms_, why);
+      s_ = net::connect_to(head_, std::max(recovery->remaining_ms(), 1), why);
       if (!s_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
-      reconnects += 1;
     }
   }
   int reconnects = 0;
@@ -143,13 +155,14 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
                                         Pipeline& p, DriveResult& r) {
   std::optional<net::Endpoint> next;
   for (auto it = o.split.rbegin(); it != o.split.rend(); ++it) {
+    const std::int32_t n_gpu = stage_gpu_layers(o, static_cast<std::size_t>(o.split.rend() - it) - 1);
     const std::string range = std::to_string(it->first) + ":" + std::to_string(it->second);
     std::vector<std::string> argv = {exe, "--stage", "--model", o.model, "--layers", range,
                                      "--listen", "127.0.0.1:0", "--threads",
                                      std::to_string(o.threads), "--ctx", std::to_string(o.n_ctx),
                                      "--batch", std::to_string(o.n_batch), "--reply", reply_name(o.reply),
                                      "--timeout-ms", std::to_string(o.timeout_ms),
-                                     "--n-gpu-layers", std::to_string(o.n_gpu_layers)};
+                                     "--n-gpu-layers", std::to_string(n_gpu)};
     if (next) {
       argv.push_back("--next");
       argv.push_back(net::to_string(*next));
@@ -174,7 +187,7 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
     auto ep = net::parse_endpoint(line.substr(10), bad);
     if (!ep) return WireError{kExitPeer, "stage " + range + " printed `" + line + "`"};
     next = *ep;
-    r.stages.push_back({it->first, it->second, net::to_string(*ep), -1, ""});
+    r.stages.push_back({it->first, it->second, n_gpu, net::to_string(*ep), -1, ""});
   }
   std::reverse(r.stages.begin(), r.stages.end());
   p.head = *next;
@@ -193,6 +206,44 @@ std::uint64_t logits_hash(const std::vector<float>& logits) {
 
 }  // namespace
 
+std::int32_t stage_gpu_layers(const DriveOptions& o, std::size_t i) {
+  return i < o.stage_gpu_layers.size() ? o.stage_gpu_layers[i] : o.n_gpu_layers;
+}
+
+std::optional<Placement> same_placement(const DriveOptions& o, std::int32_t n_layer, std::string& why) {
+  // Units: the layers 0..n_layer-1, then the output as unit n_layer.
+  std::int32_t total = 0;
+  bool offloading = false, suffix = true;
+  std::string placed, beside;  // beside: a stage with CPU layers next to the device
+  for (std::size_t i = 0; i < o.split.size(); ++i) {
+    const auto [start, end] = o.split[i];
+    const std::int32_t units = end - start + (end == n_layer ? 1 : 0);
+    const std::int32_t off = std::min(stage_gpu_layers(o, i), units);
+    // Once a stage offloads, every later stage must offload all its units.
+    if (offloading && off < units) suffix = false;
+    offloading = offloading || off > 0;
+    total += off;
+    if (off > 0 && off < units && beside.empty()) {
+      beside = "[" + std::to_string(start) + "," + std::to_string(end) + ")";
+    }
+    const std::int32_t from = start + units - off;
+    placed += (i ? ", [" : "[") + std::to_string(start) + "," + std::to_string(end) + ") " +
+              (off == 0 ? "none"
+               : off == 1 ? "layer " + std::to_string(from)
+                          : "layers " + std::to_string(from) + "-" + std::to_string(from + off - 1));
+  }
+  const bool cpu_first = !o.split.empty() && stage_gpu_layers(o, 0) == 0;
+  if (suffix && cpu_first && !beside.empty()) {
+    why = "stage " + beside + " keeps CPU layers beside the device (llama.cpp runs their large batches there) "
+          "while the first stage runs without one: no full model does both";
+    return std::nullopt;
+  }
+  if (suffix) return Placement{total, !cpu_first};
+  why = "the stages offload " + placed + " (layer " + std::to_string(n_layer) +
+        " is the output): not the model's last layers, so no full model is placed the same way";
+  return std::nullopt;
+}
+
 std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, DriveResult& r) {
   GgufSummary summary;
   if (std::string why = read_gguf_summary(o.model, summary); !why.empty()) {
@@ -209,6 +260,7 @@ std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, Dr
     WireError e;
     EngineOptions eo{o.model, 0, 0, o.threads, o.n_ctx, o.n_batch, o.reply};
     eo.n_gpu_layers = o.n_gpu_layers;
+    eo.op_offload = o.op_offload;
     auto engine = Engine::load(eo, e);
     if (!engine) return e;
     LocalHop hop(*engine);

@@ -26,6 +26,10 @@ struct DriveOptions {
   std::uint32_t n_ctx = 256;
   std::uint32_t n_batch = 64;
   std::int32_t n_gpu_layers = 0;  // EngineOptions::n_gpu_layers, passed to every stage
+  // kSpawn: one n_gpu_layers per range of split, first stage first (empty:
+  // n_gpu_layers for every stage). Each counts within its stage's range.
+  std::vector<std::int32_t> stage_gpu_layers;
+  bool op_offload = true;  // kLocal: EngineOptions::op_offload
   EngineOptions::Reply reply = EngineOptions::Reply::kAll;
   int timeout_ms = 30000;
   int step_delay_ms = 0;
@@ -34,6 +38,7 @@ struct DriveOptions {
 
 struct StageReport {
   std::int32_t start = 0, end = 0;
+  std::int32_t n_gpu_layers = 0;
   std::string endpoint;
   int exit_code = -1;
   std::string stats;  // the JSON the stage printed at its end
@@ -52,6 +57,25 @@ struct DriveResult {
 // Runs o.prompt tokens (SplitMix64(o.seed) mod n_vocab), then o.steps greedy
 // single-token steps. exe is this worker's path (to spawn stages).
 std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, DriveResult& r);
+
+// The n_gpu_layers stage i of o.split runs with.
+std::int32_t stage_gpu_layers(const DriveOptions& o, std::size_t i);
+
+// --check-local's reference for a split: the n_gpu_layers that places the
+// full model exactly as the stages place their layers (each stage offloads
+// the last N units of its range, the output counting as layer n_layer on the
+// last stage; the full model the last N of its n_layer + 1). That exists when
+// the offloaded units are a suffix of the model (CPU stages first); otherwise
+// nullopt and why says which units the stages offload. The reference's
+// op_offload follows the first stage: off when it runs without a device
+// (n_gpu_layers 0), so its CPU layers stay on the CPU at every batch size; a
+// later stage that keeps CPU layers beside the device (a partial N) would
+// offload their large batches, which no single full model does: refused.
+struct Placement {
+  std::int32_t n_gpu_layers = 0;
+  bool op_offload = true;
+};
+std::optional<Placement> same_placement(const DriveOptions& o, std::int32_t n_layer, std::string& why);
 
 std::string logits_digest(const std::vector<float>& logits);  // FNV-1a 64 of the LE bits, hex
 std::optional<WireError> write_logits(const std::string& file, const std::vector<float>& logits);

@@ -139,6 +139,7 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
   cp.n_seq_max = 1;
   cp.n_threads = o.threads;
   cp.n_threads_batch = o.threads;
+  cp.op_offload = o.op_offload;
   // A stage before the last hands out the boundary state of every token as
   // its embeddings; llama.cpp refuses the context otherwise.
   if (!e->last()) {

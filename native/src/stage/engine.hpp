@@ -37,10 +37,14 @@ struct EngineOptions {
   // Layers llama.cpp places on its devices (llama_model_params.n_gpu_layers):
   // 0 (the default) keeps everything on the CPU backend, as before; N > the
   // model's n_layer offloads every layer and the output to the first device
-  // (Vulkan, CUDA, ...) the build has. A range-loaded stage refuses a partial
-  // N (1..n_layer): llama.cpp counts those from the model's last layer, not
-  // the stage's range, so they would place the wrong layers.
+  // (Vulkan, CUDA, ...) the build has. A partial N counts within the range:
+  // the last N layers it holds (the output, on the last stage, counting as
+  // the layer after the last).
   std::int32_t n_gpu_layers = 0;
+  // llama.cpp's op_offload: with a device, large-batch operations on weights
+  // kept on the CPU run on the device (--check-local's reference turns it off
+  // when the stages holding its CPU layers run without a device).
+  bool op_offload = true;
 };
 
 inline constexpr std::uint32_t kDigestWidth = 4;

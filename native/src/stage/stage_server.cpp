@@ -1,14 +1,17 @@
 // `worker --stage`: serve one layer range of a model to the previous stage
 // (or the driver) and forward the boundary state to --next.
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <optional>
+#include <thread>
 
 #include "args.hpp"
 #include "checkpoint.hpp"
 #include "engine.hpp"
 #include "pipeline.hpp"
 #include "worker/checksum.hpp"
+#include "worker/deadline.hpp"
 #include "worker/json.hpp"
 #include "worker/net.hpp"
 
@@ -66,22 +69,33 @@ int Stage::fail(const WireError& e) {
 }
 
 std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::size_t* sent) {
-  for (int attempt = 0;; ++attempt) {
+  std::optional<Deadline> recovery;
+  for (;;) {
     std::optional<WireError> e = net::write_frame(down_.fd(), out, o_.timeout_ms, sent);
     if (!e) {
       net::FrameRead r = net::read_frame(down_.fd(), o_.timeout_ms, who_down());
       if (r.frame) {
         reply = std::move(*r.frame);
+        if (recovery) stats_.reconnects += 1;  // once per recovery, however many tries
         return std::nullopt;
       }
       e = r.error;
     }
-    if (o_.recover_ms <= 0 || e->code != kExitPeer || attempt > 0) return e;
-    // --recover-ms: the next stage may be restarting from its checkpoint.
+    if (o_.recover_ms <= 0 || e->code != kExitPeer) return e;
+    // --recover-ms: the next stage may be restarting from its checkpoint. A
+    // reconnect can reach the killed stage's listener while its process is
+    // still being torn down (then it is reset): retry, within recover_ms of
+    // the first failure (the resent frame is replayed, not decoded twice).
+    if (!recovery) {
+      recovery.emplace(o_.recover_ms);
+    } else if (recovery->remaining_ms() == 0) {
+      return e;
+    } else {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
     WireError why;
-    down_ = net::connect_to(*o_.next, o_.recover_ms, why);
+    down_ = net::connect_to(*o_.next, std::max(recovery->remaining_ms(), 1), why);
     if (!down_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
-    stats_.reconnects += 1;
   }
 }
 
