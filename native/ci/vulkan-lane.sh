@@ -185,10 +185,11 @@ offload_check() {
   "$W" --drive --model "$M" --local --steps 6 --json >"$O/local-cpu.json"
   echo "local, CPU:      $(digest "$O/local-cpu.json")"
   for split in 0:2,2:4 0:1,1:3,3:4; do
+    rm -f "$O/stage.log"  # the last stage's, which the wait below would otherwise read
     WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "${split##*,}" --n-gpu-layers 99 --listen 127.0.0.1:0 \
       --timeout-ms 2000 2>"$O/stage.log" >/dev/null &
     pid=$!
-    for _ in $(seq 50); do grep -q offloaded "$O/stage.log" && break; sleep 0.1; done
+    for _ in $(seq 50); do grep -qs offloaded "$O/stage.log" && break; sleep 0.1; done
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     echo "stage ${split##*,}: $(grep -E 'offloaded|Vulkan0 model buffer' "$O/stage.log" | tr -s ' ' | tr '\n' ';')"
@@ -200,10 +201,11 @@ offload_check() {
   # [2,4) its output (layer 4) on Vulkan0 and its layers 2 and 3 on the CPU.
   stamp "partial offload: --n-gpu-layers 1 on the stages [0,2) and [2,4)"
   for layers in 0:2 2:4; do
+    rm -f "$O/partial.log"
     WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "$layers" --n-gpu-layers 1 --listen 127.0.0.1:0 \
       --timeout-ms 2000 2>"$O/partial.log" >/dev/null &
     pid=$!
-    for _ in $(seq 50); do grep -q offloaded "$O/partial.log" && break; sleep 0.1; done
+    for _ in $(seq 50); do grep -qs offloaded "$O/partial.log" && break; sleep 0.1; done
     kill "$pid" 2>/dev/null || true
     wait "$pid" 2>/dev/null || true
     placed=$(grep -o 'layer *[0-9]* assigned to device [A-Za-z0-9_]*' "$O/partial.log" | tr -s ' ' | sort -u | tr '\n' ';')
