@@ -5,6 +5,15 @@ into a list of plain argument lists, then run in order. ``patchctl ci run``
 and the generated workflow run the same plan, so a red lane on CI is
 reproduced on a laptop with one command. A step that does not apply to the
 project is skipped with its reason; the first failure stops the lane.
+
+A project may give a lane a script, ``native/ci/<lane>-lane.sh`` (the vulkan
+lane's installs Mesa's software device and the Vulkan headers): then it is the one
+place that prepares the machine and checks the lane's device, and the plan calls
+its steps around patchctl's own apply, configure and build: ``--step setup WORK``
+(install what is missing; write ``WORK/lane.cmake``, cache entries that configure
+loads with ``-C``), ``--step ctest WORK BUILD`` (the lane's CTests on its device,
+in place of the plain CTest step) and ``--step check WORK BUILD`` (what the lane
+proves beyond them).
 """
 
 from __future__ import annotations
@@ -30,6 +39,8 @@ PASSED, FAILED, SKIPPED, NOT_RUN = "passed", "failed", "skipped", "not-run"
 NATIVE_DIR = "native"
 # The variable native/ reads the `apply --into` tree from (native/README.md).
 NATIVE_UPSTREAM_VAR = "WORKER_UPSTREAM_DIR"
+LANE_SCRIPT = "ci/{lane}-lane.sh"  # under native/: a lane's own setup, CTests and check
+LANE_CACHE = "lane.cmake"  # in the lane's work directory, written by the script's setup
 
 Echo = Callable[[str], None]
 
@@ -47,7 +58,8 @@ LANES: dict[str, Lane] = {lane.name: lane for lane in (
     Lane("cuda", ("self-hosted", "linux", "x64", "cuda"), ("-DGGML_CUDA=ON",),
          "CUDA backend, a self-hosted runner with an NVIDIA GPU and the CUDA toolkit"),
     Lane("vulkan", ("self-hosted", "linux", "x64", "vulkan"), ("-DGGML_VULKAN=ON",),
-         "Vulkan backend, a self-hosted runner with a GPU and the Vulkan SDK"),
+         "Vulkan backend, a self-hosted runner with a GPU, or a hosted one on Mesa's "
+         "software device (--runner vulkan=ubuntu-latest; native/ci/vulkan-lane.sh)"),
     Lane("metal", ("macos-14",), ("-DGGML_METAL=ON",), "Metal backend, GitHub-hosted macOS "
          "on Apple silicon"),
 )}
@@ -129,13 +141,26 @@ def plan(project: Path, stack: Stack, lane: Lane, *, work: Path, upstream: str |
         launcher = [f"-DCMAKE_{lang}_COMPILER_LAUNCHER=ccache"
                     for lang in ("C", "CXX", *(("CUDA",) if lane.name == "cuda" else ()))
                     if tools.ccache]
+        script = native / LANE_SCRIPT.format(lane=lane.name)
+        if script.is_file():
+            def by_script(name: str, script_step: str, *args: str) -> Step:
+                return Step(name, ["env", f"CTEST={tools.ctest}", f"PYTHON={sys.executable}",
+                                   "bash", str(script), "--step", script_step, *args])
+
+            steps.insert(1, by_script("setup", "setup", str(work)))
+            cache = ["-C", str(work / LANE_CACHE)]
+            tests = [by_script("test", "ctest", str(work), str(build)),
+                     by_script("check", "check", str(work), str(build))]
+        else:
+            cache = []
+            tests = [Step("test", [tools.ctest, "--test-dir", str(build), "--output-on-failure",
+                                   "--no-tests=error"])]
         native_steps = [
-            Step("configure", [tools.cmake, "-S", str(native), "-B", str(build), "-G", "Ninja",
-                               "-DCMAKE_BUILD_TYPE=Release", f"-D{NATIVE_UPSTREAM_VAR}={tree}",
-                               *launcher, *lane.cmake_args]),
+            Step("configure", [tools.cmake, *cache, "-S", str(native), "-B", str(build),
+                               "-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
+                               f"-D{NATIVE_UPSTREAM_VAR}={tree}", *launcher, *lane.cmake_args]),
             Step("build", [tools.cmake, "--build", str(build)]),
-            Step("test", [tools.ctest, "--test-dir", str(build), "--output-on-failure",
-                          "--no-tests=error"]),
+            *tests,
         ]
     else:
         native_steps = [Step(name, [], skip=f"the project has no {NATIVE_DIR}/CMakeLists.txt: "
