@@ -157,4 +157,4 @@ def test_an_unknown_step_is_refused(tmp_path: Path) -> None:
     r = subprocess.run(["bash", str(SCRIPT), "--step", "build", str(tmp_path)],
                        capture_output=True, text=True, check=False)
     assert r.returncode == 2
-    assert r.stderr == "vulkan-lane.sh: --step takes setup, ctest or check, not 'build'\n"
+    assert r.stderr == "vulkan-lane.sh: --step takes setup, ctest, check or archs, not 'build'\n"

@@ -5,7 +5,7 @@
 # stage CTests on it and check that --n-gpu-layers 99 really offloads.
 #
 #   bash native/ci/vulkan-lane.sh [WORK_DIR]      (as root, or a user with sudo -n)
-#   bash native/ci/vulkan-lane.sh --step setup|ctest|check WORK_DIR [BUILD_DIR]
+#   bash native/ci/vulkan-lane.sh --step setup|ctest|check|archs WORK_DIR [BUILD_DIR]
 #
 # The steps are the lane's pieces that `patchctl ci run --lane vulkan` (and so
 # the vulkan job of the workflow `patchctl ci github` writes) runs around its own
@@ -18,6 +18,7 @@
 # CMAKE and CTEST (default from PATH, >= 3.21, with ninja on PATH),
 # UPSTREAM (the llama.cpp clone patchctl applies to), VK_LANE_SKIP_APT=1 (the
 # packages are already there), VK_LANE_CCACHE=1 (compile through ccache),
+# VK_LANE_ARCHS=1 (also test-llama-archs -r/-b/-f on the device: the archs step),
 # VK_LANE_DEVICE=lavapipe (lavapipe even where a GPU-type device is present;
 # default auto: a GPU when vulkaninfo shows one, else lavapipe).
 #
@@ -36,8 +37,8 @@ if [ "${1:-}" = --step ]; then
   STEP=${2:-}
   shift 2 || shift 1
   case "$STEP" in
-    setup|ctest|check) ;;
-    *) echo "vulkan-lane.sh: --step takes setup, ctest or check, not '$STEP'" >&2; exit 2 ;;
+    setup|ctest|check|archs) ;;
+    *) echo "vulkan-lane.sh: --step takes setup, ctest, check or archs, not '$STEP'" >&2; exit 2 ;;
   esac
 fi
 WORK=${1:-${VK_LANE_WORK:-/tmp/vulkan-lane}}
@@ -227,12 +228,69 @@ offload_check() {
       echo "$type split $split: $(digest "$O/split.json")"
     done
   done
+  # Mixed chains (issue 25): one --n-gpu-layers per stage, --check-local
+  # against the full model placed the same way (local_n_gpu_layers). [0,2) on the
+  # CPU + [2,4) on Vulkan0 is bit-identical only without ggml-vulkan's fusions;
+  # with them, the difference is measured and printed, not failed.
+  stamp "mixed chains: a CPU stage and a Vulkan stage"
+  for layers in 0:2/0 2:4/99; do
+    rm -f "$O/mixed.log"
+    WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "${layers%/*}" --n-gpu-layers "${layers#*/}" \
+      --listen 127.0.0.1:0 --timeout-ms 2000 2>"$O/mixed.log" >/dev/null &
+    pid=$!
+    for _ in $(seq 50); do grep -qs offloaded "$O/mixed.log" && break; sleep 0.1; done
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+    echo "stage ${layers%/*}, --n-gpu-layers ${layers#*/}: $(grep -o 'layer *[0-9]* assigned to device [A-Za-z0-9_]*' "$O/mixed.log" | tr -s ' ' | sort -u | tr '\n' ';')"
+  done
+  GGML_VK_DISABLE_FUSION=1 "$W" --drive --model "$M" --split 0:2,2:4 --n-gpu-layers 0,99 --steps 6 --check-local --json >"$O/mixed.json"
+  echo "split 0:2,2:4, --n-gpu-layers 0,99, fusions off: $(digest "$O/mixed.json") against --n-gpu-layers $("$PYTHON" -c 'import json,sys; print(json.load(open(sys.argv[1]))["local_n_gpu_layers"])' "$O/mixed.json")"
+  "$W" --drive --model "$M" --split 0:2,2:4 --n-gpu-layers 1,99 --steps 6 --check-local --json >"$O/mixed.json"
+  echo "split 0:2,2:4, --n-gpu-layers 1,99: $(digest "$O/mixed.json")"
+  for seed in 1 2 3 4 5 6 7 8 9 10; do
+    "$W" --drive --model "$M" --local --n-gpu-layers 3 --seed "$seed" --prompt 8 --steps 32 --logits-out "$O/ref-$seed.bin" >/dev/null
+    "$W" --drive --model "$M" --split 0:2,2:4 --n-gpu-layers 0,99 --seed "$seed" --prompt 8 --steps 32 --logits-out "$O/mix-$seed.bin" >/dev/null
+  done
+  "$PYTHON" - "$O" <<'PY'
+import struct, sys
+d, V, rows, bad, worst = sys.argv[1], 256, 0, 0, 0.0
+for seed in range(1, 11):
+    a, b = (open(f"{d}/{k}-{seed}.bin", "rb").read() for k in ("ref", "mix"))
+    a, b = (struct.unpack(f"<{len(x) // 4}f", x) for x in (a, b))
+    for r in range(len(a) // V):
+        ra, rb = a[r * V:(r + 1) * V], b[r * V:(r + 1) * V]
+        rows += 1
+        if ra != rb:
+            bad += 1
+            worst = max(worst, max(abs(x - y) for x, y in zip(ra, rb)))
+print(f"mixed 0,99 with ggml-vulkan's fusions on, seeds 1-10: {bad} of {rows} logit rows differ from --n-gpu-layers 3, at most {worst:.3g}")
+PY
+}
+
+# The hooks on the device (VK_LANE_ARCHS=1, or --step archs): upstream's
+# test-llama-archs, built in the same tree, runs -r, -b and -f with every layer
+# offloaded to the device ggml-vulkan names Vulkan0 (-d). About half an hour on
+# lavapipe and 2 cores.
+archs() {
+  stamp "test-llama-archs -r/-b/-f -d Vulkan0"
+  if [ ! -x "$BUILD/bin/test-llama-archs" ]; then
+    "$CMAKE" -B "$BUILD" -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_COMMON=ON >/dev/null
+    "$CMAKE" --build "$BUILD" -j "$(nproc)" --target test-llama-archs | tail -n 1
+  fi
+  mkdir -p "$WORK/archs"
+  local m
+  for m in r b f; do
+    "$BUILD/bin/test-llama-archs" -s 42 -d Vulkan0 "-$m" "$WORK/archs" >"$WORK/archs-$m.log" 2>&1 ||
+      { grep -E '^\|.*\|FAIL' "$WORK/archs-$m.log"; tail -n 2 "$WORK/archs-$m.log"; exit 1; }
+    grep -E '^(layer ranges|boundary I/O|filtered state)' "$WORK/archs-$m.log"
+  done
 }
 
 case "$STEP" in
   setup) setup; exit 0 ;;
   ctest) device; ctests; exit 0 ;;
   check) device; offload_check; exit 0 ;;
+  archs) device; archs; exit 0 ;;
 esac
 setup
 apply_stack
@@ -242,6 +300,8 @@ t_build=$(date +%s)
 ctests
 t_test=$(date +%s)
 offload_check
+t_check=$(date +%s)
+[ "${VK_LANE_ARCHS:-0}" != 1 ] || archs
 t_end=$(date +%s)
 stamp "done"
-echo "wall seconds: apt $((t_apt - t_start)), apply $((t_apply - t_apt)), configure $((t_conf - t_apply)), build $((t_build - t_conf)), ctest $((t_test - t_build)), offload check $((t_end - t_test)); configure+build+tests $((t_test - t_apply)); total $((t_end - t_start))"
+echo "wall seconds: apt $((t_apt - t_start)), apply $((t_apply - t_apt)), configure $((t_conf - t_apply)), build $((t_build - t_conf)), ctest $((t_test - t_build)), offload check $((t_check - t_test)), test-llama-archs $((t_end - t_check)); configure+build+tests $((t_test - t_apply)); total $((t_end - t_start))"
