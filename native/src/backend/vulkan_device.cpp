@@ -271,8 +271,8 @@ std::optional<Refusal> check_device(const BuildIdentity& id, GateStep& step) {
   if (p.ggml.empty()) {
     return Refusal{kExitDevice,
                    "lane vulkan needs a Vulkan device ggml-vulkan runs on; " + loader + "sees " +
-                       physical_list(p) +
-                       ", which ggml-vulkan skips unless named (CPU-type devices are): set "
+                       std::to_string(p.physical.size()) + " (" + physical_list(p) +
+                       "), which ggml-vulkan skips unless named (CPU-type devices are): set "
                        "GGML_VK_VISIBLE_DEVICES to its index (e.g. 0) to run on it"};
   }
   std::string detail;
