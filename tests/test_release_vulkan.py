@@ -14,8 +14,8 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -337,7 +337,7 @@ def test_vulkan_release_twice_byte_identical_and_refused_without_a_device(
     assert "Vulkan-Loader" in (root / layout.BUILDINFO).read_text()
 
     def verify(**extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([shutil.which("python3") or "python3", "-m", "patchctl", "release",
+        return subprocess.run([sys.executable, "-m", "patchctl", "release",
                                "verify", str(a)], capture_output=True, text=True, timeout=300,
                               check=False, env={**env, "PYTHONPATH": str(REPO), **extra})
 
