@@ -30,10 +30,12 @@ endfunction()
 #                                 UPSTREAM_TREE <tree>]
 #                                LANE <name> LANE_ARCH <arch>
 #                                LANE_FEATURES <list> RELEASE <bool>
+#                                BACKEND <cpu|vulkan> [BACKEND_LOADER <version>
+#                                BACKEND_HEADERS <version>]
 #                                LIBRARIES <name> <version> <license> <linkage>...)
 function(worker_generate_build_identity output)
   cmake_parse_arguments(PARSE_ARGV 1 arg ""
-    "LOCK;CERT;UPSTREAM_DIR;UPSTREAM_TARGET;UPSTREAM_TREE;LANE;LANE_ARCH;RELEASE"
+    "LOCK;CERT;UPSTREAM_DIR;UPSTREAM_TARGET;UPSTREAM_TREE;LANE;LANE_ARCH;RELEASE;BACKEND;BACKEND_LOADER;BACKEND_HEADERS"
     "LANE_FEATURES;LIBRARIES")
   set(lock "${arg_LOCK}")
   set(cert "${arg_CERT}")
@@ -98,6 +100,13 @@ function(worker_generate_build_identity output)
   else()
     set(WORKER_CXX_RELEASE false)
   endif()
+
+  if("${arg_BACKEND}" STREQUAL "")
+    set(arg_BACKEND cpu)
+  endif()
+  worker_cxx_string("${arg_BACKEND}" WORKER_CXX_BACKEND)
+  worker_cxx_string("${arg_BACKEND_LOADER}" WORKER_CXX_BACKEND_LOADER)
+  worker_cxx_string("${arg_BACKEND_HEADERS}" WORKER_CXX_BACKEND_HEADERS)
 
   set(WORKER_CXX_LIBRARIES "")
   set(library "")

@@ -7,6 +7,9 @@
 #   dev       not a release (WORKER_RELEASE_LANE empty): no package check
 #   cpu       the architecture's baseline: x86-64 (SSE2) or any other CPU
 #   cpu-avx2  x86-64 with AVX2, FMA, F16C and BMI2 (Haswell, Zen and later)
+#   vulkan    the architecture's baseline CPU, and the upstream's Vulkan
+#             backend (-DGGML_VULKAN=ON): needs a Vulkan device at run time,
+#             which the worker checks at start (src/backend/vulkan_device.cpp)
 #
 # A lane's instruction-set flags go to the upstream library only (ggml is
 # where SIMD matters); the worker's own code stays at the baseline so the
@@ -14,13 +17,15 @@
 
 include_guard(GLOBAL)
 
-set(WORKER_LANES cpu cpu-avx2)
+set(WORKER_LANES cpu cpu-avx2 vulkan)
 
 # worker_resolve_lane(<name> <prefix>) sets
 #   <prefix>_ARCH      x86_64, aarch64, ... (CMAKE_SYSTEM_PROCESSOR, normalized)
 #   <prefix>_FEATURES  CPU features the lane needs
 #   <prefix>_FLAGS     compiler flags for the upstream's C and C++
-#   <prefix>_OPTIONS   upstream cache options (ggml's instruction-set switches)
+#   <prefix>_OPTIONS   upstream cache options (ggml's instruction-set switches,
+#                      GGML_VULKAN)
+#   <prefix>_BACKEND   the compute backend the lane ships: cpu or vulkan
 function(worker_resolve_lane name prefix)
   string(TOLOWER "${CMAKE_SYSTEM_PROCESSOR}" arch)
   if(arch MATCHES "^(x86_64|amd64|x64)$")
@@ -31,8 +36,13 @@ function(worker_resolve_lane name prefix)
   set(features "")
   set(flags "")
   set(options "")
+  set(backend cpu)
   if(name STREQUAL "dev")
-  elseif(name STREQUAL "cpu")
+  elseif(name STREQUAL "cpu" OR name STREQUAL "vulkan")
+    if(name STREQUAL "vulkan")
+      set(backend vulkan)
+      set(options GGML_VULKAN)
+    endif()
     if(arch STREQUAL "x86_64")
       set(features sse2)
     endif()
@@ -55,6 +65,7 @@ function(worker_resolve_lane name prefix)
   set(${prefix}_FEATURES "${features}" PARENT_SCOPE)
   set(${prefix}_FLAGS "${flags}" PARENT_SCOPE)
   set(${prefix}_OPTIONS "${options}" PARENT_SCOPE)
+  set(${prefix}_BACKEND "${backend}" PARENT_SCOPE)
 endfunction()
 
 # worker_reproducible_paths(<map_var> PATH NAME [PATH NAME ...])

@@ -25,19 +25,27 @@ def release() -> None:
 @click.option("--tree", type=click.Path(file_okay=False, path_type=Path),
               help="The upstream tree made by `patchctl apply --into TREE` (its stamp must "
               "match stack/stack.lock).  [default: <project>/build/<upstream name>]")
-@click.option("--lane", type=click.Choice(["cpu", "cpu-avx2"]), default="cpu", show_default=True,
+@click.option("--lane", type=click.Choice(["cpu", "cpu-avx2", "vulkan"]), default="cpu",
+              show_default=True,
               help="Hardware lane: cpu is the architecture's baseline; cpu-avx2 needs an "
-              "x86-64 CPU with AVX2, FMA, F16C and BMI2.")
+              "x86-64 CPU with AVX2, FMA, F16C and BMI2; vulkan is the baseline CPU with the "
+              "upstream's Vulkan backend (-DGGML_VULKAN=ON), built and self-tested where "
+              "ggml-vulkan has a device (the environment's Vulkan_INCLUDE_DIR names newer "
+              "headers than the system's).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
               help="Directory for the archive.  [default: <project>/build/release]")
 @click.option("--upstream-target",
               help="The library target of the tree the worker links.  [default: llama for "
               "llama.cpp, else the upstream's name]")
+@click.option("--build-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Build in this directory (emptied first: a new or empty one, or one a "
+              "release build made) instead of a temp dir, so ccache can serve the next "
+              "build; the archive's bytes do not depend on it.")
 @json_option
 @quiet_option
 @click.pass_context
 def build(ctx: click.Context, tree: Path | None, lane: str, out: Path | None,
-          upstream_target: str | None, as_json: bool) -> None:
+          upstream_target: str | None, build_dir: Path | None, as_json: bool) -> None:
     """Build a reproducible worker package from this commit and a stamped tree.
 
     The checkout must be clean; SOURCE_DATE_EPOCH is the commit's time, so the
@@ -49,7 +57,8 @@ def build(ctx: click.Context, tree: Path | None, lane: str, out: Path | None,
     from patchctl.release.build import build_release
 
     result = build_release(stack_of(ctx), tree, lane=lane, out=out,
-                           upstream_target=upstream_target, progress=progress)
+                           upstream_target=upstream_target, build_dir=build_dir,
+                           progress=progress)
     end_progress()
     if as_json:
         emit_json(result.to_dict())

@@ -3,5 +3,6 @@
 - ``layout``: the package's files and their checksums, the archive format;
 - ``sbom``: the SPDX 2.3 document;
 - ``build``: ``patchctl release build``;
-- ``check``: ``patchctl release verify``.
+- ``check``: ``patchctl release verify``;
+- ``devices``: the vulkan lane's device facts (what a package was tested on).
 """

@@ -28,10 +28,10 @@ from patchctl.model import schemas
 from patchctl.model.fingerprint import make_lock, short
 from patchctl.model.stack import Stack, render_lock
 from patchctl.records.evidence import worker_identity
-from patchctl.release import documents, layout
+from patchctl.release import devices, documents, layout
 from patchctl.release.sbom import SbomInputs, document, license_id
 
-LANES = ("cpu", "cpu-avx2")
+LANES = ("cpu", "cpu-avx2", "vulkan")
 LICENSE_NAMES = ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")
 # Variables that would change what the compiler does behind the recipe's back.
 _DROPPED_ENV = ("CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "SOURCE_DATE_EPOCH")
@@ -77,6 +77,7 @@ def default_target(stack: Stack) -> str:
 
 def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
                   out: Path | None = None, upstream_target: str | None = None,
+                  build_dir: Path | None = None,
                   progress: Callable[[str], None] | None = None) -> ReleaseResult:
     t0 = time.perf_counter()
     say = progress or (lambda _m: None)
@@ -106,7 +107,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
     env.update(SOURCE_DATE_EPOCH=str(epoch), LC_ALL="C", TZ="UTC")
     out = (out or project / "build" / "release").absolute()
     with tempfile.TemporaryDirectory(prefix="patchctl-release-") as tmp:
-        build = Path(tmp) / "build"
+        build = _fresh_build_dir(build_dir) if build_dir else Path(tmp) / "build"
         configure_args = ["-G", "Ninja", "-DCMAKE_BUILD_TYPE=Release",
                           f"-DWORKER_UPSTREAM_TARGET={upstream_target}",
                           f"-DWORKER_RELEASE_LANE={lane}"]
@@ -123,6 +124,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
                 raise EnvironmentFailure(f"release {what} failed (exit {code}): "
                                          f"{_last_lines(log)}")
         identity = worker_identity(build / "bin" / "worker")
+        tested_on = devices.tested_on(build, env) if lane == "vulkan" else None
         package = _package_name(identity, lane)
         root = Path(tmp) / "stage" / package
         code, log, _ = run_tool([tools.cmake, "--install", str(build), "--component", "worker",
@@ -135,7 +137,8 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
         license_file = f"licenses/{stack.pin().name}/{Path(license_rel).name}"
         (root / license_file).write_text(license_text, encoding="utf-8")
         toolchain = {f"{identity['compiler']['id']} C++ compiler": identity["compiler"]["version"],
-                     "cmake": tools.cmake_version, "ninja": tools.ninja_version}
+                     "cmake": tools.cmake_version, "ninja": tools.ninja_version,
+                     **devices.shader_compiler(build, env)}
         man = documents.manifest(
             package=package, binary=layout.WORKER, identity=identity,
             upstream={"name": stack.pin().name, "url": stack.pin().url, "pin": lock.pin,
@@ -145,7 +148,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
             commit=commit, source_date_epoch=epoch,
             toolchain={**toolchain, "patchctl": __version__},
             configure=[*configure_args, "-DWORKER_STACK_LOCK=SRC/stack/stack.lock",
-                       "-DWORKER_UPSTREAM_DIR=TREE"])
+                       "-DWORKER_UPSTREAM_DIR=TREE"], tested_on=tested_on)
         _write_json(root / layout.MANIFEST, man)
         _write_json(root / layout.RECIPE, {
             "schema": layout.RECIPE_SCHEMA, "protocol_version": identity["protocol_version"],
@@ -196,6 +199,26 @@ def self_test(archive: Path, dest: Path) -> dict[str, Any]:
         raise SelfTestFailed(f"the packaged worker's self-test report is not JSON ({e}); "
                              "no archive written") from e
     return report
+
+
+BUILD_DIR_MARK = ".patchctl-release-build"
+
+
+def _fresh_build_dir(path: Path) -> Path:
+    """``--build-dir``: emptied for this build. Only a new or empty directory, or one a
+    previous release build marked as its own, is ever emptied."""
+    path = path.absolute()
+    if path.exists() and not path.is_dir():
+        raise InputError(f"--build-dir {path} is not a directory")
+    if path.is_dir() and any(path.iterdir()):
+        if not (path / BUILD_DIR_MARK).is_file():
+            raise InputError(f"--build-dir {path} is not empty and no release build made it: "
+                             "give a new or empty directory")
+        fsutil.remove_tree(path)
+    path.mkdir(parents=True, exist_ok=True)
+    (path / BUILD_DIR_MARK).write_text("a `patchctl release build` directory; emptied by the "
+                                       "next one\n")
+    return path
 
 
 def _clean_commit(project: Path) -> tuple[str, int]:
@@ -254,7 +277,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str,
                libraries: list[dict[str, str]]) -> str:
-    lane_info = man["lane"]
+    lane_info, backend = man["lane"], man.get("backend") or {"name": "cpu"}
     patches = "".join(f"  {p.name}  sha256 {layout.file_sha256(p.path)}\n"
                       for p in stack.patches())
     tools = "".join(f"  {k}: {v}\n" for k, v in sorted(man["toolchain"].items()))
@@ -266,7 +289,8 @@ def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str,
         f"# BUILDINFO for {man['package']}: what built it and how to rebuild it bit for bit.\n"
         f"package: {man['package']}\n"
         f"lane: {lane} ({lane_info['arch']}; CPU features: "
-        f"{', '.join(lane_info['cpu_features']) or 'none'})\n"
+        f"{', '.join(lane_info['cpu_features']) or 'none'}; backend {backend['name']})\n"
+        f"{devices.buildinfo_lines(backend)}"
         f"source commit: {man['source']['commit']}\n"
         f"SOURCE_DATE_EPOCH: {man['source']['source_date_epoch']}\n"
         f"upstream: {man['upstream']['name']} {man['upstream']['pin']} "
@@ -276,7 +300,8 @@ def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str,
         f"toolchain:\n{tools}"
         f"libraries (the same versions rebuild the same bytes):\n{libs}"
         "environment: SOURCE_DATE_EPOCH as above, LC_ALL=C, TZ=UTC; CFLAGS, CXXFLAGS, "
-        "CPPFLAGS, LDFLAGS and CMAKE_* unset\n"
+        "CPPFLAGS, LDFLAGS and CMAKE_* unset"
+        f"{devices.buildinfo_environment(backend)}\n"
         "\n"
         "commands (SRC: the checkout at the source commit; TREE: the tree made by\n"
         "`patchctl apply --into TREE`; BUILD: an empty directory; STAGE: the package):\n"

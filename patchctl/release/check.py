@@ -7,7 +7,8 @@ and, only once all of those pass, since nothing from a package that fails a
 check is run: an identity the binary does not report (``worker --version
 --json``, of its schema too) or that the manifest, recipe or SBOM disagrees with,
 a lane this host cannot run, and finally whatever the packaged worker's own
-start-up check refuses. An archive is unpacked into a temp dir that goes on
+start-up check refuses (for the vulkan lane: a host where ggml-vulkan has no
+Vulkan device to run on, the worker's exit 14). An archive is unpacked into a temp dir that goes on
 every way out, after ``layout.extract`` has checked its size and headers.
 """
 
@@ -28,6 +29,7 @@ from patchctl.release import documents, layout
 from patchctl.untrusted import BadDocument, parse_json, printable, read_json, shorten
 
 MAX_SUMS_BYTES = 1 << 20
+EXIT_NO_DEVICE = 14  # the worker's kExitDevice (native/include/worker/startup.hpp)
 MAX_DOCUMENT_BYTES = 4 << 20
 
 
@@ -104,8 +106,9 @@ def _worker_gate(root: Path, found: list[str]) -> None:
         return
     if proc.returncode != 0:
         line = (proc.stderr.strip().splitlines() or [""])[-1]
-        found.append(f"the packaged worker refuses to start (exit {proc.returncode}): "
-                     f"{shorten(line, 300)}")
+        what = ("this host has no Vulkan device the package runs on"
+                if proc.returncode == EXIT_NO_DEVICE else "the packaged worker refuses to start")
+        found.append(f"{what} (exit {proc.returncode}): {shorten(printable(line), 300)}")
 
 
 def _check_sums(root: Path, report: VerifyReport) -> dict[str, str] | None:
@@ -197,6 +200,8 @@ def _compare_manifest(man: dict[str, Any], identity: dict[str, Any], found: list
     for key in ("engine_version", "protocol_version", "certification", "build_type"):
         _differ(found, where, key, worker.get(key), identity.get(key))
     _differ(found, where, "lane", man.get("lane"), identity.get("lane"))
+    backend = {k: v for k, v in (man.get("backend") or {}).items() if k != "tested_on"}
+    _differ(found, where, "backend", backend, identity.get("backend") or {"name": "cpu"})
     upstream_tree = (identity.get("upstream_build") or {}).get("tree")
     _differ(found, where, "upstream tree", (man.get("upstream") or {}).get("tree"), upstream_tree)
 

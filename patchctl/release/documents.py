@@ -33,6 +33,17 @@ STACK_SCHEMA = _object({
 })
 LANE_SCHEMA = _object({"name": _STR, "arch": _STR, "cpu_features": _STRINGS,
                        "release": {"type": "boolean"}})
+# The compute backend the worker links: cpu, or vulkan with the loader and headers
+# versions its configure found (a worker from before backends has none: cpu).
+BACKEND_SCHEMA = _object({"name": _STR}, loader=_STR, headers=_STR)
+# What `worker --devices --json` prints in a Vulkan build (src/backend/vulkan_device.cpp).
+_PHYSICAL = _object({"name": _STR, "type": _STR, "api_version": _STR, "driver": _STR,
+                     "driver_info": _STR})
+DEVICES_SCHEMA = _object({
+    "backend": _STR,
+}, loader=_STR, devices={"type": "array", "items": _object(
+    {"name": _STR, "description": _STR},
+    physical={"anyOf": [{"type": "null"}, _PHYSICAL]})})
 
 # `worker --version --json` (native/src/core/identity.cpp, identity_json).
 IDENTITY_SCHEMA = _object({
@@ -48,7 +59,8 @@ IDENTITY_SCHEMA = _object({
     "lane": LANE_SCHEMA,
 }, libraries={"type": "array",
               "items": _object({"name": _STR, "version": _STR, "license": _STR,
-                                "linkage": _STR})})
+                                "linkage": _STR})},
+    backend=BACKEND_SCHEMA)
 
 # manifest.json, patchctl.release/1: what ``manifest`` writes.
 MANIFEST_SCHEMA = _object({
@@ -66,7 +78,8 @@ MANIFEST_SCHEMA = _object({
     "source": _object({"commit": _STR, "source_date_epoch": _INT}),
     "toolchain": {"type": "object", "additionalProperties": _STR},
     "configure": _STRINGS,
-})
+}, backend=_object({"name": _STR}, loader=_STR, headers=_STR,
+                   tested_on=_object({"loader": _STR, "devices": {"type": "array"}})))
 
 # recipe.json, worker.recipe/1 (the worker's --check refuses more than this does).
 RECIPE_SCHEMA = _object({
@@ -88,9 +101,14 @@ SBOM_SCHEMA = _object({
 
 def manifest(*, package: str, binary: str, identity: dict[str, Any], upstream: dict[str, Any],
              commit: str, source_date_epoch: int, toolchain: dict[str, str],
-             configure: list[str]) -> dict[str, Any]:
+             configure: list[str], tested_on: dict[str, Any] | None = None) -> dict[str, Any]:
     """manifest.json of a package: the worker's identity (``worker --version --json``),
-    the upstream it links (name, url, pin, tree, target, license) and how it was built."""
+    its backend (and, for vulkan, ``tested_on``: the loader and devices the build
+    machine's ``worker --devices`` reported), the upstream it links (name, url, pin,
+    tree, target, license) and how it was built."""
+    backend: dict[str, Any] = dict(identity.get("backend") or {"name": "cpu"})
+    if tested_on is not None:
+        backend["tested_on"] = tested_on
     return {
         "schema": schemas.RELEASE,
         "package": package,
@@ -99,6 +117,7 @@ def manifest(*, package: str, binary: str, identity: dict[str, Any], upstream: d
                    "build_type": identity["build_type"],
                    "certification": identity["certification"]},
         "lane": identity["lane"],
+        "backend": backend,
         "stack": identity["stack"],
         "upstream": upstream,
         "source": {"commit": commit, "source_date_epoch": source_date_epoch},

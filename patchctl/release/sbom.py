@@ -2,7 +2,8 @@
 
 It names the worker, the upstream at its pin with the license found in the
 pinned tree, each patch of the stack with its sha256, the libraries the
-worker was built with (nlohmann/json, OpenSSL: name, version as configure
+worker was built with (nlohmann/json, OpenSSL, and for the vulkan lane the
+Vulkan loader, linked dynamically, and headers: name, version as configure
 found it, license, linkage; from the binary's identity), the toolchain that
 built the binary and patchctl itself, and the files that ship with their
 SHA-1 and SHA-256 (SPDX 2.3 requires SHA-1 for files). Everything in it comes
@@ -32,8 +33,11 @@ _KNOWN_LICENSES = (
 
 # Where a library the worker is built with lives (native/cmake/Libraries.cmake).
 _LIBRARY_HOMEPAGES = {"nlohmann_json": "https://github.com/nlohmann/json",
-                      "OpenSSL": "https://www.openssl.org"}
-_SPDX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*")
+                      "OpenSSL": "https://www.openssl.org",
+                      "Vulkan-Loader": "https://github.com/KhronosGroup/Vulkan-Loader",
+                      "Vulkan-Headers": "https://github.com/KhronosGroup/Vulkan-Headers"}
+# An SPDX license id, or ids joined by OR / AND (Vulkan-Headers: "Apache-2.0 OR MIT").
+_SPDX_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9.+-]*(?: (?:OR|AND) [A-Za-z0-9][A-Za-z0-9.+-]*)*")
 
 
 def license_id(text: str) -> str | None:
@@ -117,7 +121,9 @@ def document(inp: SbomInputs) -> dict[str, Any]:
         p = package(lid, name, lib.get("version") or "NOASSERTION",
                     license_declared=declared if _SPDX_ID.fullmatch(declared) else "NOASSERTION",
                     comment=f"a library the worker is built with ({linkage}), the build "
-                    "machine's installation at the version configure found")
+                    "machine's installation at the version configure found"
+                    + ("; the host's libvulkan.so.1 is loaded at run time" if linkage == "shared"
+                       and name == "Vulkan-Loader" else ""))
         if name in _LIBRARY_HOMEPAGES:
             p["homepage"] = _LIBRARY_HOMEPAGES[name]
         packages.append(p)

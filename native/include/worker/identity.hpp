@@ -68,6 +68,11 @@ struct BuildIdentity {
   std::string lane_arch;
   std::vector<std::string> lane_features;
   bool release = false;  // built by `patchctl release build`: checks its package at start
+  // The compute backend linked (native/cmake/Lanes.cmake): "cpu" or "vulkan"; for
+  // vulkan, the loader and headers versions configure found (native/cmake/Vulkan.cmake).
+  std::string backend = "cpu";
+  std::string backend_loader;
+  std::string backend_headers;
   std::vector<Library> libraries;
 };
 

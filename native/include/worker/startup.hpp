@@ -5,7 +5,9 @@
 //      very binary (protocol, engine version, pin, stack fingerprint, lane);
 //   2. its hardware lane: this CPU has every instruction-set feature the lane
 //      was built for;
-//   3. a runtime recipe, when given: the protocol, pin, stack fingerprint and
+//   3. the vulkan lane's device (src/backend/vulkan_device.cpp): ggml-vulkan
+//      has a device to run on here;
+//   4. a runtime recipe, when given: the protocol, pin, stack fingerprint and
 //      lane it requires are this worker's, and each model or split file it
 //      names has the sha256 it names.
 //
@@ -25,6 +27,7 @@ inline constexpr int kExitPackage = 10;   // the package fails its checksums or 
 inline constexpr int kExitLane = 11;      // this CPU cannot run the lane
 inline constexpr int kExitRecipe = 12;    // the recipe does not match (or is unreadable)
 inline constexpr int kExitSelfTest = 13;  // --self-test found a failing check
+inline constexpr int kExitDevice = 14;    // the vulkan lane finds no Vulkan device to run on
 
 struct Refusal {
   int exit_code = 0;

@@ -32,6 +32,9 @@ json::Value identity_json(const BuildIdentity& id) {
                                         {"license", l.license},
                                         {"linkage", l.linkage}});
   }
+  json::Object backend{{"name", id.backend}};
+  if (!id.backend_loader.empty()) backend.emplace("loader", id.backend_loader);
+  if (!id.backend_headers.empty()) backend.emplace("headers", id.backend_headers);
   return json::Object{
       {"protocol_version", static_cast<int>(kProtocolVersion)},
       {"engine_version", id.engine_version},
@@ -52,6 +55,7 @@ json::Value identity_json(const BuildIdentity& id) {
                             {"arch", id.lane_arch},
                             {"cpu_features", std::move(features)},
                             {"release", id.release}}},
+      {"backend", std::move(backend)},
       {"libraries", std::move(libraries)},
   };
 }
@@ -77,6 +81,10 @@ std::string identity_text(const BuildIdentity& id) {
   if (!id.lane_features.empty()) {
     out << ", needs";
     for (const std::string& f : id.lane_features) out << " " << f;
+  }
+  out << "\nbackend: " << id.backend;
+  if (!id.backend_loader.empty()) {
+    out << " (Vulkan loader " << id.backend_loader << ", headers " << id.backend_headers << ")";
   }
   out << "\nlibraries:";
   for (std::size_t i = 0; i < id.libraries.size(); ++i) {

@@ -150,6 +150,7 @@ std::optional<Refusal> check_package(const std::string& root_text, const BuildId
     return r;
   }
   if (auto r = differs("lane", string_at(m, {"lane", "name"}), id.lane)) return r;
+  if (auto r = differs("backend", string_at(m, {"backend", "name"}), id.backend)) return r;
   step = {"package", "ok", std::to_string(listed.size()) + " files match SHA256SUMS; "
                                "manifest.json describes this binary"};
   return std::nullopt;

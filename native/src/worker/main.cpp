@@ -22,6 +22,10 @@
 #include "../stage/pipeline.hpp"
 #endif
 
+#ifdef WORKER_HAVE_VULKAN
+#include "../backend/vulkan_device.hpp"
+#endif
+
 #ifndef WORKER_BUILD_TYPE
 #error "WORKER_BUILD_TYPE must be defined by the build ($<CONFIG>)"
 #endif
@@ -33,14 +37,17 @@ constexpr std::string_view kUsage =
     "       worker --capabilities [--json]\n"
     "       worker --check [--recipe FILE] [--json]\n"
     "       worker --self-test [--recipe FILE] [--json]\n"
+    "       worker --devices [--json]\n"
     "\n"
     "  --version        what this binary was built from: stack fingerprint,\n"
     "                   patches, toolchain, certification, upstream build, lane\n"
     "  --capabilities   capabilities backed by a certification record\n"
     "  --check          run the start-up checks and stop: the package's\n"
     "                   SHA256SUMS and manifest (release builds), the CPU lane,\n"
-    "                   and the recipe when given\n"
+    "                   the Vulkan device (vulkan lane), and the recipe when given\n"
     "  --self-test      the start-up checks, then the deterministic CPU lane\n"
+    "  --devices        the backend's devices on this host, as the Vulkan loader\n"
+    "                   and ggml-vulkan see them (no start-up check)\n"
     "  --recipe FILE    a runtime recipe (JSON, schema worker.recipe/1) naming\n"
     "                   the protocol, pin, stack fingerprint, lane and\n"
     "                   model/split sha256s this run requires\n"
@@ -51,14 +58,16 @@ constexpr std::string_view kUsage =
     "\n"
     "exit codes: 0 ok, 2 usage, 3 output or library error, 10 package fails its\n"
     "checksums or manifest, 11 this CPU cannot run the lane, 12 recipe does not\n"
-    "match, 13 self-test failed, 20-25 stage mode (below)\n";
+    "match, 13 self-test failed, 14 the vulkan lane finds no Vulkan device to run\n"
+    "on (none, or only a CPU-type one that GGML_VK_VISIBLE_DEVICES does not name),\n"
+    "20-25 stage mode (below)\n";
 
 int usage_error(std::string_view message) {
   std::cerr << "worker: " << message << "\n" << kUsage;
   return 2;
 }
 
-enum class Mode { kNone, kVersion, kCapabilities, kCheck, kSelfTest };
+enum class Mode { kNone, kVersion, kCapabilities, kCheck, kSelfTest, kDevices };
 
 // --stage, --drive and --write-tiny-model take the rest of the command line.
 bool is_stage_mode(std::string_view arg) {
@@ -92,6 +101,10 @@ std::optional<worker::Refusal> gate(const worker::BuildIdentity& id, const char*
   steps.push_back(step);
   if (auto r = worker::check_lane(id, worker::detect_cpu_features(), step)) return r;
   steps.push_back(step);
+#ifdef WORKER_HAVE_VULKAN
+  if (auto r = worker::vulkan::check_device(id, step)) return r;
+  steps.push_back(step);
+#endif
   if (recipe.empty()) {
     steps.push_back({"recipe", "skipped", "no --recipe given"});
   } else {
@@ -162,6 +175,8 @@ int run(int argc, char** argv) {
       next = Mode::kCheck;
     } else if (arg == "--self-test") {
       next = Mode::kSelfTest;
+    } else if (arg == "--devices") {
+      next = Mode::kDevices;
     } else if (arg == "--recipe") {
       if (i + 1 >= argc) return usage_error("--recipe needs a FILE");
       recipe = argv[++i];
@@ -177,14 +192,15 @@ int run(int argc, char** argv) {
     }
     if (mode != Mode::kNone) {
       return usage_error(
-          "give exactly one of --version, --capabilities, --check and --self-test");
+          "give exactly one of --version, --capabilities, --check, --self-test and --devices");
     }
     mode = next;
   }
   if (mode == Mode::kNone) {
-    return usage_error("give exactly one of --version, --capabilities, --check and --self-test");
+    return usage_error("give exactly one of --version, --capabilities, --check, --self-test and --devices");
   }
-  if (!recipe.empty() && (mode == Mode::kVersion || mode == Mode::kCapabilities)) {
+  if (!recipe.empty() &&
+      (mode == Mode::kVersion || mode == Mode::kCapabilities || mode == Mode::kDevices)) {
     return usage_error("--recipe goes with --check or --self-test");
   }
 
@@ -193,6 +209,19 @@ int run(int argc, char** argv) {
   if (mode == Mode::kVersion) {
     std::cout << (as_json ? worker::json::dump(worker::identity_json(id)) + "\n"
                           : worker::identity_text(id));
+    std::cout.flush();
+    return std::cout ? 0 : 3;
+  }
+
+  if (mode == Mode::kDevices) {  // what this host offers, for `patchctl release build`
+#ifdef WORKER_HAVE_VULKAN
+    const worker::vulkan::Probe probe = worker::vulkan::probe();
+    std::cout << (as_json ? worker::json::dump(worker::vulkan::probe_json(probe)) + "\n"
+                          : worker::vulkan::probe_text(probe));
+#else
+    std::cout << (as_json ? worker::json::dump(worker::json::Object{{"backend", id.backend}}) + "\n"
+                          : "backend " + id.backend + ": no device to probe\n");
+#endif
     std::cout.flush();
     return std::cout ? 0 : 3;
   }
