@@ -37,6 +37,7 @@ import argparse
 import asyncio
 import hashlib
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -455,7 +456,7 @@ def render(result: dict) -> str:
            f"({result['model']['bytes'] / 1e6:.0f} MB, sha256 {result['model']['sha256'][:16]}), "
            f"{p['prompt']}-token prompt, {p['steps']} steps, {p['threads']} thread(s) per process, "
            f"batch {p['batch']}, our reply mode {p['reply']}",
-           f"machine: {m['nproc']} CPUs ({m.get('cpu')}), "
+           f"machine: {m['nproc']} CPUs ({m.get('cpu')}), run on CPUs {p.get('cpus')}, "
            f"load {p['load_start']} -> {p['load_end']}; "
            f"relay: {result['relay']['rtt_direct_us']:.0f} us direct / "
            f"{result['relay']['rtt_relayed_us']:.0f} us relayed round trip, "
@@ -477,6 +478,15 @@ def render(result: dict) -> str:
     return "\n".join(out)
 
 
+def parse_cpus(text: str) -> set[int]:
+    """`0`, `0-1`, `0,2`: the CPUs of --cpus."""
+    cpus: set[int] = set()
+    for part in text.split(","):
+        first, _, last = part.partition("-")
+        cpus.update(range(int(first), int(last or first) + 1))
+    return cpus
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--build", required=True, type=Path,
@@ -493,6 +503,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3,
                     help="timed runs of ours (median) and llama-bench -r (mean)")
     ap.add_argument("--processes", default="1,2,3")
+    ap.add_argument("--cpus", help="run everything (this process, its relay, every stage, "
+                    "server and driver of both designs) on these CPUs, e.g. 0 or 0-1: "
+                    "shows what the processes' placement on the cores costs")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
@@ -504,6 +517,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"pipeline_vs_rpc: {t} is missing (see the docstring for the build)",
                   file=sys.stderr)
             return 3
+    if a.cpus:
+        # children inherit the affinity: the same placement for both designs
+        os.sched_setaffinity(0, parse_cpus(a.cpus))
     load_start = loadavg()
     relays = Relays()
     try:
@@ -533,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
                          "batch": a.batch, "reply": a.reply, "reps": a.reps,
                          "bytes_steps": a.bytes_steps, "short_steps": a.short_steps,
                          "splits": {str(k): v for k, v in SPLITS.items()},
+                         "cpus": sorted(os.sched_getaffinity(0)),
                          "load_start": load_start, "load_end": loadavg()},
               "relay": relay, "rows": rows, "targets": evaluate(rows),
               "machine": machine_facts()}
