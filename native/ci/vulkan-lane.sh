@@ -18,7 +18,8 @@
 # CMAKE and CTEST (default from PATH, >= 3.21, with ninja on PATH),
 # UPSTREAM (the llama.cpp clone patchctl applies to), VK_LANE_SKIP_APT=1 (the
 # packages are already there), VK_LANE_CCACHE=1 (compile through ccache),
-# VK_LANE_ARCHS=1 (also test-llama-archs -r/-b/-f on the device: the archs step),
+# VK_LANE_ARCHS=1 (also test-llama-archs -r/-b/-f on the device: the archs step;
+# VK_LANE_ARCHS_MODES picks some of r b f),
 # VK_LANE_DEVICE=lavapipe (lavapipe even where a GPU-type device is present;
 # default auto: a GPU when vulkaninfo shows one, else lavapipe).
 #
@@ -279,7 +280,7 @@ archs() {
   fi
   mkdir -p "$WORK/archs"
   local m
-  for m in r b f; do
+  for m in ${VK_LANE_ARCHS_MODES:-r b f}; do
     "$BUILD/bin/test-llama-archs" -s 42 -d Vulkan0 "-$m" "$WORK/archs" >"$WORK/archs-$m.log" 2>&1 ||
       { grep -E '^\|.*\|FAIL' "$WORK/archs-$m.log"; tail -n 2 "$WORK/archs-$m.log"; exit 1; }
     grep -E '^(layer ranges|boundary I/O|filtered state)' "$WORK/archs-$m.log"
