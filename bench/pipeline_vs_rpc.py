@@ -463,7 +463,8 @@ def render(result: dict) -> str:
            f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk", "",
            f"{'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} {'TTFT s':>8} "
            f"{'wire B/gen tok':>15} {'load wire B':>13}",
-           f"(t/s: median of {p['reps']} runs for ours, llama-bench's mean of -r {p['reps']})"]
+           f"(t/s: median of {p['reps']} runs for ours, llama-bench's mean of -r {p['reps']}; "
+           f"the median of {p.get('rounds', 1)} round(s) of every design in turn)"]
     for r in result["rows"]:
         out.append(f"{r['design']:22} {r['processes']:>5} {r['prompt_tps']:>11.1f} "
                    f"{r['gen_tps']:>9.2f} {r['ttft_s']:>8.2f} "
@@ -476,6 +477,21 @@ def render(result: dict) -> str:
         res = "n/a" if t["pass"] is None else ("PASS" if t["pass"] else "FAIL")
         out.append(f"{key:<44} {val:>10} {lim:>10}  {res}")
     return "\n".join(out)
+
+
+def combine(rounds: list[list[dict]]) -> list[dict]:
+    """One row per design and process count: the median of each speed over the rounds, the
+    rest from the first round; each round's speeds are kept."""
+    if len(rounds) == 1:
+        return rounds[0]
+    rows = []
+    for i, first in enumerate(rounds[0]):
+        row = dict(first)
+        for key in ("prompt_tps", "gen_tps", "ttft_s"):
+            row[key] = statistics.median(r[i][key] for r in rounds)
+            row[f"{key}_rounds"] = [r[i][key] for r in rounds]
+        rows.append(row)
+    return rows
 
 
 def parse_cpus(text: str) -> set[int]:
@@ -503,6 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reps", type=int, default=3,
                     help="timed runs of ours (median) and llama-bench -r (mean)")
     ap.add_argument("--processes", default="1,2,3")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="measure every design this many times, in turn, and report the median "
+                         "of the rounds: a drift of the machine's speed then reaches all designs")
     ap.add_argument("--cpus", help="run everything (this process, its relay, every stage, "
                     "server and driver of both designs) on these CPUs, e.g. 0 or 0-1: "
                     "shows what the processes' placement on the cores costs")
@@ -526,17 +545,21 @@ def main(argv: list[str] | None = None) -> int:
         relay = relay_overhead(relays)
         log(f"relay: {relay}")
         model, sha = write_model(tools, a.model_dir, a.type)
-        rows: list[dict] = []
+        rounds: list[list[dict]] = []
         reference: dict | None = None
-        for n in [int(x) for x in a.processes.split(",")]:
-            if n == 1:
-                reference = drive_ours(tools, model, 1, a.prompt, a.steps, relays)
-            log(f"ours@{n}")
-            rows.append(measure_ours(tools, model, n, a, relays, reference))
-            log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
-            log(f"rpc@{n}")
-            rows.append(measure_rpc(tools, model, n, a, relays))
-            log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
+        for k in range(a.rounds):
+            rows: list[dict] = []
+            for n in [int(x) for x in a.processes.split(",")]:
+                if n == 1 and reference is None:
+                    reference = drive_ours(tools, model, 1, a.prompt, a.steps, relays)
+                log(f"round {k + 1}: ours@{n}")
+                rows.append(measure_ours(tools, model, n, a, relays, reference))
+                log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
+                log(f"round {k + 1}: rpc@{n}")
+                rows.append(measure_rpc(tools, model, n, a, relays))
+                log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
+            rounds.append(rows)
+        rows = combine(rounds)
     except (BenchError, subprocess.SubprocessError, OSError, StopIteration) as e:
         print(f"pipeline_vs_rpc: {e}", file=sys.stderr)
         return 3
@@ -547,6 +570,7 @@ def main(argv: list[str] | None = None) -> int:
                         "shape": SHAPE, "seed": SEED, "type": a.type},
               "params": {"prompt": a.prompt, "steps": a.steps, "threads": a.threads,
                          "batch": a.batch, "reply": a.reply, "reps": a.reps,
+                         "rounds": a.rounds,
                          "bytes_steps": a.bytes_steps, "short_steps": a.short_steps,
                          "splits": {str(k): v for k, v in SPLITS.items()},
                          "cpus": sorted(os.sched_getaffinity(0)),
