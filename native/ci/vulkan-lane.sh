@@ -275,7 +275,7 @@ PY
 archs() {
   stamp "test-llama-archs -r/-b/-f -d Vulkan0"
   if [ ! -x "$BUILD/bin/test-llama-archs" ]; then
-    "$CMAKE" -B "$BUILD" -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_COMMON=ON >/dev/null
+    "$CMAKE" -S "$REPO/native" -B "$BUILD" -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_COMMON=ON >/dev/null
     "$CMAKE" --build "$BUILD" -j "$(nproc)" --target test-llama-archs | tail -n 1
   fi
   mkdir -p "$WORK/archs"
