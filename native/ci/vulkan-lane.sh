@@ -172,6 +172,19 @@ ctests() {
   grep -E 'Test +#|tests passed|tests failed|Total Test' "$log"
 }
 
+# stage_log LAYERS NGL LOG: start a stage with llama.cpp's log in LOG, wait until it
+# has placed its layers, stop it (the log is removed first: a redirect truncates only
+# once the background job runs, so the wait could read the last stage's log).
+stage_log() {
+  rm -f "$3"
+  WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "$1" --n-gpu-layers "$2" --listen 127.0.0.1:0 \
+    --timeout-ms 2000 2>"$3" >/dev/null &
+  local pid=$!
+  for _ in $(seq 50); do grep -qs offloaded "$3" && break; sleep 0.1; done
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+}
+
 offload_check() {
   stamp "offload check: --n-gpu-layers 99 on the tiny model"
   W="$BUILD/bin/worker"
@@ -187,13 +200,7 @@ offload_check() {
   "$W" --drive --model "$M" --local --steps 6 --json >"$O/local-cpu.json"
   echo "local, CPU:      $(digest "$O/local-cpu.json")"
   for split in 0:2,2:4 0:1,1:3,3:4; do
-    rm -f "$O/stage.log"  # the last stage's, which the wait below would otherwise read
-    WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "${split##*,}" --n-gpu-layers 99 --listen 127.0.0.1:0 \
-      --timeout-ms 2000 2>"$O/stage.log" >/dev/null &
-    pid=$!
-    for _ in $(seq 50); do grep -qs offloaded "$O/stage.log" && break; sleep 0.1; done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stage_log "${split##*,}" 99 "$O/stage.log"
     echo "stage ${split##*,}: $(grep -E 'offloaded|Vulkan0 model buffer' "$O/stage.log" | tr -s ' ' | tr '\n' ';')"
     "$W" --drive --model "$M" --split "$split" --steps 6 --n-gpu-layers 99 --check-local --json >"$O/split.json"
     echo "split $split: $(digest "$O/split.json")"
@@ -203,13 +210,7 @@ offload_check() {
   # [2,4) its output (layer 4) on Vulkan0 and its layers 2 and 3 on the CPU.
   stamp "partial offload: --n-gpu-layers 1 on the stages [0,2) and [2,4)"
   for layers in 0:2 2:4; do
-    rm -f "$O/partial.log"
-    WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "$layers" --n-gpu-layers 1 --listen 127.0.0.1:0 \
-      --timeout-ms 2000 2>"$O/partial.log" >/dev/null &
-    pid=$!
-    for _ in $(seq 50); do grep -qs offloaded "$O/partial.log" && break; sleep 0.1; done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stage_log "$layers" 1 "$O/partial.log"
     placed=$(grep -o 'layer *[0-9]* assigned to device [A-Za-z0-9_]*' "$O/partial.log" | tr -s ' ' | sort -u | tr '\n' ';')
     echo "stage $layers, --n-gpu-layers 1: $placed"
     want=$([ "$layers" = 0:2 ] && echo 'layer 1 assigned to device Vulkan0' || echo 'layer 4 assigned to device Vulkan0')
@@ -235,13 +236,7 @@ offload_check() {
   # with them, the difference is measured and printed, not failed.
   stamp "mixed chains: a CPU stage and a Vulkan stage"
   for layers in 0:2/0 2:4/99; do
-    rm -f "$O/mixed.log"
-    WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "${layers%/*}" --n-gpu-layers "${layers#*/}" \
-      --listen 127.0.0.1:0 --timeout-ms 2000 2>"$O/mixed.log" >/dev/null &
-    pid=$!
-    for _ in $(seq 50); do grep -qs offloaded "$O/mixed.log" && break; sleep 0.1; done
-    kill "$pid" 2>/dev/null || true
-    wait "$pid" 2>/dev/null || true
+    stage_log "${layers%/*}" "${layers#*/}" "$O/mixed.log"
     echo "stage ${layers%/*}, --n-gpu-layers ${layers#*/}: $(grep -o 'layer *[0-9]* assigned to device [A-Za-z0-9_]*' "$O/mixed.log" | tr -s ' ' | sort -u | tr '\n' ';')"
   done
   GGML_VK_DISABLE_FUSION=1 "$W" --drive --model "$M" --split 0:2,2:4 --n-gpu-layers 0,99 --steps 6 --check-local --json >"$O/mixed.json"
