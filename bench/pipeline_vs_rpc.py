@@ -17,6 +17,11 @@ processes it measures:
         that each server holds exactly the same layers as our stage (the output
         layer with the last one); 1 process is llama-bench in-process.
 
+Both take the prompt in chunks of --batch tokens (128; llama-bench -ub): our
+stages stream each chunk's boundary state on as soon as it is decoded (state
+parts), so the stages of a chain work on one prompt at once; llama.cpp
+pipelines RPC ubatches as it can.
+
 Every process that takes connections sits behind a byte-counting relay (an
 asyncio TCP proxy in this process, the same code for both designs). Reported
 for each: prompt tokens/s (--prompt tokens), generation tokens/s (--steps),
@@ -63,6 +68,10 @@ TARGETS = {
     "gen-tps/rpc@3": ("generation tokens/s, ours / llama.cpp RPC, 3 processes", 1.1, "min"),
     "gen-tps/local@2": ("generation tokens/s, ours 2 stages / in-process full model", 0.9, "min"),
     "gen-tps/local@3": ("generation tokens/s, ours 3 stages / in-process full model", 0.9, "min"),
+    # Not the targets: the prompt streams through our chain (state parts, protocol 3),
+    # RPC gets the same micro-batch (-ub = our --batch).
+    "prompt-tps/rpc@2": ("prompt tokens/s, ours / llama.cpp RPC, 2 processes", 1.1, "min"),
+    "prompt-tps/rpc@3": ("prompt tokens/s, ours / llama.cpp RPC, 3 processes", 1.1, "min"),
     "wire-bytes/rpc@2": ("wire bytes per generated token, ours / RPC, 2 processes", 0.1, "max"),
     "wire-bytes/rpc@3": ("wire bytes per generated token, ours / RPC, 3 processes", 0.1, "max"),
     # Bytes of a run that are not per token (load, setup, close): no weights, under 1 KiB.
@@ -434,6 +443,7 @@ def evaluate(rows: list[dict]) -> dict[str, dict[str, object]]:
         ours, rpc = by.get(("ours", n)), by.get(("rpc", n))
         if ours and rpc:
             values[f"gen-tps/rpc@{n}"] = ours["gen_tps"] / rpc["gen_tps"]
+            values[f"prompt-tps/rpc@{n}"] = ours["prompt_tps"] / rpc["prompt_tps"]
             values[f"wire-bytes/rpc@{n}"] = (ours["wire_bytes_per_gen_token"]
                                              / rpc["wire_bytes_per_gen_token"])
         if ours and local:
@@ -514,7 +524,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--short-steps", type=int, default=8)
     ap.add_argument("--bytes-steps", type=int, default=32)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--batch", type=int, default=512, help="our --batch and llama-bench -ub")
+    ap.add_argument("--batch", type=int, default=128,
+                    help="our --batch and llama-bench -ub: the prompt goes through both designs "
+                         "in chunks of this many tokens (ours streams them down the chain)")
     ap.add_argument("--reply", default="digest", choices=["all", "last", "digest"])
     ap.add_argument("--reps", type=int, default=3,
                     help="timed runs of ours (median) and llama-bench -r (mean)")

@@ -220,7 +220,7 @@ def test_manifest_recipe_and_buildinfo_describe_the_build(release: Release,
                                           "spdx": "MIT"}
     assert man["source"]["commit"] == git(release.checkout, "rev-parse", "HEAD").strip()
     recipe = json.loads((unpacked / "recipe.json").read_text())
-    assert recipe == {"schema": "worker.recipe/1", "protocol_version": 2,
+    assert recipe == {"schema": "worker.recipe/1", "protocol_version": 3,
                       "pin": man["stack"]["pin"], "stack_fingerprint": man["stack"]["fingerprint"],
                       "lane": "cpu", "artifacts": []}
     info = (unpacked / "BUILDINFO").read_text()
@@ -483,7 +483,7 @@ def test_worker_refuses_a_package_that_fails_its_checksums(unpacked: Path) -> No
     (lambda r: r.update(stack_fingerprint="a" * 64), "requires stack fingerprint aaaa"),
     (lambda r: r.update(pin="b" * 40), "requires pin bbbb"),
     (lambda r: r.update(lane="cpu-avx2"), "requires lane cpu-avx2, this worker is cpu"),
-    (lambda r: r.update(protocol_version=1), "requires protocol 1, this worker speaks 2"),
+    (lambda r: r.update(protocol_version=1), "requires protocol 1, this worker speaks 3"),
     (lambda r: r.update(stack_fingerprnt="x"), 'unknown key "stack_fingerprnt"'),
     (lambda r: r.update(artifacts=[{"path": "model.gguf", "sha256": "0" * 64}]),
      "artifact model.gguf has sha256"),

@@ -1,4 +1,4 @@
-// The wire frame (protocol 2) and its socket transport, model-free: every
+// The wire frame (protocol 3) and its socket transport, model-free: every
 // kind round-trips bit for bit; malformed, truncated, corrupt and wrong-width
 // frames, a silent peer and a peer that disconnects each give their own
 // error, never a hang or a crash.
@@ -43,6 +43,8 @@ void test_round_trips() {
   const std::vector<Frame> frames = {
       worker::tokens_frame(1, 0, 0, {5, 17, 0, 127}),
       sample_state(),
+      worker::state_frame(worker::FrameKind::kStatePart, 7, 0, 0,
+                          worker::make_test_hidden_state(3, 5, 43)),
       [] {
         Frame f = worker::state_frame(worker::FrameKind::kLogits, 1, 4, 11,
                                       worker::make_test_hidden_state(1, 9, 9));
@@ -90,10 +92,16 @@ void test_rejections() {
   expect_error(w, "bad magic", "magic");
   w = good;
   w[4] = 1;
-  expect_error(w, "protocol 1 frame", "protocol version 1, expected 2");
+  expect_error(w, "protocol 1 frame", "protocol version 1, expected 3");
+  w = good;
+  w[4] = 2;
+  expect_error(w, "protocol 2 frame", "protocol version 2, expected 3");
   w = good;
   w[8] = 0;
   expect_error(w, "kind 0", "unknown frame kind");
+  w = good;
+  w[8] = 7;
+  expect_error(w, "kind 7", "unknown frame kind 7");
   w = good;
   w[6] = 2;  // int32 data in a state frame
   expect_error(w, "dtype of another kind", "does not fit a state frame");

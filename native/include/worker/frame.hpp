@@ -1,4 +1,4 @@
-// The worker's wire frame (protocol 2): one message between a pipeline's
+// The worker's wire frame (protocol 3): one message between a pipeline's
 // driver and its stages, or between two stages.
 //
 // Layout, all integers little-endian whatever the host (docs/FORMATS.md):
@@ -7,7 +7,10 @@
 //        0     4  magic "WKHS"
 //        4     2  version (kProtocolVersion)
 //        6     2  dtype: 1 float32, 2 int32, 3 bytes (UTF-8 text)
-//        8     2  kind: 1 tokens, 2 boundary state, 3 logits, 4 end, 5 error
+//        8     2  kind: 1 tokens, 2 boundary state, 3 logits, 4 end, 5 error,
+//                 6 state part (the rows of a step's boundary state that are
+//                 decoded before its last ones: forwarded at once, never
+//                 answered; the step's state frame follows and is answered)
 //       10     2  reserved, 0
 //       12     4  n_tokens (rows)
 //       16     4  n_embd (row width: the residual width n_embd_boundary of a
@@ -36,7 +39,8 @@ namespace worker {
 // Bumped whenever the frame layout (or anything else on the wire) changes;
 // `worker --version` reports it so peers can refuse a mismatch.
 // 1: hidden-state frames only. 2: kinds, positions, sequence id and step.
-inline constexpr std::uint16_t kProtocolVersion = 2;
+// 3: state parts (a step's boundary state streamed as it is decoded).
+inline constexpr std::uint16_t kProtocolVersion = 3;
 
 inline constexpr std::array<std::uint8_t, 4> kFrameMagic{'W', 'K', 'H', 'S'};
 inline constexpr std::size_t kFrameHeaderSize = 48;
@@ -44,7 +48,14 @@ inline constexpr std::size_t kFrameHeaderSize = 48;
 inline constexpr std::uint64_t kMaxPayloadBytes = 1ULL << 31;
 
 enum class DType : std::uint16_t { kFloat32 = 1, kInt32 = 2, kBytes = 3 };
-enum class FrameKind : std::uint16_t { kTokens = 1, kState = 2, kLogits = 3, kEnd = 4, kError = 5 };
+enum class FrameKind : std::uint16_t {
+  kTokens = 1,
+  kState = 2,
+  kLogits = 3,
+  kEnd = 4,
+  kError = 5,
+  kStatePart = 6,
+};
 
 const char* kind_name(FrameKind kind);
 

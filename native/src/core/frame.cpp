@@ -74,6 +74,7 @@ const char* kind_name(FrameKind kind) {
     case FrameKind::kLogits: return "logits";
     case FrameKind::kEnd: return "end";
     case FrameKind::kError: return "error";
+    case FrameKind::kStatePart: return "state part";
   }
   return "unknown";
 }
@@ -203,7 +204,7 @@ std::string parse_header(const std::uint8_t* data, std::size_t size, FrameHeader
            std::to_string(kProtocolVersion);
   }
   const auto kind = get_le(data + kOffKind, 2);
-  if (kind < 1 || kind > 5) return "unknown frame kind " + std::to_string(kind);
+  if (kind < 1 || kind > 6) return "unknown frame kind " + std::to_string(kind);
   h.kind = static_cast<FrameKind>(kind);
   const auto dtype = get_le(data + kOffDType, 2);
   if (dtype != static_cast<std::uint16_t>(dtype_of(h.kind))) {

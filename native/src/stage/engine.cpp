@@ -1,6 +1,7 @@
 #include "engine.hpp"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -165,9 +166,11 @@ Engine::~Engine() {
   if (model_ != nullptr) llama_model_free(model_);
 }
 
-std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
-  const std::string bad = first() ? check_frame(in, FrameKind::kTokens, 1)
-                                  : check_frame(in, FrameKind::kState, n_embd_boundary_);
+std::optional<WireError> Engine::run(const Frame& in, Frame& out, const PartSink& sink) {
+  const bool part = in.kind == FrameKind::kStatePart;
+  const std::string bad =
+      first() ? check_frame(in, FrameKind::kTokens, 1)
+              : check_frame(in, part ? FrameKind::kStatePart : FrameKind::kState, n_embd_boundary_);
   if (!bad.empty()) return WireError{kExitFrame, "stage " + range_text() + ": " + bad};
   const auto n = static_cast<std::int32_t>(in.n_tokens);
   if (n_past_ + n > static_cast<std::int32_t>(llama_n_ctx(ctx_))) {
@@ -193,12 +196,13 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
     }
   }
   out = Frame();
-  out.kind = last() ? FrameKind::kLogits : FrameKind::kState;
+  out.kind = last() ? FrameKind::kLogits : part ? FrameKind::kStatePart : FrameKind::kState;
   out.seq_id = in.seq_id;
   out.step = in.step;
-  // The rows handed on: all of them, or (last, not all) the last one.
+  // The rows handed on: all of them, or (last, not all) the last one of a
+  // step (none of a part).
   const bool one_row = last() && reply_ != EngineOptions::Reply::kAll;
-  const std::int32_t first_row = one_row ? n - 1 : 0;
+  const std::int32_t first_row = !one_row ? 0 : part ? n : n - 1;
   out.n_tokens = static_cast<std::uint32_t>(n - first_row);
   const std::uint32_t width = last() ? n_vocab_ : n_embd_boundary_;
   out.n_embd = last() ? reply_width() : n_embd_boundary_;
@@ -208,6 +212,7 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
   // would abort the stage): the frame is decoded n_batch rows at a time, the
   // same ubatches llama.cpp would have cut from it.
   const auto n_batch = static_cast<std::int32_t>(llama_n_batch(ctx_));
+  std::int32_t handed = 0;  // rows already given to the sink
   for (std::int32_t c0 = 0; c0 < n; c0 += n_batch) {
     const std::int32_t m = std::min(n_batch, n - c0);
     llama_batch batch = llama_batch_init(m, first() ? 0 : static_cast<std::int32_t>(n_embd_boundary_), 1);
@@ -246,8 +251,27 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out) {
       } else {
         std::memcpy(dst, row, width * sizeof(float));
       }
-      if (last() && c0 + j == n - 1) out.next_token = argmax(row, width);
+      if (last() && !part && c0 + j == n - 1) out.next_token = argmax(row, width);
     }
+    if (sink && !last() && c0 + m < n) {
+      // Rows [handed, c0 + m) go on now; a stage before the last hands out every row.
+      Frame chunk;
+      chunk.kind = FrameKind::kStatePart;
+      chunk.seq_id = out.seq_id;
+      chunk.step = out.step;
+      chunk.n_tokens = static_cast<std::uint32_t>(c0 + m - handed);
+      chunk.n_embd = out.n_embd;
+      chunk.positions.assign(out.positions.begin() + handed, out.positions.begin() + c0 + m);
+      chunk.values.assign(out.values.begin() + static_cast<std::ptrdiff_t>(handed) * out.n_embd,
+                          out.values.begin() + static_cast<std::ptrdiff_t>(c0 + m) * out.n_embd);
+      if (auto e = sink(chunk)) return e;
+      handed = c0 + m;
+    }
+  }
+  if (handed > 0) {
+    out.positions.erase(out.positions.begin(), out.positions.begin() + handed);
+    out.values.erase(out.values.begin(), out.values.begin() + static_cast<std::ptrdiff_t>(handed) * out.n_embd);
+    out.n_tokens -= static_cast<std::uint32_t>(handed);
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,10 +77,19 @@ class Engine {
   // The width of this stage's reply rows when last: n_vocab or kDigestWidth.
   std::uint32_t reply_width() const;
 
-  // Decodes a tokens frame (first stage) or a boundary-state frame, whose
-  // positions must continue this stage's sequence, into a boundary-state
-  // frame (not last) or a logits frame with the greedy next token (last).
-  std::optional<WireError> run(const Frame& in, Frame& out);
+  // Takes the rows of each n_batch chunk of a frame but its last, as a state
+  // part, as soon as they are decoded: a stage before the last forwards them
+  // while it decodes the next chunk (a prompt streams down the chain).
+  using PartSink = std::function<std::optional<WireError>(const Frame& part)>;
+
+  // Decodes a tokens frame (first stage), a boundary-state frame or a state
+  // part, whose positions must continue this stage's sequence, into a
+  // boundary-state frame (not last; a state part for a state part) or a
+  // logits frame with the greedy next token (last). A part ends no step: the
+  // last stage hands out its rows with --reply all only, and no next token.
+  // With a sink (not last), every chunk but the last goes to it and out holds
+  // the last one.
+  std::optional<WireError> run(const Frame& in, Frame& out, const PartSink& sink = nullptr);
 
   // The sequence's state (llama_state_seq_get_data), and its restore.
   std::vector<std::uint8_t> save_sequence() const;

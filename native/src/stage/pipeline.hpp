@@ -6,8 +6,11 @@
 //
 // A request/response hop per stage: each stage decodes its range, forwards its
 // boundary state to --next and relays the reply back; the last stage answers
-// with the logits and the greedy next token. `end` shuts the chain down in
-// order (each stage forwards it and waits for the acknowledgement).
+// with the logits and the greedy next token. A step longer than --batch
+// streams: each chunk's state but the last goes on as a state part as soon as
+// it is decoded (never answered), so the stages work on a prompt at once.
+// `end` shuts the chain down in order (each stage forwards it and waits for
+// the acknowledgement).
 #pragma once
 
 #include <cstdint>

@@ -47,6 +47,13 @@ class Stage {
  private:
   int fail(const WireError& e);
   std::optional<WireError> exchange(const Frame& out, Frame& reply, std::size_t* sent = nullptr);
+  std::optional<WireError> send_part(const Frame& part);
+  // Where the engine hands a step's earlier chunks: the next stage, if any.
+  Engine::PartSink sink() {
+    if (!o_.next) return nullptr;
+    return [this](const Frame& part) { return send_part(part); };
+  }
+  std::optional<WireError> take_part(const Frame& in);
   std::string who_up() const { return engine_->first() ? "the driver" : "the previous stage"; }
   std::string who_down() const { return "the next stage at " + net::to_string(*o_.next); }
 
@@ -55,6 +62,12 @@ class Stage {
   net::Socket listener_, up_, down_;
   Stats stats_;
   Replay replay_;
+  // With --recover-ms, the parts of the current step sent to the next stage:
+  // after a reconnect they are resent before the step's state frame.
+  std::vector<Frame> parts_sent_;
+  // The last stage: the logits rows of the current step's parts (--reply all),
+  // answered with the rows of its state frame.
+  Frame pending_;
 };
 
 int Stage::fail(const WireError& e) {
@@ -71,7 +84,13 @@ int Stage::fail(const WireError& e) {
 std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::size_t* sent) {
   std::optional<Deadline> recovery;
   for (;;) {
-    std::optional<WireError> e = net::write_frame(down_.fd(), out, o_.timeout_ms, sent);
+    std::optional<WireError> e;
+    if (recovery) {
+      for (const Frame& part : parts_sent_) {
+        if ((e = net::write_frame(down_.fd(), part, o_.timeout_ms))) break;
+      }
+    }
+    if (!e) e = net::write_frame(down_.fd(), out, o_.timeout_ms, sent);
     if (!e) {
       net::FrameRead r = net::read_frame(down_.fd(), o_.timeout_ms, who_down());
       if (r.frame) {
@@ -97,6 +116,49 @@ std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::si
     down_ = net::connect_to(*o_.next, std::max(recovery->remaining_ms(), 1), why);
     if (!down_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
   }
+}
+
+std::optional<WireError> Stage::send_part(const Frame& part) {
+  std::size_t sent = 0;
+  std::optional<WireError> e = net::write_frame(down_.fd(), part, o_.timeout_ms, &sent);
+  if (!e) {
+    stats_.bytes_to_next += static_cast<std::int64_t>(sent);
+    stats_.frames_to_next += 1;
+  }
+  if (o_.recover_ms > 0) {
+    parts_sent_.push_back(part);
+    // A next stage that went away is reconnected to in exchange(), which
+    // resends every part of the step before its state frame.
+    if (e && e->code == kExitPeer) return std::nullopt;
+  }
+  if (e && e->code == kExitPeer) {
+    // Nothing answers a part: a next stage that refused one said why before it went away.
+    net::FrameRead r = net::read_frame(down_.fd(), 1000, who_down());
+    if (r.frame && r.frame->kind == FrameKind::kError) {
+      return WireError{kExitRemote, who_down() + " reported: " + r.frame->text};
+    }
+  }
+  return e;
+}
+
+std::optional<WireError> Stage::take_part(const Frame& in) {
+  // After a reconnect or a resume, the previous stage resends the parts of
+  // its step; those this stage decoded before are skipped.
+  const bool resent = o_.recover_ms > 0 || !o_.resume.empty();
+  if (resent && !in.positions.empty() && in.positions.back() < engine_->n_past()) return std::nullopt;
+  Frame out;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<WireError> e = engine_->run(in, out, sink());
+  stats_.compute_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - t0).count();
+  if (e) return e;
+  stats_.tokens += in.n_tokens;
+  if (o_.next) return send_part(out);
+  if (pending_.step != in.step || pending_.positions.empty()) pending_ = Frame();
+  pending_.step = in.step;
+  pending_.positions.insert(pending_.positions.end(), out.positions.begin(), out.positions.end());
+  pending_.values.insert(pending_.values.end(), out.values.begin(), out.values.end());
+  return std::nullopt;
 }
 
 int Stage::serve() {
@@ -150,6 +212,10 @@ int Stage::serve() {
     if (in.kind == FrameKind::kError) {
       return fail(WireError{kExitFrame, who_up() + " sent an error frame: " + in.text});
     }
+    if (in.kind == FrameKind::kStatePart) {
+      if (auto err = take_part(in)) return fail(*err);
+      continue;
+    }
     const std::uint64_t hash = frame_hash(in);
     Frame reply;
     if (replay_.valid && in.step == replay_.step && in.positions == replay_.positions &&
@@ -159,7 +225,7 @@ int Stage::serve() {
     } else {
       Frame out;
       const auto t0 = std::chrono::steady_clock::now();
-      if (auto err = engine_->run(in, out)) return fail(*err);
+      if (auto err = engine_->run(in, out, sink())) return fail(*err);
       stats_.compute_us += std::chrono::duration_cast<std::chrono::microseconds>(
                                std::chrono::steady_clock::now() - t0).count();
       stats_.requests += 1;
@@ -178,8 +244,16 @@ int Stage::serve() {
         if (std::string bad = check_frame(reply, FrameKind::kLogits, engine_->reply_width()); !bad.empty()) {
           return fail(WireError{kExitFrame, "reply from " + who_down() + ": " + bad});
         }
+        parts_sent_.clear();
       } else {
         reply = std::move(out);
+        if (pending_.step == in.step && !pending_.positions.empty()) {
+          // The step's parts came first: their rows lead the reply.
+          reply.positions.insert(reply.positions.begin(), pending_.positions.begin(), pending_.positions.end());
+          reply.values.insert(reply.values.begin(), pending_.values.begin(), pending_.values.end());
+          reply.n_tokens = static_cast<std::uint32_t>(reply.positions.size());
+        }
+        pending_ = Frame();
       }
       replay_ = Replay{true, in.step, in.positions, hash, reply};
       if (!o_.checkpoint.empty()) {
