@@ -241,7 +241,7 @@ int parts_skipped(const std::string& exe, const std::string& model) {
   const bool same = !fresh.empty() && fresh.size() == dropped.size() &&
                     std::memcmp(fresh.data(), dropped.data(), fresh.size() * sizeof(float)) == 0;
   const auto at = dropped_stats.find("\"tokens\":");
-  std::printf("tokens decoded after the drop: %s\n%s\n",
+  std::printf("tokens the dropped stage decoded: %s\n%s\n",
               at == std::string::npos ? "?" : dropped_stats.substr(at + 10, 3).c_str(),
               same ? "the same bits as the fresh stage" : "DIFFERENT from the fresh stage");
   return 0;
