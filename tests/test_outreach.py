@@ -417,6 +417,34 @@ def test_evidence_records_give_results_timings_and_rerun_commands(cli, forbids) 
     assert "evidence/unrelated.json" not in text
 
 
+def test_records_a_reviewer_question_cites_are_shown_with_their_rerun_command(cli,
+                                                                           forbids) -> None:
+    """Issue 26: a question of stack/outreach/<concern>.toml that cites a record outside the
+    concern's folder (evidence/bench-vs-x.json, or its log) brings that record into the
+    brief's Evidence records, with its command; a record nobody cites stays out."""
+    project, up = forbids
+    ev = project / "evidence"
+    ev.mkdir(exist_ok=True)
+    base = {"schema": "patchctl.evidence/1", "exit_code": 0, "expect": "pass",
+            "as_expected": True, "seconds": 1.5, "started": "2026-12-02T00:00:00+00:00",
+            "stack": {"pin": "0" * 40, "fingerprint": "e" * 64}, "extra": {}}
+    for name in ("bench-vs-x", "bench-one-core", "bench-uncited"):
+        (ev / f"{name}.json").write_text(json.dumps(
+            {**base, "name": name, "argv": ["python", "bench/x.py", f"--{name}"],
+             "output_file": f"{name}.log"}))
+        (ev / f"{name}.log").write_text("result: OK\n")
+    (project / "stack" / "outreach").mkdir(exist_ok=True)
+    (project / "stack" / "outreach" / "cube.toml").write_text(
+        '[[question]]\nquestion = "Why not the other backend?"\n'
+        'evidence = ["evidence/bench-vs-x.json", "evidence/bench-one-core.log (one core)"]\n')
+    text = _brief(cli, project, up, "cube")
+    assert markdown_problems(text) == []
+    for cited in ("bench-vs-x", "bench-one-core"):
+        assert f"| `evidence/{cited}.json` | 0 | pass | yes | 1.5 |" in text, cited
+        assert f"python bench/x.py --{cited}" in text
+    assert "bench-uncited" not in text
+
+
 # -- issue 22: what --out and --handoff may replace, and upstream text that is not UTF-8 ----
 
 

@@ -329,3 +329,31 @@ def test_a_patch_of_many_different_files_lists_ten_and_points_to_the_guide(cli,
         [f"- `src/f{i:02d}.c`: +{i + 1} -0" for i in range(10)]
     assert "- 4 more files: the guide's entries 11 to 14" in listed
     assert "### 14. src/f13.c" in brief.split("## Understanding guide")[1]
+
+
+def test_totals_of_other_stacks_fold_once_the_patch_has_its_own() -> None:
+    """Issue 26: the first screen leads with what holds for the patch as it is. Once a
+    record of this patch states totals, lines that only other stacks' records state become
+    one line (their records stay under Evidence records); with no current totals, every
+    line stays."""
+    from patchctl.outreach import facts, firstscreen
+
+    def run(file: str, current: bool, totals: list[str]) -> facts.EvidenceRun:
+        return facts.EvidenceRun(name=file, file=file, command=[], exit_code=0, expect="pass",
+                                 as_expected=True, seconds=1.0, started="", pin=None,
+                                 fingerprint=None, current=current, totals=totals,
+                                 backend="cpu")
+
+    old = [run("evidence/x/old-a.json", False, ["x: 1 ok, 0 failed"]),
+           run("evidence/x/old-b.json", False, ["x: 2 ok, 0 failed"])]
+    bare = run("evidence/x/bare.json", True, [])
+    bare_vk = run("evidence/x/bare-vulkan.json", True, [])
+    bare_vk.backend = "vulkan"  # records without totals share one line, whatever the backend
+    now = run("evidence/hooks/now.json", True, ["x: 3 ok, 0 failed"])
+    lines = firstscreen.results([*old, bare, bare_vk, now])
+    assert [(r.text, r.records) for r in lines] == [
+        ("x: 3 ok, 0 failed", ["evidence/hooks/now.json"]),
+        (firstscreen.OTHER_STACKS, ["evidence/x/old-a.json", "evidence/x/old-b.json"]),
+        (firstscreen.NO_TOTALS, ["evidence/x/bare.json", "evidence/x/bare-vulkan.json"])]
+    assert [r.text for r in firstscreen.results([*old, bare])] == [
+        "x: 1 ok, 0 failed", "x: 2 ok, 0 failed", firstscreen.NO_TOTALS]

@@ -267,7 +267,7 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
     touched = sorted({p for f in patch.files for p in f.paths})
     api, not_utf8, base_files = api_found
     outreach = facts.load_outreach(stack.root, patch.concern)
-    evidence = facts.evidence_for(project, patch, at)
+    evidence = facts.evidence_for(project, patch, at, facts.cited_records(outreach))
     assistance, coauthors = facts.assistance(patch)
     lint = facts.policy_lint(patch, rules_all, files.get(policy.EDITORCONFIG), api)
     questions = _questions(patch, api, rules_all, outreach, evidence)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -325,10 +325,24 @@ def record_match(stack: dict[str, Any], patch: Patch, at: StackAt) -> tuple[bool
                   f"patch {k + 1} existed or changed; it holds this patch as it is now)")
 
 
-def evidence_for(project: Path, patch: Patch, at: StackAt) -> list[EvidenceRun]:
+def cited_records(outreach: OutreachData | None) -> set[str]:
+    """The records under evidence/ that the concern's reviewer questions cite (an entry's
+    first word, ``evidence/….json``, or a log standing for the record beside it)."""
+    cited: set[str] = set()
+    for q in outreach.questions if outreach else []:
+        for entry in q.evidence:
+            word = entry.split(maxsplit=1)[0] if entry.strip() else ""
+            if word.startswith("evidence/") and word.endswith((".json", ".log")):
+                cited.add(word.removesuffix(".log") + ".json" if word.endswith(".log") else word)
+    return cited
+
+
+def evidence_for(project: Path, patch: Patch, at: StackAt,
+                 cited: Collection[str] = ()) -> list[EvidenceRun]:
     """Records under evidence/ about this patch: in evidence/<concern>/, named after the
-    concern, or a reproduce record with an entry for the patch; each matched to the patch's
-    own digest (``record_match``)."""
+    concern, a reproduce record with an entry for the patch, or one of ``cited`` (what its
+    reviewer questions cite, ``cited_records``); each matched to the patch's own digest
+    (``record_match``)."""
     root = project / "evidence"
     concern = patch.concern or ""
     runs: list[EvidenceRun] = []
@@ -346,7 +360,7 @@ def evidence_for(project: Path, patch: Patch, at: StackAt) -> list[EvidenceRun]:
         for p in (data.get("extra") or {}).get("reproduce", {}).get("patches", []) or []:
             if p.get("name") == patch.name or (concern and p.get("concern") == concern):
                 entry = p
-        related = entry is not None or (concern and (
+        related = entry is not None or rel in cited or (concern and (
             path.parent.name == concern or str(data.get("name", "")).startswith(concern)))
         if not related:
             continue

@@ -28,12 +28,18 @@ class ResultLine:
     not_as_expected: list[str] = field(default_factory=list)
 
 
+NO_TOTALS = "no totals recorded"
+OTHER_STACKS = "totals of other stacks"
+
+
 def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
     """Each record's totals, one line each; records stating the same line on the same
-    backend share it; a record without any totals says so."""
+    backend share it, and the records without any totals share one line. Once a record of
+    the patch as it is states totals, the lines only records of other stacks state are
+    folded into one (OTHER_STACKS: their records, listed under Evidence records)."""
     out: dict[tuple[str, str | None], ResultLine] = {}
     for e in evidence:
-        lines = [f"reproduce: {e.outcome}"] if e.outcome else e.totals or ["no totals recorded"]
+        lines = [f"reproduce: {e.outcome}"] if e.outcome else e.totals or [NO_TOTALS]
         for text in lines:
             line = out.setdefault((text, e.backend), ResultLine(text, e.backend, []))
             line.records.append(e.file)
@@ -41,7 +47,18 @@ def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
                 line.other_stack.append(e.file)
             if not e.as_expected:
                 line.not_as_expected.append(e.file)
-    return sorted(out.values(), key=lambda r: r.text == "no totals recorded")
+    totals = [r for r in out.values() if r.text != NO_TOTALS]
+    bare = [r for r in out.values() if r.text == NO_TOTALS]
+    rest = [ResultLine(NO_TOTALS, None, [f for r in bare for f in r.records],
+                       [f for r in bare for f in r.other_stack],
+                       [f for r in bare for f in r.not_as_expected])] if bare else []
+    older = [r for r in totals if len(r.other_stack) == len(r.records)]
+    if len(older) == len(totals):
+        return totals + rest
+    files = sorted({f for r in older for f in r.records})
+    folded = [ResultLine(OTHER_STACKS, None, files, files,
+                         sorted({f for r in older for f in r.not_as_expected}))] if older else []
+    return [r for r in totals if r not in older] + folded + rest
 
 
 # -- where to post first --------------------------------------------------------------------

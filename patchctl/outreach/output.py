@@ -102,12 +102,13 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
 def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
     """The evidence records the briefs of the patches ``names`` cite, as they are now: a
     new record about a patch makes its brief stale too."""
-    from patchctl.outreach.facts import evidence_for, stack_at
+    from patchctl.outreach.facts import cited_records, evidence_for, load_outreach, stack_at
 
     patches = stack.patches()
     pin = stack.pin().commit
     return sorted({e.file for i, p in enumerate(patches, start=1) if p.name in names
-                   for e in evidence_for(project, p, stack_at(pin, patches, i))})
+                   for e in evidence_for(project, p, stack_at(pin, patches, i),
+                                         cited_records(load_outreach(stack.root, p.concern)))})
 
 
 _INSTEAD = "pass an empty or new directory, or one it wrote before"
