@@ -54,6 +54,7 @@ class Stage {
     return [this](const Frame& part) { return send_part(part); };
   }
   std::optional<WireError> take_part(const Frame& in);
+  std::optional<WireError> decode(const Frame& in, Frame& out);
   std::string who_up() const { return engine_->first() ? "the driver" : "the previous stage"; }
   std::string who_down() const { return "the next stage at " + net::to_string(*o_.next); }
 
@@ -125,19 +126,26 @@ std::optional<WireError> Stage::send_part(const Frame& part) {
     stats_.bytes_to_next += static_cast<std::int64_t>(sent);
     stats_.frames_to_next += 1;
   }
-  if (o_.recover_ms > 0) {
-    parts_sent_.push_back(part);
-    // A next stage that went away is reconnected to in exchange(), which
-    // resends every part of the step before its state frame.
-    if (e && e->code == kExitPeer) return std::nullopt;
+  if (o_.recover_ms > 0) parts_sent_.push_back(part);
+  if (!e || e->code != kExitPeer) return e;
+  // A next stage that went away is reconnected to in exchange(), which
+  // resends every part of the step before its state frame.
+  if (o_.recover_ms > 0) return std::nullopt;
+  // Nothing answers a part: a next stage that refused one said why before it went away.
+  net::FrameRead r = net::read_frame(down_.fd(), 1000, who_down());
+  if (r.frame && r.frame->kind == FrameKind::kError) {
+    return WireError{kExitRemote, who_down() + " reported: " + r.frame->text};
   }
-  if (e && e->code == kExitPeer) {
-    // Nothing answers a part: a next stage that refused one said why before it went away.
-    net::FrameRead r = net::read_frame(down_.fd(), 1000, who_down());
-    if (r.frame && r.frame->kind == FrameKind::kError) {
-      return WireError{kExitRemote, who_down() + " reported: " + r.frame->text};
-    }
-  }
+  return e;
+}
+
+// Runs the engine on a frame (its earlier chunks go to the next stage) and counts it.
+std::optional<WireError> Stage::decode(const Frame& in, Frame& out) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::optional<WireError> e = engine_->run(in, out, sink());
+  stats_.compute_us += std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - t0).count();
+  if (!e) stats_.tokens += in.n_tokens;
   return e;
 }
 
@@ -147,12 +155,7 @@ std::optional<WireError> Stage::take_part(const Frame& in) {
   const bool resent = o_.recover_ms > 0 || !o_.resume.empty();
   if (resent && !in.positions.empty() && in.positions.back() < engine_->n_past()) return std::nullopt;
   Frame out;
-  const auto t0 = std::chrono::steady_clock::now();
-  std::optional<WireError> e = engine_->run(in, out, sink());
-  stats_.compute_us += std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::steady_clock::now() - t0).count();
-  if (e) return e;
-  stats_.tokens += in.n_tokens;
+  if (auto e = decode(in, out)) return e;
   if (o_.next) return send_part(out);
   if (pending_.step != in.step || pending_.positions.empty()) pending_ = Frame();
   pending_.step = in.step;
@@ -224,12 +227,8 @@ int Stage::serve() {
       stats_.replays += 1;
     } else {
       Frame out;
-      const auto t0 = std::chrono::steady_clock::now();
-      if (auto err = engine_->run(in, out, sink())) return fail(*err);
-      stats_.compute_us += std::chrono::duration_cast<std::chrono::microseconds>(
-                               std::chrono::steady_clock::now() - t0).count();
+      if (auto err = decode(in, out)) return fail(*err);
       stats_.requests += 1;
-      stats_.tokens += in.n_tokens;
       if (o_.next) {
         std::size_t sent = 0;
         if (auto err = exchange(out, reply, &sent)) return fail(*err);
