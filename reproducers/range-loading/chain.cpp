@@ -1,10 +1,9 @@
-// Reproducer for boundary I/O: a pipeline of stages, each owning the layers [layer_start,
+// Reproducer for running a layer range: a pipeline of stages, each owning the layers [layer_start,
 // layer_end), gives the logits of the full model when each stage hands out the residual stream
 // after its last layer (the boundary state) and the next one takes it in at its first layer.
 //
 // Uses only the public API (llama.h, gguf.h). It writes its own tiny model, so it needs no
-// network. Against the pristine pin it does not compile; against the range-loading patch alone
-// it runs and fails (a partial model can be loaded, not run).
+// network. Against the pristine pin it does not compile.
 
 #include "ggml.h"
 #include "gguf.h"
