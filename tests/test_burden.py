@@ -290,3 +290,61 @@ def test_stack_is_read_as_the_series_says(built, project) -> None:
     assert [p.name for p in report.patches] == ["0001-a-six.patch", "0002-new-file.patch",
                                                 "0004-tests.patch"]
     assert report.patches[2].commits == _ids(up, "E", "D")
+
+
+def test_upstream_status_gives_each_patch_its_burden_in_a_line(built, project, cli) -> None:
+    up, _ = built
+    r = cli("-C", str(project), "upstream-status", "--upstream", str(up.path))
+    assert r.code == 0, r.err
+    lines = [ln.strip() for ln in r.out.splitlines() if "burden:" in ln]
+    assert lines == [
+        "burden: 1 upstream commit of 90 days before the pin on its lines, 1 file "
+        "(library ±8, tests ±0)",
+        "burden: 0 upstream commits of 90 days before the pin on its lines, 1 file "
+        "(library ±5, tests ±0)",
+        "burden: 2 upstream commits of 90 days before the pin on its lines, 2 files "
+        "(library ±4, tests ±0)",
+        "burden: 2 upstream commits of 90 days before the pin on its lines, 2 files "
+        "(library ±2, tests ±2)"]
+    doc = json.loads(cli("-C", str(project), "upstream-status", "--upstream", str(up.path),
+                         "--days", "200", "--json").out)
+    assert doc["patches"][0]["burden"] == {"days": 200, "commits": _ids(up, "C", "B"),
+                                           "files": 1, "library": 8, "tests": 0}
+
+
+def test_upstream_status_fetches_nothing_for_the_burden(built, project, cli) -> None:
+    """Without --upstream and with the pin's URL not in the cache, no burden is shown and
+    nothing is fetched (the URL does not resolve)."""
+    pin = project / "stack" / "upstream.toml"
+    text = pin.read_text()
+    url = next(ln for ln in text.splitlines() if ln.startswith("url = "))
+    pin.write_text(text.replace(url, 'url = "https://example.invalid/tiny.git"'))
+    r = cli("-C", str(project), "upstream-status")
+    assert r.code == 0, r.err
+    assert "burden" not in r.out
+    assert all(p["burden"] is None for p in json.loads(
+        cli("-C", str(project), "upstream-status", "--json").out)["patches"])
+
+
+def test_the_canary_summary_shows_the_churn_from_upstream_status(built, project, cli,
+                                                                 tmp_path: Path) -> None:
+    up, patches = built
+    status = cli("-C", str(project), "upstream-status", "--upstream", str(up.path), "--json")
+    (tmp_path / "status.json").write_text(status.out)
+    pin = up.commits["base"]
+    report = {"schema": "patchctl.rebase/1", "old": pin, "new": pin, "commits": 0,
+              "patches": [{"index": i, "name": n, "grade": "exact"}
+                          for i, (n, _) in enumerate(patches, start=1)]}
+    (tmp_path / "report.json").write_text(json.dumps(report))
+    r = cli("-C", str(project), "ci", "summary", str(tmp_path / "report.json"), "--status",
+            str(tmp_path / "status.json"))
+    assert r.code == 0, r.err
+    section = r.out.split("### Upstream churn on the patches' lines\n\n")[1].split("\n\n")
+    assert section[0].startswith("4 distinct upstream commits of the 90 days before the pin")
+    assert section[1].splitlines() == [
+        "- `0001-a-six.patch`: 1 commit, 1 file, library ±8, tests ±0",
+        "- `0002-new-file.patch`: 0 commits, 1 file, library ±5, tests ±0",
+        "- `0003-a-and-b.patch`: 2 commits, 2 files, library ±4, tests ±0",
+        "- `0004-tests.patch`: 2 commits, 2 files, library ±2, tests ±2"]
+    plain = cli("-C", str(project), "ci", "summary", str(tmp_path / "report.json"))
+    assert "Upstream churn" not in plain.out

@@ -25,7 +25,7 @@ MAY_IMPORT: dict[str, set[str]] = {
     "records": {"model", "gitrepo", "release.documents"},
     "outreach": {"model", "gitrepo", "rebase", "records", "burden"},
     "release": {"model", "gitrepo", "build", "records"},
-    "ci": {"model", "gitrepo", "build", "burden"},
+    "ci": {"model", "gitrepo", "build"},
     "commands": PACKAGES,
 }
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from patchctl.burden.engine import BurdenReport, PatchBurden
+from patchctl.burden.engine import BurdenReport
 from patchctl.model import schemas
 from patchctl.textout import count, table
 from patchctl.untrusted import printable
@@ -37,12 +37,6 @@ SCHEMA: dict[str, Any] = {
             "type": "object", "required": ["id", "subject", "time"],
             "properties": {"id": _SHA, "subject": {"type": "string", "not": _CONTROL},
                            "time": {"type": "integer"}}}}}}
-
-
-def summary_line(p: PatchBurden, days: int) -> str:
-    """One patch in a line (upstream-status): its upstream commits and its files."""
-    return (f"{count(len(p.commits), 'upstream commit')} of {count(days, 'day')} on its lines, "
-            f"{count(p.files, 'file')} (library ±{p.library}, tests ±{p.tests})")
 
 
 def burden_text(report: BurdenReport, *, commits: bool = False) -> str:
