@@ -348,3 +348,22 @@ def test_the_canary_summary_shows_the_churn_from_upstream_status(built, project,
         "- `0004-tests.patch`: 2 commits, 2 files, library ±2, tests ±2"]
     plain = cli("-C", str(project), "ci", "summary", str(tmp_path / "report.json"))
     assert "Upstream churn" not in plain.out
+
+
+def test_the_briefs_say_which_patch_upstream_churn_hits_most(built, project, cli,
+                                                             tmp_path: Path) -> None:
+    up, _ = built
+    out = tmp_path / "briefs"
+    r = cli("-C", str(project), "draft-outreach", "--series", "--upstream", str(up.path),
+            "--out", str(out))
+    assert r.code == 0, r.err
+    first = (out / "0001-a-six.md").read_text()
+    assert ("- upstream churn: 1 upstream commit(s) in the 90 days before the base on lines "
+            "it stands on (4 for the stack: `patchctl burden -v`); library ±8, tests ±0\n") \
+        in first
+    series = (out / "series.md").read_text()
+    assert "3. Upstream churn, most first (upstream commits of the 90 days before the base " \
+        "on each patch's lines; once upstream, a patch costs none): 0003 2, 0004 2, 0001 1, " \
+        "0002 0\n" in series
+    rows = [ln for ln in series.splitlines() if ln.startswith("| 4 |")]
+    assert rows and rows[0].endswith("| 2 |")
