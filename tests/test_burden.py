@@ -366,3 +366,15 @@ def test_the_briefs_say_which_patch_upstream_churn_hits_most(built, project, cli
         "0002 0\n" in series
     rows = [ln for ln in series.splitlines() if ln.startswith("| 4 |")]
     assert rows and rows[0].endswith("| 2 |")
+
+
+def test_upstream_status_reports_statuses_when_the_burden_cannot_be_had(project, cli,
+                                                                        tmp_path: Path) -> None:
+    """An upstream at hand that lacks the pin costs the burden lines, not the report."""
+    other = tmp_path / "other"
+    other.mkdir()
+    git(other, "init", "-q")
+    r = cli("-C", str(project), "upstream-status", "--upstream", str(other))
+    assert r.code == 0
+    assert "0001-a-six.patch" in r.out and "burden:" not in r.out
+    assert "burden not shown: pin " in r.err and "is not in upstream" in r.err

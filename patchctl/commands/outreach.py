@@ -181,7 +181,13 @@ def upstream_status(ctx: click.Context, ref: str | None, online: bool, days: int
     repo = resolve_upstream(upstream, stack.pin(), stack) if ref else \
         upstream_at_hand(upstream, stack.pin(), stack)
     if repo is not None:
-        status.with_burden(result, stack, repo, days=days, progress=progress)
+        from patchctl.errors import PatchctlError
+
+        try:
+            status.with_burden(result, stack, repo, days=days, progress=progress)
+        except PatchctlError as e:  # an extra: the statuses are the report
+            end_progress()
+            click.echo(f"patchctl: burden not shown: {e}", err=True)
     if ref and repo is not None:
         status.against(result, stack, repo, ref, progress=progress)
     end_progress()
