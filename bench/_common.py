@@ -91,10 +91,11 @@ def fast_import_blob(path: str, mode: str, data: bytes | None) -> bytes:
 
 
 def fast_import_commit(ref: str, message: str, parent: str | None,
-                       files: Sequence[bytes]) -> bytes:
+                       files: Sequence[bytes], *, date: str = FIXED_DATE) -> bytes:
+    """One commit of a `git fast-import` stream; ``date`` is "<unix seconds> +0000"."""
     msg = message.encode()
     out = [f"commit {ref}\n".encode(),
-           f"author {IDENTITY} {FIXED_DATE}\ncommitter {IDENTITY} {FIXED_DATE}\n".encode(),
+           f"author {IDENTITY} {date}\ncommitter {IDENTITY} {date}\n".encode(),
            f"data {len(msg)}\n".encode(), msg, b"\n"]
     if parent:
         out.append(f"from {parent}\n".encode())

@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "series": ("patchctl.commands.series:series", "List the stack: concern, status, size."),
     "verify": ("patchctl.commands.verify:verify",
                "Prove at the pin that every patch applies and reverses at fuzz 0."),
+    "burden": ("patchctl.commands.burden:burden",
+               "Upstream commits of the last N days on the lines each patch stands on."),
     "lock": ("patchctl.commands.lock:lock", "Rewrite stack/stack.lock from the stack."),
     "fingerprint": ("patchctl.commands.lock:fingerprint_cmd",
                     "Print the stack fingerprint (text, --json or --cmake)."),

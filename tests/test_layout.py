@@ -9,7 +9,7 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "patchctl"
 HELPERS = {"errors", "fsutil", "globs", "httpget", "textout", "tomlwrite", "untrusted"}
-PACKAGES = {"model", "gitrepo", "verify", "rebase", "authoring", "build", "records",
+PACKAGES = {"model", "gitrepo", "verify", "burden", "rebase", "authoring", "build", "records",
             "release", "ci", "outreach", "commands"}
 # a top-level module or package -> what else of patchctl it may import (HELPERS always)
 MAY_IMPORT: dict[str, set[str]] = {
@@ -18,11 +18,12 @@ MAY_IMPORT: dict[str, set[str]] = {
     "model": set(),
     "gitrepo": set(),
     "verify": {"model", "gitrepo"},
+    "burden": {"model", "gitrepo"},
     "rebase": {"model", "gitrepo"},
     "authoring": {"model", "gitrepo", "verify", "rebase"},
     "build": {"model", "gitrepo", "records"},
     "records": {"model", "gitrepo", "release.documents"},
-    "outreach": {"model", "gitrepo", "rebase", "records"},
+    "outreach": {"model", "gitrepo", "rebase", "records", "burden"},
     "release": {"model", "gitrepo", "build", "records"},
     "ci": {"model", "gitrepo", "build"},
     "commands": PACKAGES,

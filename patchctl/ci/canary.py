@@ -19,6 +19,7 @@ from typing import Any
 
 from patchctl.errors import InputError
 from patchctl.model import schemas
+from patchctl.textout import count
 from patchctl.untrusted import BadDocument, printable, read_json
 
 SCHEMA = schemas.CANARY
@@ -42,6 +43,9 @@ class Row:
     bisect_note: str | None = None
     landed: dict[str, Any] | None = None  # {"commit": {"id", "subject"} | None, "how"}
     superseded: object = None  # as the report has it (another command fills it in)
+    # what carrying it costs at the pin, as upstream-status gives it: {days, commits (ids),
+    # files, library, tests}; None when the status report has none
+    burden: dict[str, Any] | None = None
 
 
 @dataclass
@@ -86,6 +90,7 @@ _LINE = {"type": "string", "minLength": 1, "not": _CONTROL}
 _COMMIT = {"type": "object", "required": ["id"],
            "properties": {"id": _SHA, "subject": {"type": ["string", "null"]}}}
 _MAYBE_COMMIT = {"anyOf": [{"type": "null"}, _COMMIT]}
+_COUNT = {"type": "integer", "minimum": 0}
 REPORT_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["schema", "old", "new", "patches"],
     "properties": {
@@ -116,7 +121,13 @@ STATUS_SCHEMA: dict[str, Any] = {
             "type": "object", "required": ["file"],
             "properties": {"file": _LINE, "upstream": {"type": ["object", "null"], "properties": {
                 "first_breaking": {"anyOf": [{"type": "null"}, _SHA, _COMMIT]},
-                "contains": {"type": ["number", "null"]}}}}}}}}
+                "contains": {"type": ["number", "null"]}}},
+                "burden": {"type": ["object", "null"],
+                           "required": ["days", "commits", "files", "library", "tests"],
+                           "properties": {"days": _COUNT, "commits": {"type": "array",
+                                                                      "items": _SHA},
+                                          "files": _COUNT, "library": _COUNT,
+                                          "tests": _COUNT}}}}}}}
 
 
 def load_report(path: Path, *, what: str = "report") -> dict[str, Any]:
@@ -157,6 +168,7 @@ def compare(report: dict[str, Any], previous: dict[str, Any] | None, *,
             url: str | None = None) -> Canary:
     before = {p["name"]: p["grade"] for p in previous["patches"]} if previous else {}
     superseded = superseded_in(status, report["new"]) if status else {}
+    burdens = {p["file"]: p.get("burden") for p in status["patches"]} if status else {}
     rows: list[Row] = []
     for p in report["patches"]:
         grade, was = p["grade"], before.get(p["name"])
@@ -171,7 +183,8 @@ def compare(report: dict[str, Any], previous: dict[str, Any] | None, *,
             index=int(p.get("index", len(rows) + 1)), name=p["name"], grade=grade, state=state,
             offsets=len(p.get("offsets") or []), conflicts=list(p.get("conflicts") or []),
             first_bad=bisect.get("commit"), bisect_note=bisect.get("note"),
-            landed=p.get("landed"), superseded=p.get("superseded") or superseded.get(p["name"])))
+            landed=p.get("landed"), superseded=p.get("superseded") or superseded.get(p["name"]),
+            burden=burdens.get(p["name"])))
     prev = {"old": previous["old"], "new": previous["new"]} if previous else None
     return Canary(old=report["old"], new=report["new"], new_ref=str(report.get("new_ref", "")),
                   commits=report.get("commits"), rows=rows, previous=prev, name=name, url=url)
@@ -232,8 +245,30 @@ def markdown(c: Canary) -> str:
     if superseded:
         out += ["", "### Superseded upstream", ""]
         out += [f"- {_code(r.name)}: {_superseded(c, r.superseded)}" for r in superseded]
+    out += _burden(c)
     out += ["", f"Reproduce locally: `patchctl rebase-pin {c.new} --check --bisect`."]
     return "\n".join(out) + "\n"
+
+
+def _burden(c: Canary) -> list[str]:
+    """What carrying each patch costs (upstream-status's burden): the upstream commits of the
+    days before the pin on its lines; the patch upstream churn hits most is the one to
+    propose first."""
+    rows = [r for r in c.rows if r.burden]
+    if not rows:
+        return []
+    days = rows[0].burden["days"] if rows[0].burden else 0
+    total = len({x for r in rows for x in (r.burden or {}).get("commits", [])})
+    out = ["", "### Upstream churn on the patches' lines", "",
+           f"{count(total, 'distinct upstream commit')} of the {count(days, 'day')} "
+           f"before the pin changed lines the patches stand on: had the stack been made then, "
+           "each would have been a conflict or a three-way merge.", ""]
+    for r in rows:
+        b = r.burden or {}
+        out.append(f"- {_code(r.name)}: {count(len(b.get('commits', [])), 'commit')}, "
+                   f"{count(b.get('files', 0), 'file')}, library ±{b.get('library', 0)}, "
+                   f"tests ±{b.get('tests', 0)}")
+    return out
 
 
 def _superseded(c: Canary, value: object) -> str:

@@ -95,17 +95,24 @@ def complete_ref(ctx: click.Context, param: click.Parameter, incomplete: str) ->
 
     try:
         stack = find_stack(_completion_project(ctx))
-        pin = stack.pin()
         spec = ctx.params.get("upstream") or os.environ.get("PATCHCTL_UPSTREAM")
-        if spec is None and _URL.match(pin.url):
-            repo = gitrepo.upstream_cache_dir(pin.url)
-            if not repo.is_dir():
-                return []
-        else:
-            repo = resolve_upstream(spec, pin, stack)
+        repo = upstream_at_hand(spec, stack.pin(), stack)
+        if repo is None:
+            return []
         return [r for r in gitrepo.ref_names(repo) if r.startswith(incomplete)]
     except Exception:  # completion must never print a traceback into the shell
         return []
+
+
+def upstream_at_hand(spec: str | None, pin: Pin, stack: Stack) -> Path | None:
+    """``resolve_upstream`` where that fetches nothing: ``spec`` given, or the pin file's URL
+    a local path or already cloned into the cache; None when it would have to fetch."""
+    from patchctl import gitrepo
+
+    if spec is None and _URL.match(pin.url):
+        repo = gitrepo.upstream_cache_dir(pin.url)
+        return repo if repo.is_dir() else None
+    return resolve_upstream(spec, pin, stack)
 
 
 # -- progress: the one way a command reports long work ---------------------------------------

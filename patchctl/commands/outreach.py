@@ -20,6 +20,7 @@ from patchctl.commands._common import (
     resolve_upstream,
     shown_path,
     stack_of,
+    upstream_at_hand,
     upstream_option,
 )
 
@@ -155,26 +156,41 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
               "at (GITHUB_TOKEN is used when set; API base: PATCHCTL_GITHUB_API; each request "
               "ends within PATCHCTL_GITHUB_DEADLINE seconds, default 30). Without it the last "
               "answers are shown from the cache, with their age.")
+@click.option("--days", type=click.IntRange(min=0), default=90, show_default=True,
+              help="With the upstream at hand: each patch's burden, the upstream commits of "
+              "the days before the pin on its lines (as `patchctl burden`).")
 @upstream_option
 @json_option
 @quiet_option
 @click.pass_context
-def upstream_status(ctx: click.Context, ref: str | None, online: bool, upstream: str | None,
-                    as_json: bool) -> int:
+def upstream_status(ctx: click.Context, ref: str | None, online: bool, days: int,
+                    upstream: str | None, as_json: bool) -> int:
     """Report each patch's Upstream-Status: counts, malformed or missing statuses, patches
     with no Forwarded/Bug reference, how long each has been Pending.
 
-    Exit 1 when a status is missing or malformed.
+    With the upstream at hand (--upstream, or the pin file's URL already cloned into the
+    cache; nothing is fetched for it), also what carrying each patch costs: the upstream
+    commits of --days before the pin on its lines, and its files. Exit 1 when a status is
+    missing or malformed.
     """
     from patchctl.model import stackwrite
     from patchctl.outreach import github, status
 
     stack = stack_of(ctx)
     result = status.report(stack)
-    if ref:
-        repo = resolve_upstream(upstream, stack.pin(), stack)
+    repo = resolve_upstream(upstream, stack.pin(), stack) if ref else \
+        upstream_at_hand(upstream, stack.pin(), stack)
+    if repo is not None:
+        from patchctl.errors import PatchctlError
+
+        try:
+            status.with_burden(result, stack, repo, days=days, progress=progress)
+        except PatchctlError as e:  # an extra: the statuses are the report
+            end_progress()
+            click.echo(f"patchctl: burden not shown: {e}", err=True)
+    if ref and repo is not None:
         status.against(result, stack, repo, ref, progress=progress)
-        end_progress()
+    end_progress()
     refs = sorted({r for p in result.patches for r in p.references})
     # the issues and PRs the outreach data names are looked up and cached too (not shown):
     # draft-outreach lists the discussions their text names

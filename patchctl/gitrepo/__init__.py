@@ -10,9 +10,11 @@ module outside this package runs git or imports GitPython.
 - ``history``: small histories (apply --commits, edit, rebase-pin, import, export);
 - ``worktree``: the edit and rebase work trees (sparse when the upstream lacks blobs);
 - ``missing``: an upstream that lacks blobs: which files, and the one error naming them;
-- ``read``: files, authors and grep at one commit (draft-outreach, upstream-status).
+- ``read``: files, authors and grep at one commit (draft-outreach, upstream-status);
+- ``blame``: the recent commits that last changed given lines at one commit (burden).
 """
 
+from patchctl.gitrepo.blame import Blame, BlamedCommit, blame_recent, committer_time
 from patchctl.gitrepo.cache import (
     bundle_repo,
     cached_bundle,
@@ -121,6 +123,8 @@ __all__ = [
     "Applied",
     "ApplyError",
     "ApplyRun",
+    "Blame",
+    "BlamedCommit",
     "CommitInfo",
     "CommitRef",
     "FileChange",
@@ -141,6 +145,7 @@ __all__ = [
     "applied_from",
     "apply_with_markers",
     "author_ident",
+    "blame_recent",
     "bundle_repo",
     "cached_bundle",
     "cached_upstream",
@@ -151,6 +156,7 @@ __all__ = [
     "commit_patch",
     "commit_ref",
     "commit_steps",
+    "committer_time",
     "default_cache_dir",
     "dirty_paths",
     "fetch_ref",

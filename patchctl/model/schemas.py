@@ -38,6 +38,7 @@ OUTREACH = "patchctl.outreach/1"
 OUTREACH_OUT = "patchctl.outreach-out/1"  # `draft-outreach --out DIR --json`: files written
 OUTREACH_CHECK = "patchctl.outreach-check/1"  # `draft-outreach --check --out DIR --json`
 UPSTREAM_STATUS = "patchctl.upstream-status/1"
+BURDEN = "patchctl.burden/1"
 
 # files patchctl writes for others to read
 RELEASE = "patchctl.release/1"  # a worker package's manifest.json

@@ -21,6 +21,9 @@ PATCHES = "patches"
 PIN_FILE = "upstream.toml"
 LOCK_FILE = "stack.lock"
 LOCK_FORMAT = 1
+# where the upstream keeps its tests (`burden` counts their lines apart), unless the pin
+# file's `test_paths` says otherwise: path prefixes, `/` ending a directory
+DEFAULT_TEST_PATHS = ("tests/",)
 
 _HEX40 = re.compile(r"^[0-9a-f]{40}$")
 _STRIP = re.compile(r"^-p(\d+)$")
@@ -40,11 +43,23 @@ class Pin:
     url: str
     commit: str
     tag: str | None = None
+    test_paths: tuple[str, ...] | None = None  # None: DEFAULT_TEST_PATHS, and not written
+
+    @property
+    def tests(self) -> tuple[str, ...]:
+        """The path prefixes of the upstream's tests."""
+        return DEFAULT_TEST_PATHS if self.test_paths is None else self.test_paths
+
+    def is_test(self, path: str) -> bool:
+        return path.startswith(self.tests)
 
     def to_toml(self) -> str:
-        values: dict[str, str] = {"name": self.name, "url": self.url, "commit": self.commit}
+        values: dict[str, tomlwrite.Value] = {"name": self.name, "url": self.url,
+                                              "commit": self.commit}
         if self.tag:
             values["tag"] = self.tag
+        if self.test_paths is not None:
+            values["test_paths"] = list(self.test_paths)
         return tomlwrite.render("The upstream this stack applies to. `commit` is the pin; "
                                 "a tag is informative only.", values)
 
@@ -378,7 +393,14 @@ def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:
     tag = data.get("tag")
     if tag is not None and not isinstance(tag, str):
         raise StackError(f"{source}: tag must be a string (see docs/FORMATS.md)")
-    return Pin(name=data["name"], url=data["url"], commit=commit, tag=tag or None)
+    tests = data.get("test_paths")
+    if tests is not None and not (isinstance(tests, list) and all(
+            isinstance(t, str) and t and not t.startswith("/") and ".." not in t.split("/")
+            for t in tests)):
+        raise StackError(f"{source}: test_paths must be a list of relative path prefixes "
+                         '(e.g. ["tests/"]; see docs/FORMATS.md)')
+    return Pin(name=data["name"], url=data["url"], commit=commit, tag=tag or None,
+               test_paths=None if tests is None else tuple(tests))
 
 
 def check_commit_id(value: str, *, what: str = "pin") -> str:

@@ -140,6 +140,7 @@ class PatchBrief:
     discussions: list[surface.Discussion] = field(default_factory=list)
     subsystems: list[contrib.SubsystemOwners] = field(default_factory=list)
     manual: list[ManualCheck] = field(default_factory=list)
+    churn: facts.Churn | None = None  # `patchctl burden`: what carrying it costs
 
     @property
     def added(self) -> int:
@@ -180,6 +181,12 @@ class Brief:
     declarations: str = ""  # how "relies on" found declarations (ctags, or the heuristic)
 
     @property
+    def churn_order(self) -> list[PatchBrief]:
+        """The briefed patches by upstream churn on their lines, most first (then in order)."""
+        return sorted((p for p in self.patches if p.churn),
+                      key=lambda p: (-len(p.churn.commits) if p.churn else 0, p.index))
+
+    @property
     def owners(self) -> list[str]:
         return sorted({r.name for p in self.patches for r in p.reviewers})
 
@@ -214,6 +221,9 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     apis = {p.name: _api(upstream, base, p) for p in all_patches}
     forms = firstscreen.issue_forms(sorted(printable(p) for p in gitrepo.list_files(
         upstream, base, [".github/ISSUE_TEMPLATE/"])))
+    from patchctl.burden.engine import burden
+
+    carried = burden(stack, upstream, progress=progress)
     briefs = []
     for patch in chosen:
         if progress:
@@ -223,6 +233,7 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
                                    template, template_path, owners_path, series,
                                    facts.stack_at(pin.commit, all_patches, index),
                                    apis[patch.name], forms))
+        briefs[-1].churn = facts.churn(carried, index)
     prose = next((r.citations for r in rules_all if r.id == "no-machine-prose"), [])
     missing = [f"no {name} at the base" for name, group in (
         ("contribution guide (CONTRIBUTING.md or AGENTS.md)", policy.RULE_FILES),

@@ -13,13 +13,41 @@ import tomllib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchctl.errors import StackError
 from patchctl.globs import glob_match, valid_globs
 from patchctl.model.patchfile import FileDiff, Patch
 from patchctl.outreach import policy
 from patchctl.records.evidence import READABLE_SCHEMAS
+
+if TYPE_CHECKING:
+    from patchctl.burden.engine import BurdenReport
+
+# -- what carrying it costs ---------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Churn:
+    """``patchctl burden`` for one patch: the upstream commits of the ``days`` before the pin
+    that changed the lines it stands on. The patch upstream churn hits most is the one that
+    saves the most carrying once it is upstream."""
+
+    days: int
+    commits: list[dict[str, str]]  # {"id", "subject"}, newest first
+    files: int
+    library: int  # changed lines outside the upstream's test paths
+    tests: int
+    stack_total: int  # distinct commits over the whole stack
+
+
+def churn(report: BurdenReport, index: int) -> Churn:
+    """Patch ``index`` (1-based, series order) of a burden report."""
+    p = report.patches[index - 1]
+    subjects = {c.id: c.subject for c in report.commits}
+    return Churn(report.days, [{"id": c, "subject": subjects.get(c, "")} for c in p.commits],
+                 p.files, p.library, p.tests, report.total)
+
 
 # -- the diff ---------------------------------------------------------------------------
 

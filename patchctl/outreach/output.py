@@ -95,6 +95,10 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
         code.update(path.name.encode() + b"\0" + path.read_bytes())
     # the matcher CODEOWNERS, .editorconfig and Scope are read with lives outside outreach/
     code.update(b"globs.py\0" + (CODE.parent / "globs.py").read_bytes())
+    # so do the churn facts (burden/, and the blame it runs)
+    for path in [*sorted((CODE.parent / "burden").glob("*.py")),
+                 CODE.parent / "gitrepo" / "blame.py"]:
+        code.update(f"{path.parent.name}/{path.name}\0".encode() + path.read_bytes())
     out["code/patchctl/outreach"] = code.hexdigest()
     return out
 

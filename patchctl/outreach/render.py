@@ -135,6 +135,12 @@ def status_text(report: StatusReport) -> str:
                            f"{o.get('updated_at') or '?'}{note}")
             if "error" in o:
                 out.append(f"       {o['ref']}: {o['error']}")
+        if p.burden:
+            b = p.burden
+            out.append(f"       burden: {count(len(b['commits']), 'upstream commit')} of "
+                       f"{count(b['days'], 'day')} before the pin on its lines, "
+                       f"{count(b['files'], 'file')} (library ±{b['library']}, "
+                       f"tests ±{b['tests']})")
         if p.upstream:
             u = p.upstream
             line = f"       at {report.ref}: {u['verdict']} (grade {u['grade']})"

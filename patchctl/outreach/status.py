@@ -44,6 +44,9 @@ class PatchStatus:
     pending_days: int | None
     upstream: dict[str, Any] | None = None  # --ref: landed / superseded / applies / conflict ...
     online: list[dict[str, Any]] = field(default_factory=list)
+    # with an upstream at hand: what carrying it costs (`burden`): days, commits, files,
+    # library and test lines
+    burden: dict[str, Any] | None = None
 
 
 @dataclass
@@ -144,6 +147,18 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
         if r.conflicts:
             info["conflicts"] = r.conflicts
         row.upstream = info
+
+
+def with_burden(result: StatusReport, stack: Stack, upstream: Path, *, days: int,
+                progress: Callable[[str], None] | None = None) -> None:
+    """Fill in each patch's burden: the upstream commits of ``days`` before the pin on the
+    lines it stands on, its files, its library and test lines."""
+    from patchctl.burden.engine import burden
+
+    found = burden(stack, upstream, days=days, progress=progress)
+    for row, b in zip(result.patches, found.patches, strict=True):
+        row.burden = {"days": days, "commits": b.commits, "files": b.files,
+                      "library": b.library, "tests": b.tests}
 
 
 def contained(upstream: Path, pin: str, commit: str, patch: Patch) -> float:

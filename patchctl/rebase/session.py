@@ -34,7 +34,7 @@ from patchctl.model.fingerprint import fingerprint, lock_state, make_lock
 from patchctl.model.grades import CONFLICT, EXACT, UPSTREAM
 from patchctl.model.lint import ERROR, added_findings
 from patchctl.model.patchfile import Patch
-from patchctl.model.stack import Pin, Stack
+from patchctl.model.stack import Stack
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase import state as rebase_state
 from patchctl.rebase.engine import (
@@ -101,7 +101,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             result.status = "needs-drop"
             result.message = "patches already upstream: re-run with --drop-upstream to drop them"
         elif CONFLICT not in grades:
-            pin_new = Pin(name=pin.name, url=pin.url, commit=new, tag=tag)
+            pin_new = dataclasses.replace(pin, commit=new, tag=tag)
             result.range_diff = review_range_diff(upstream, pin.commit, new, steps)
             result.fingerprint = finalize(stack, snap, pin_new, steps)
             result.status = "rebased"
@@ -273,8 +273,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
             _park(project, state, work, steps[:k], steps[k])
             _stopped(project, result, work, steps[k])
         else:
-            pin = Pin(name=stack.pin().name, url=stack.pin().url, commit=state.new,
-                      tag=state.tag)
+            pin = dataclasses.replace(stack.pin(), commit=state.new, tag=state.tag)
             problems = rebase_review.recheck(Path(state.upstream), state.new,
                                              new_stack(done + steps, texts))
             if problems:  # a guard: each resolution was checked when it was committed

@@ -1,0 +1,154 @@
+"""Each patch's burden row, cached by what decides it, so an unchanged stack blames nothing.
+
+Beside verify's parse cache: ``<cache>/parsed/<hash of the stack dir>.burden``. The
+whole file is keyed by the pin, the window in days, the test paths and the source of
+the code that computes a row; an entry by the sha256 of the patch's strip level and
+bytes and, since a patch's lines are followed back through the earlier patches that
+wrote the same paths, by those patches' entry keys. Each patch's paths are kept too,
+so a second run finds every entry from the patches' bytes alone, before it parses
+one. Losing or corrupting the cache costs only time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from patchctl import fsutil
+from patchctl.gitrepo import BlamedCommit
+
+FORMAT = 1
+KEEP = 16  # stacks whose rows are kept
+
+
+class Row(NamedTuple):
+    files: int
+    library_added: int
+    library_removed: int
+    test_added: int
+    test_removed: int
+    lines: int
+    commits: list[str]
+    known: tuple[BlamedCommit, ...] = ()  # those commits' subjects and times
+
+
+def _code_key() -> str:
+    from patchctl.burden import engine, lines
+    from patchctl.gitrepo import blame
+    from patchctl.model import patchfile
+
+    h = hashlib.sha256()
+    for module in (engine, lines, blame, patchfile):
+        h.update(Path(module.__file__ or "").read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()
+
+
+class BurdenCache:
+    def __init__(self, stack_root: Path, *, pin: str, days: int, tests: Sequence[str],
+                 cache_dir: Path | None = None) -> None:
+        self.path = fsutil.stack_cache_file(stack_root, "parsed", ".burden", cache_dir)
+        self.key = json.dumps([FORMAT, _code_key(), pin, days, list(tests)])
+        self.paths: dict[str, list[str]] = {}
+        self.entries: dict[str, list[Any]] = {}
+        self.known: dict[str, list[Any]] = {}
+        self.used_paths: dict[str, list[str]] = {}
+        self.used: dict[str, list[Any]] = {}
+        self.changed = False
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(data, dict) and data.get("key") == self.key:
+                self.paths = dict(data["paths"])
+                self.entries = dict(data["rows"])
+                self.known = dict(data["commits"])
+        except (OSError, ValueError, KeyError, TypeError, RecursionError):
+            self.paths, self.entries, self.known = {}, {}, {}
+
+    def keys(self, patches: Sequence[tuple[int, bytes]]) -> list[str] | None:
+        """Each patch's entry key from its strip level and bytes, or None when the cache
+        does not know the paths of one of them (then ``learn`` them from the parse)."""
+        digests = [_digest(strip, data) for strip, data in patches]
+        paths = [self.paths.get(d) for d in digests]
+        if any(not isinstance(p, list) for p in paths):
+            return None
+        return self._chain(digests, [p or [] for p in paths])
+
+    def learn(self, patches: Sequence[tuple[int, bytes]],
+              paths: Sequence[Sequence[str]]) -> list[str]:
+        digests = [_digest(strip, data) for strip, data in patches]
+        for d, p in zip(digests, paths, strict=True):
+            if self.paths.get(d) != list(p):
+                self.paths[d] = list(p)
+                self.changed = True
+        return self._chain(digests, [list(p) for p in paths])
+
+    def _chain(self, digests: list[str], paths: list[list[str]]) -> list[str]:
+        keys: list[str] = []
+        writers: dict[str, list[int]] = {}
+        for k, (d, mine) in enumerate(zip(digests, paths, strict=True)):
+            earlier = sorted({j for p in mine for j in writers.get(p, ())})
+            keys.append(hashlib.sha256(" ".join([d, *(keys[j] for j in earlier)]).encode())
+                        .hexdigest() if earlier else d)
+            for p in mine:
+                writers.setdefault(p, []).append(k)
+            self.used_paths[d] = mine
+        return keys
+
+    def rows(self, keys: Sequence[str]) -> list[Row] | None:
+        """Every patch's row, or None when one is not cached."""
+        out = []
+        for key in keys:
+            row = self.row(key)
+            if row is None:
+                return None
+            out.append(row)
+        return out
+
+    def row(self, key: str) -> Row | None:
+        entry = self.entries.get(key)
+        if entry is None:
+            return None
+        try:
+            files, lib_add, lib_del, test_add, test_del, standing = (int(v) for v in entry[:6])
+            row = Row(files, lib_add, lib_del, test_add, test_del, standing,
+                      [str(c) for c in entry[6]])
+            if any(c not in self.known for c in row.commits):
+                return None
+        except (IndexError, TypeError, ValueError):
+            return None
+        self.used[key] = entry
+        return row
+
+    def put(self, key: str, row: Row) -> None:
+        self.used[key] = self.entries[key] = [*row[:6], row.commits]
+        for c in row.known:
+            self.known[c.id] = [c.subject, c.time]
+        self.changed = True
+
+    def commit(self, commit_id: str) -> BlamedCommit:
+        subject, when = self.known[commit_id]
+        return BlamedCommit(commit_id, str(subject), int(when))
+
+    def save(self) -> None:
+        """Keep what this run used (a stack's old versions drop out)."""
+        if not self.changed and len(self.used) == len(self.entries):
+            return
+        named = {c for e in self.used.values() for c in e[6]}
+        data = {"key": self.key, "paths": self.used_paths, "rows": self.used,
+                "commits": {c: self.known[c] for c in sorted(named)}}
+        with contextlib.suppress(OSError):  # a read-only cache: the next run blames again
+            fsutil.atomic_write(self.path, json.dumps(data, separators=(",", ":")))
+            old = sorted(self.path.parent.glob("*.burden"), key=lambda p: p.stat().st_mtime,
+                         reverse=True)
+            for gone in old[KEEP:]:
+                gone.unlink(missing_ok=True)
+
+
+def _digest(strip: int, data: bytes) -> str:
+    h = hashlib.sha256(f"{strip}\0".encode())
+    h.update(data)
+    return h.hexdigest()
