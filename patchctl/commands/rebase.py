@@ -95,6 +95,12 @@ _VERDICT = {
 
 
 def _verdict(result: RebaseResult, p: PatchResult) -> str:
+    if p.superseded and not p.resolved:
+        return "superseded?; " + _plain_verdict(result, p)
+    return _plain_verdict(result, p)
+
+
+def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
     verdict = _VERDICT.get(p.change or "", "")
     if p.resolved:
         return f"resolved by hand, {verdict}"
@@ -137,9 +143,17 @@ def render(result: RebaseResult) -> str:
             c = p.landed.commit
             where = f"{c.id[:12]} {c.subject!r}" if c else "an upstream commit not found"
             checks = f", {count(p.landed.checks, 'check')}" if p.landed.checks else ""
-            how = f" ({p.landed.how}{checks})"
+            cites = f" {p.landed.reference}" if p.landed.reference else ""
+            how = f" ({p.landed.how}{cites}{checks})"
             what = "dropped" if result.status == "rebased" else "propose dropping it"
             out.append(f"       already upstream: landed in {where}{how}; {what}")
+        if p.superseded:
+            s = p.superseded
+            out.append(f"       superseded?: it names {s.reference}, merged upstream in "
+                       f"{s.commit.id[:12]} {s.commit.subject!r}, but still changes what "
+                       "that commit does not; kept (never dropped): judge it by the interdiff "
+                       "(the patch -> the commit):")
+            out += [f"         {ln}" for ln in s.interdiff.rstrip("\n").splitlines()]
         if p.bisect:
             b = p.bisect
             if b.commit:

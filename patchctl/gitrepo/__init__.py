@@ -44,6 +44,7 @@ from patchctl.gitrepo.core import (
 )
 from patchctl.gitrepo.history import (
     CommitInfo,
+    CommitMessage,
     FileChange,
     author_ident,
     changed_paths,
@@ -61,6 +62,7 @@ from patchctl.gitrepo.history import (
     mailsplit,
     merge_base,
     patch_id,
+    range_messages,
     range_patch_ids,
     rev_range,
     seed_blobs,
@@ -122,6 +124,7 @@ __all__ = [
     "ApplyError",
     "ApplyRun",
     "CommitInfo",
+    "CommitMessage",
     "CommitRef",
     "FileChange",
     "FileCommit",
@@ -178,6 +181,7 @@ __all__ = [
     "network_timeout",
     "patch_id",
     "path_authors",
+    "range_messages",
     "range_patch_ids",
     "read_blobs",
     "read_files",
