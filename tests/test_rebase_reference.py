@@ -4,6 +4,7 @@ upstream-status --ref and the canary, on real temp repos."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -221,7 +222,8 @@ def test_a_patch_that_adds_more_is_superseded_not_upstream(cli, tmp_path: Path,
     assert sup["reference"] == "#203"
     assert sup["commit"] == {"id": up.commits["r3"], "subject": "tiny : declare tiny_min (#203)"}
     assert "-+int tiny_mid(int a, int b, int c);" in sup["interdiff"].splitlines()
-    assert sup["interdiff"].startswith("--- patch/0001-p1.patch\n+++ upstream/")
+    assert sup["interdiff"].splitlines()[:2] == [
+        "--- patch/include/tiny.h", f"+++ upstream/{up.commits['r3'][:12]}/include/tiny.h"]
     text = cli("-C", str(proj), "rebase-pin", "--upstream", str(up.path), "master",
                "--check").out
     assert "superseded?; would be" in text
@@ -304,3 +306,17 @@ def test_continue_grades_the_rest_by_reference(cli, tmp_path: Path, up: Upstream
     p2 = data["patches"][1]
     assert p2["grade"] == "upstream" and p2["landed"]["how"] == "reference"
     assert not (proj / "stack/patches/0002-p2.patch").exists()
+
+
+def test_the_landed_example_shows_both(cli, tmp_path: Path) -> None:
+    """examples/landed (the recorded evidence's project) still says what its README says."""
+    example = Path(__file__).resolve().parent.parent / "examples" / "landed"
+    proj = tmp_path / "landed"
+    shutil.copytree(example, proj)
+    r = cli("-C", str(proj), "rebase-pin", "master", "--check", "--json")
+    data = json.loads(r.out)
+    assert r.code == 1, r.err
+    assert [p["grade"] for p in data["patches"]] == ["exact", "upstream", "offset", "exact"]
+    assert data["patches"][1]["landed"]["how"] == "reference"
+    assert data["patches"][1]["landed"]["reference"] == "#202"
+    assert [p["superseded"] is not None for p in data["patches"]] == [False, False, True, False]

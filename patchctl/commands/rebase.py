@@ -49,8 +49,11 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
 
     Each patch is classified on NEW_REF with the patches before it applied:
     exact, offset, 3way, conflict or upstream (already there: the commit that
-    landed it is named). When every patch applies, the patches are refreshed
-    and the pin and lock rewritten in one atomic swap; on a conflict a work
+    landed it is named, found by patch-id, reverse-apply, or the upstream PR or
+    commit the patch names). A patch that names a change merged upstream but
+    still does more is marked superseded?, with its interdiff, and kept. When
+    every patch applies, the patches are refreshed and the pin and lock
+    rewritten in one atomic swap; on a conflict a work
     tree is left under .patchctl/rebase/ to resolve, then --continue; the
     patch's header is in .patchctl/rebase/header, and what is there at
     --continue (Subject, body, trailers such as Scope:) is the rebased patch's.

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from patchctl.errors import InputError
 from patchctl.model import lint
-from patchctl.model.patchfile import FileDiff, Patch, is_trailer_block, parse_patch
+from patchctl.model.patchfile import Patch, is_trailer_block, parse_patch
 
 ZERO_FROM = "From 0000000000000000000000000000000000000000 Mon Sep 17 00:00:00 2001"
 _FROM_LINE = re.compile(r"^From [0-9a-f]{40} ")
@@ -214,7 +214,7 @@ def reparse(text: str, *, name: str, path: Path, strip: int = 1) -> Patch:
 # -- range-diff style comparison --------------------------------------------------------
 
 
-def _changes(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
+def changes(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
     """Per file, the changed lines only: what a reviewer would call the patch's content."""
     return [(f.path, tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
             for f in patch.files]
@@ -225,28 +225,23 @@ def compare(old: Patch, new: Patch) -> str:
     ``content-changed``."""
     if old.digest == new.digest:
         return UNCHANGED
-    return CONTEXT if _changes(old) == _changes(new) else CONTENT
+    return CONTEXT if changes(old) == changes(new) else CONTENT
 
 
 def interdiff(old: Patch, new: Patch, *, name: str = "patch") -> str:
     """A diff of the two diffs, hunk positions blanked so moved context does not show."""
-    return interdiff_files(old.files, new.files, labels=(f"a/{name}", f"b/{name}"))
 
-
-def interdiff_files(old: Sequence[FileDiff], new: Sequence[FileDiff], *,
-                    labels: tuple[str, str]) -> str:
-    """``interdiff`` of two lists of file diffs (a patch's, an upstream commit's)."""
-
-    def lines(files: Sequence[FileDiff]) -> list[str]:
+    def lines(p: Patch) -> list[str]:
         out: list[str] = []
-        for f in files:
+        for f in p.files:
             out += [f"--- {f.raw_source}", f"+++ {f.raw_target}"]
             for h in f.hunks:
                 out.append("@@")
                 out += list(h.lines)
         return out
 
-    diff = difflib.unified_diff(lines(old), lines(new), *labels, lineterm="", n=2)
+    diff = difflib.unified_diff(lines(old), lines(new), f"a/{name}", f"b/{name}", lineterm="",
+                                n=2)
     return "\n".join(diff) + "\n"
 
 

@@ -31,6 +31,7 @@ the patch does. Contained: nothing of the patch is left to carry (``upstream``, 
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -194,12 +195,19 @@ def contained(patch: Patch, upstream: Patch | None) -> bool:
 
 
 def interdiff(patch: Patch, upstream: Patch | None, commit: str) -> str:
-    """What the patch does against what ``commit`` did to the patch's files (a diff of the
-    two diffs, at most ``MAX_INTERDIFF_LINES`` lines)."""
-    theirs = upstream.files if upstream else ()
-    text = patchtext.interdiff_files(patch.files, theirs, labels=(
-        f"patch/{patch.name}", f"upstream/{commit[:12]}"))
-    return bounded(text.splitlines(), MAX_INTERDIFF_LINES)
+    """What the patch changes against what ``commit`` changed, for each file the patch
+    touches: a diff of their changed lines, all shown (context lines are left out: they
+    differ by position alone), at most ``MAX_INTERDIFF_LINES`` lines in all."""
+    ours = dict(patchtext.changes(patch))
+    theirs = dict(patchtext.changes(upstream)) if upstream else {}
+    out: list[str] = []
+    for path, changed in ours.items():
+        other = theirs.get(path, ())
+        if changed != other:
+            out += difflib.unified_diff(changed, other, f"patch/{path}",
+                                        f"upstream/{commit[:12]}/{path}", lineterm="",
+                                        n=max(len(changed), len(other)))
+    return bounded(out, MAX_INTERDIFF_LINES)
 
 
 def bounded(lines: Iterable[str], limit: int) -> str:
