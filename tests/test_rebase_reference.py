@@ -4,7 +4,10 @@ upstream-status --ref and the canary, on real temp repos."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -320,3 +323,27 @@ def test_the_landed_example_shows_both(cli, tmp_path: Path) -> None:
     assert data["patches"][1]["landed"]["how"] == "reference"
     assert data["patches"][1]["landed"]["reference"] == "#202"
     assert [p["superseded"] is not None for p in data["patches"]] == [False, False, True, False]
+
+
+LLAMA_CPP = os.environ.get("PATCHCTL_LLAMA_CPP", "")
+
+
+@pytest.mark.llama
+@pytest.mark.skipif(not LLAMA_CPP, reason="set PATCHCTL_LLAMA_CPP to a llama.cpp clone")
+@pytest.mark.parametrize(("control", "grade"), [(False, "upstream"), (True, "conflict")])
+def test_real_backport_of_24444_lands_by_reference(cli, tmp_path: Path, control: bool,
+                                                   grade: str) -> None:
+    """examples/landed_llama.py on real history: #24444 merged edited (evidence/
+    rebase-pin-check-reference-llama-cpp*); naming nothing, the same patch is a conflict."""
+    script = Path(__file__).resolve().parent.parent / "examples" / "landed_llama.py"
+    proj = tmp_path / "proj"
+    subprocess.run([sys.executable, str(script), LLAMA_CPP, str(proj),
+                    *(["--control"] if control else [])], check=True, capture_output=True)
+    assert cli("-C", str(proj), "lock").code == 0
+    r = cli("-C", str(proj), "rebase-pin", "8c146a8366304c871efc26057cc90370ccf58dad",
+            "--check", "--upstream", LLAMA_CPP, "--json")
+    p = json.loads(r.out)["patches"][0]
+    assert p["grade"] == grade
+    if not control:
+        assert p["landed"]["how"] == "reference" and p["landed"]["reference"] == "#24444"
+        assert p["landed"]["commit"]["id"] == "c926ad09857517978575d6a74d225b463f7417a0"
