@@ -288,15 +288,17 @@ def test_canary_names_reference_landings_and_superseded(cli, tmp_path: Path,
 
 
 def test_continue_grades_the_rest_by_reference(cli, tmp_path: Path, up: Upstream) -> None:
-    """After a stop at a conflict, --continue grades the patches after it by reference too."""
+    """After a stop at a conflict, --continue grades the patches after it by reference too,
+    and a superseded? mark made before the stop survives the state file."""
     first_op = format_patch(
         up, up.commits["base"], lambda w: replace_in(w / "include/tiny.h", "int tiny_op_00(int x);",
                                                      "int tiny_op_00(int x); /* the first */"),
         subject="tiny : mark the first op", scratch=tmp_path / "s",
         trailers=default_trailers("op", "include/tiny.h"))
-    proj = project(tmp_path, up, [first_op, max_patch(up, tmp_path / "s")])
+    proj = project(tmp_path, up, [decl_patch(up, tmp_path / "s"), first_op,
+                                  max_patch(up, tmp_path / "s")])
     code, data = rebase(cli, proj, up, "master", "--drop-upstream")
-    assert code == 1 and data["status"] == "stopped" and data["conflict"] == "0001-p1.patch"
+    assert code == 1 and data["status"] == "stopped" and data["conflict"] == "0002-p2.patch"
     work = Path(data["work"])
     at_master = git(up.path, "show", "master:include/tiny.h")
     (work / "include/tiny.h").write_text(at_master.replace(
@@ -306,9 +308,11 @@ def test_continue_grades_the_rest_by_reference(cli, tmp_path: Path, up: Upstream
     assert r.out, r.err
     data = json.loads(r.out)
     assert r.code == 0 and data["status"] == "rebased", data
-    p2 = data["patches"][1]
-    assert p2["grade"] == "upstream" and p2["landed"]["how"] == "reference"
-    assert not (proj / "stack/patches/0002-p2.patch").exists()
+    p1, p3 = data["patches"][0], data["patches"][2]
+    assert p1["superseded"]["reference"] == "#203"  # kept through the stop's state file
+    assert p3["grade"] == "upstream" and p3["landed"]["how"] == "reference"
+    assert not (proj / "stack/patches/0003-p3.patch").exists()
+    assert (proj / "stack/patches/0001-p1.patch").exists()
 
 
 def test_the_landed_example_shows_both(cli, tmp_path: Path) -> None:
