@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -115,6 +116,11 @@ class Upstream:
     def tree(self, ref: str = "HEAD") -> str:
         return git(self.path, "rev-parse", f"{ref}^{{tree}}").strip()
 
+    def copy(self, dest: Path) -> Upstream:
+        """This upstream copied to ``dest``: a session-wide history, one copy per test."""
+        shutil.copytree(self.path, dest, symlinks=True)
+        return Upstream(dest, dict(self.commits))
+
 
 def write(root: Path, files: dict[str, str]) -> None:
     for rel, text in files.items():
@@ -196,14 +202,17 @@ def make_project(
     pin: str | None = None,
     lock: bool = True,
     series_extra: dict[str, str] | None = None,
+    url: str | None = None,
 ) -> Path:
-    """A project dir with stack/ (pin, series, patches) and, with ``lock``, a current lock."""
+    """A project dir with stack/ (pin, series, patches) and, with ``lock``, a current lock.
+    ``url``: the pin file's URL (default: the upstream's path)."""
     from patchctl.model.fingerprint import make_lock
     from patchctl.model.stack import Pin, Stack, render_lock
 
     stack = Stack(path / "stack")
     stack.patches_dir.mkdir(parents=True, exist_ok=True)
-    pin_obj = Pin(name="tiny", url=str(upstream.path), commit=pin or upstream.commits["base"])
+    pin_obj = Pin(name="tiny", url=url or str(upstream.path),
+                  commit=pin or upstream.commits["base"])
     stack.pin_path.write_text(pin_obj.to_toml())
     lines = ["# test series"]
     for name, text in patches:

@@ -111,7 +111,7 @@ def test_landed_patches_name_their_upstream_commit(cli, proj: Path, history: His
                                         "subject": "util : add tiny_min, mention it (#122)"}
     assert landed_reverse["checks"] <= math.ceil(math.log2(48)) + 2
     landed_id = by_name(data)[P[8]]["landed"]
-    assert landed_id == {"how": "patch-id", "checks": 0,
+    assert landed_id == {"how": "patch-id", "checks": 0, "reference": None,
                          "commit": {"id": c["c36"], "subject": "tiny : advertise tiny_min (#136)"}}
     assert by_name(data)[P[8]]["change"] == "dropped"
 

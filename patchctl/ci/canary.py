@@ -108,9 +108,12 @@ REPORT_SCHEMA: dict[str, Any] = {
                 "bisect": {"type": ["object", "null"], "properties": {
                     "commit": _MAYBE_COMMIT, "note": {"type": ["string", "null"]}}},
                 "landed": {"type": ["object", "null"], "properties": {
-                    "commit": _MAYBE_COMMIT, "how": {"type": "string"}}},
+                    "commit": _MAYBE_COMMIT, "how": {"type": "string"},
+                    "reference": {"type": ["string", "null"]}}},
                 "superseded": {"properties": {
-                    "commit": {"anyOf": [{"type": "null"}, _SHA, _COMMIT]}}}}}}}}
+                    "commit": {"anyOf": [{"type": "null"}, _SHA, _COMMIT]},
+                    "reference": {"type": ["string", "null"]},
+                    "interdiff": {"type": ["string", "null"]}}}}}}}}
 STATUS_SCHEMA: dict[str, Any] = {
     "type": "object", "required": ["schema", "patches"],
     "properties": {
@@ -160,6 +163,8 @@ def superseded_in(status: dict[str, Any], new: str) -> dict[str, dict[str, Any]]
         up = p.get("upstream") or {}
         if up.get("verdict") == "superseded":
             out[p["file"]] = {"commit": up.get("first_breaking"), "contains": up.get("contains")}
+        elif up.get("verdict") == "superseded?":  # names a change merged upstream, does more
+            out[p["file"]] = {"commit": up.get("commit"), "reference": up.get("reference")}
     return out
 
 
@@ -235,8 +240,10 @@ def markdown(c: Canary) -> str:
     if landed:
         out += ["", "### Landed upstream", ""]
         for r in landed:
-            lc = (r.landed or {}).get("commit")
-            how = (r.landed or {}).get("how", "unknown")
+            info = r.landed or {}
+            lc = info.get("commit")
+            how = " ".join(str(x) for x in (info.get("how", "unknown"), info.get("reference"))
+                           if x)
             where = _commit(c, lc["id"], lc.get("subject")) if lc else \
                 "an upstream commit not found"
             out.append(f"- {_code(r.name)}: landed in {where} ({_text(how)}); drop it when "
@@ -287,8 +294,13 @@ def _superseded(c: Canary, value: object) -> str:
     contains = value.get("contains")
     if isinstance(contains, int | float):
         parts.append(f"(it already holds {contains:.0%} of the patch's added lines)")
-    shown = {"commit", "name", "patch", *(("contains",) if isinstance(contains, int | float)
-                                          else ())}
+    reference = value.get("reference")
+    if isinstance(reference, str):  # rebase-pin's superseded?: the interdiff is in its report
+        parts.append(f"(the patch names {_text(reference)} but still changes more: its "
+                     "interdiff is in the rebase-pin report)")
+    shown = {"commit", "name", "patch", "interdiff",
+             *(("contains",) if isinstance(contains, int | float) else ()),
+             *(("reference",) if isinstance(reference, str) else ())}
     extra = [f"{k}: {v}" for k, v in sorted(value.items())
              if k not in shown and isinstance(v, str | int | float)]
     if extra:

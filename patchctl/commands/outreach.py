@@ -149,8 +149,10 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
 
 @click.command(epilog="Read-only: it never writes to GitHub or anywhere upstream.")
 @click.option("--ref", metavar="REF", shell_complete=complete_ref,
-              help="Also say which patches landed upstream between the pin and REF, and "
-              "which upstream probably superseded (needs the upstream).")
+              help="Also say which patches landed upstream between the pin and REF (by "
+              "patch-id, reverse-apply, or the PR or commit they name), which name a change "
+              "merged there but do more (superseded?), and which upstream probably "
+              "superseded (needs the upstream).")
 @click.option("--online", is_flag=True,
               help="Read the state of the GitHub issues and pull requests the patches point "
               "at (GITHUB_TOKEN is used when set; API base: PATCHCTL_GITHUB_API; each request "

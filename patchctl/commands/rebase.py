@@ -49,8 +49,11 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
 
     Each patch is classified on NEW_REF with the patches before it applied:
     exact, offset, 3way, conflict or upstream (already there: the commit that
-    landed it is named). When every patch applies, the patches are refreshed
-    and the pin and lock rewritten in one atomic swap; on a conflict a work
+    landed it is named, found by patch-id, reverse-apply, or the upstream PR or
+    commit the patch names). A patch that names a change merged upstream but
+    still does more is marked superseded?, with its interdiff, and kept. When
+    every patch applies, the patches are refreshed and the pin and lock
+    rewritten in one atomic swap; on a conflict a work
     tree is left under .patchctl/rebase/ to resolve, then --continue; the
     patch's header is in .patchctl/rebase/header, and what is there at
     --continue (Subject, body, trailers such as Scope:) is the rebased patch's.
@@ -95,6 +98,12 @@ _VERDICT = {
 
 
 def _verdict(result: RebaseResult, p: PatchResult) -> str:
+    if p.superseded and not p.resolved:
+        return "superseded?; " + _plain_verdict(result, p)
+    return _plain_verdict(result, p)
+
+
+def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
     verdict = _VERDICT.get(p.change or "", "")
     if p.resolved:
         return f"resolved by hand, {verdict}"
@@ -137,9 +146,17 @@ def render(result: RebaseResult) -> str:
             c = p.landed.commit
             where = f"{c.id[:12]} {c.subject!r}" if c else "an upstream commit not found"
             checks = f", {count(p.landed.checks, 'check')}" if p.landed.checks else ""
-            how = f" ({p.landed.how}{checks})"
+            cites = f" {p.landed.reference}" if p.landed.reference else ""
+            how = f" ({p.landed.how}{cites}{checks})"
             what = "dropped" if result.status == "rebased" else "propose dropping it"
             out.append(f"       already upstream: landed in {where}{how}; {what}")
+        if p.superseded:
+            s = p.superseded
+            out.append(f"       superseded?: it names {s.reference}, merged upstream in "
+                       f"{s.commit.id[:12]} {s.commit.subject!r}, but still changes what "
+                       "that commit does not; kept (never dropped): judge it by the interdiff "
+                       "(the patch -> the commit):")
+            out += [f"         {ln}" for ln in s.interdiff.rstrip("\n").splitlines()]
         if p.bisect:
             b = p.bisect
             if b.commit:

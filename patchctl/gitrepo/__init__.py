@@ -46,6 +46,7 @@ from patchctl.gitrepo.core import (
 )
 from patchctl.gitrepo.history import (
     CommitInfo,
+    CommitMessage,
     FileChange,
     author_ident,
     changed_paths,
@@ -63,6 +64,7 @@ from patchctl.gitrepo.history import (
     mailsplit,
     merge_base,
     patch_id,
+    range_messages,
     range_patch_ids,
     rev_range,
     seed_blobs,
@@ -126,6 +128,7 @@ __all__ = [
     "Blame",
     "BlamedCommit",
     "CommitInfo",
+    "CommitMessage",
     "CommitRef",
     "FileChange",
     "FileCommit",
@@ -184,6 +187,7 @@ __all__ = [
     "network_timeout",
     "patch_id",
     "path_authors",
+    "range_messages",
     "range_patch_ids",
     "read_blobs",
     "read_files",

@@ -147,6 +147,30 @@ def range_patch_ids(repo: Path, old: str, new: str, paths: Sequence[str]) -> dic
     return ids
 
 
+@dataclass(frozen=True)
+class CommitMessage:
+    """An upstream commit's message: read to match references, shown only escaped."""
+
+    id: str
+    parent: str | None  # the first parent; None for a root commit
+    subject: str
+    body: str
+
+
+def range_messages(repo: Path, old: str, new: str) -> list[CommitMessage]:
+    """Every commit in ``old..new``, merges included, newest first (one ``git log``)."""
+    out = run_git(["log", "--format=%H%x00%P%x00%s%x00%b%x1e", "--no-color",
+                   "--end-of-options", f"{old}..{new}"], repo=repo).stdout
+    commits = []
+    for record in out.split("\x1e"):
+        fields = record.lstrip("\n").split("\0", 3)
+        if len(fields) == 4:
+            commit, parents, subj, body = fields
+            first = parents.split()[0] if parents.split() else None
+            commits.append(CommitMessage(commit, first, subj, body))
+    return commits
+
+
 def fetch_ref(repo: Path, ref: str) -> str | None:
     """Fetch ``ref`` (commit id, tag or branch) from the cache repo's origin; its commit id.
 

@@ -214,7 +214,7 @@ def reparse(text: str, *, name: str, path: Path, strip: int = 1) -> Patch:
 # -- range-diff style comparison --------------------------------------------------------
 
 
-def _changes(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
+def changes(patch: Patch) -> list[tuple[str, tuple[str, ...]]]:
     """Per file, the changed lines only: what a reviewer would call the patch's content."""
     return [(f.path, tuple(ln for h in f.hunks for ln in h.lines if ln[:1] in "+-"))
             for f in patch.files]
@@ -225,7 +225,7 @@ def compare(old: Patch, new: Patch) -> str:
     ``content-changed``."""
     if old.digest == new.digest:
         return UNCHANGED
-    return CONTEXT if _changes(old) == _changes(new) else CONTENT
+    return CONTEXT if changes(old) == changes(new) else CONTENT
 
 
 def interdiff(old: Patch, new: Patch, *, name: str = "patch") -> str:

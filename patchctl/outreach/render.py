@@ -147,9 +147,15 @@ def status_text(report: StatusReport) -> str:
             commit = u.get("commit") or u.get("first_breaking")
             if commit:
                 line += f", {commit['id'][:12]} {commit['subject']}"
+            if u.get("reference"):
+                line += f" (the patch names {u['reference']})"
             if "contains" in u:
                 line += f", holds {round(u['contains'] * 100)}% of the patch's added lines"
             out.append(line)
+            if u.get("interdiff"):
+                out.append("       it still changes what that commit does not; interdiff "
+                           "(the patch -> the commit):")
+                out += [f"         {ln}" for ln in u["interdiff"].rstrip("\n").split("\n")]
     if report.malformed:
         out.append(f"malformed or missing Upstream-Status: {', '.join(report.malformed)}")
     return "\n".join(printable(line) for line in out) + "\n"

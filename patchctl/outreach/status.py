@@ -3,7 +3,9 @@
 Offline: counts by Upstream-Status, malformed or missing statuses, patches
 with no Forwarded/Bug/Submitted reference, how long each has been Pending,
 and with ``--ref``, which patches landed upstream between the pin and REF
-(patch-id or reverse-apply, rebase-pin's machinery) and which upstream
+(patch-id, reverse-apply, or by reference: the PR or commit the patch names
+merged there and does all the patch does; rebase-pin's machinery), which name
+such a change but do more (``superseded?``, with the interdiff), and which upstream
 probably superseded: the commit that first breaks the patch already holds
 much of the patch's post-image. Online (``github.py``): the state of the
 issues and pull requests the patches point at.
@@ -24,6 +26,7 @@ from patchctl import gitrepo
 from patchctl.model import schemas
 from patchctl.model.lint import UPSTREAM_STATUS_KINDA, UPSTREAM_STATUS_STRICT
 from patchctl.model.patchfile import Patch
+from patchctl.model.references import substantive
 from patchctl.model.stack import Stack
 
 SCHEMA = schemas.UPSTREAM_STATUS
@@ -42,7 +45,7 @@ class PatchStatus:
     references: list[str]  # URLs and owner/repo#N from the status, Forwarded:, Bug:
     date: str | None  # the patch's Date:, ISO
     pending_days: int | None
-    upstream: dict[str, Any] | None = None  # --ref: landed / superseded / applies / conflict ...
+    upstream: dict[str, Any] | None = None  # --ref: landed / superseded? / superseded / ...
     online: list[dict[str, Any]] = field(default_factory=list)
     # with an upstream at hand: what carrying it costs (`burden`): days, commits, files,
     # library and test lines
@@ -115,6 +118,7 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
     """Fill in, for each patch, what upstream did to it between the pin and ``ref``."""
     from patchctl.errors import InputError
     from patchctl.rebase import engine as rebase
+    from patchctl.rebase.cited import cited
 
     upstream = gitrepo.git_dir(upstream)
     pin = stack.pin()
@@ -125,7 +129,8 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
     sources = rebase.sources_of(stack)
     with gitrepo.temp_index(upstream) as index:
         rebase.seed(index, pin.commit, sources)
-        steps = rebase.classify(index, sources, new, progress=progress)
+        steps = rebase.classify(index, sources, new, progress=progress,
+                                cited=cited(upstream, pin.commit, new, sources, pin.url))
         searcher = None
         if pin.commit != new and gitrepo.is_ancestor(upstream, pin.commit, new):
             searcher = rebase.Searcher(index, upstream, pin.commit, new, sources, progress)
@@ -137,6 +142,13 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
             info["verdict"] = "landed"
             info["commit"] = asdict(r.landed.commit) if r.landed.commit else None
             info["how"] = r.landed.how
+            if r.landed.reference:
+                info["reference"] = r.landed.reference
+        elif r.superseded:
+            info["verdict"] = "superseded?"
+            info["commit"] = asdict(r.superseded.commit)
+            info["reference"] = r.superseded.reference
+            info["interdiff"] = r.superseded.interdiff
         elif r.bisect and r.bisect.commit:
             share = contained(upstream, pin.commit, r.bisect.commit.id, step.source.patch)
             info["first_breaking"] = asdict(r.bisect.commit)
@@ -189,7 +201,7 @@ def contained(upstream: Path, pin: str, commit: str, patch: Patch) -> float:
             region = set(after[lo:hi])
             for ln in h.lines:
                 text = ln[1:].strip()
-                if ln[:1] == "+" and len(text.strip("{}();, ")) >= 2:
+                if ln[:1] == "+" and substantive(text):
                     total += 1
                     found += text in region
     return found / total if total else 0.0

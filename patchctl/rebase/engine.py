@@ -5,9 +5,13 @@ temporary index and each patch is tried in series order on top of the ones
 before it. A patch is ``exact`` or ``offset`` (plain ``git apply``), ``3way``
 (``git apply --3way`` merges it cleanly), ``conflict``, or ``upstream`` (it
 reverse-applies, or a three-way merge adds nothing: the change is already
-there). ``--bisect`` then finds, for each patch that no longer applies, the
-first commit on NEW's first-parent line after the old pin where it stops
-applying, by binary search: ceil(log2 n) checks plus one at each end.
+there; or it names an upstream pull request or commit that merged between the
+pins and does nothing that commit does not: rebase/cited.py, ``how: reference``).
+A patch that names such a change but does more is graded as usual and marked
+``superseded?``, with the interdiff, for a person to judge. ``--bisect`` then
+finds, for each patch that no longer applies, the first commit on NEW's
+first-parent line after the old pin where it stops applying, by binary
+search: ceil(log2 n) checks plus one at each end.
 
 Nothing in ``stack/`` changes until every patch has a new form: the new stack
 is staged and swapped in at once (model/stackwrite.py). The command itself, and a
@@ -19,7 +23,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,8 +67,19 @@ class Bisect:
 @dataclass
 class Landing:
     commit: Commit | None
-    how: str  # patch-id | reverse-apply | unknown
+    how: str  # patch-id | reverse-apply | reference | unknown
     checks: int = 0
+    reference: str | None = None  # how: reference: the PR or commit the patch names
+
+
+@dataclass
+class Superseded:
+    """``superseded?``: the patch names an upstream change that merged between the pins, but
+    still changes something that commit does not (rebase/cited.py). Never dropped."""
+
+    commit: Commit
+    reference: str  # as model.references labels it: #123, or a commit id
+    interdiff: str  # the patch's diff against the commit's, bounded
 
 
 @dataclass
@@ -76,6 +91,7 @@ class PatchResult:
     conflicts: list[str] = field(default_factory=list)  # files left with conflict markers
     after_conflict: bool = False  # classified with an earlier conflicting patch left out
     landed: Landing | None = None
+    superseded: Superseded | None = None
     bisect: Bisect | None = None
     change: str | None = None  # unchanged | context-only | content-changed | dropped
     interdiff: str | None = None
@@ -87,13 +103,16 @@ class PatchResult:
             return Commit(**c) if c else None
 
         landed = d.get("landed")
+        sup = d.get("superseded")
         bis = d.get("bisect")
         return cls(
             index=d["index"], name=d["name"], grade=d["grade"],
             offsets=[gitrepo.HunkOffset(**o) for o in d.get("offsets", [])],
             conflicts=list(d.get("conflicts", [])), after_conflict=d.get("after_conflict", False),
-            landed=Landing(commit(landed["commit"]), landed["how"], landed["checks"])
-            if landed else None,
+            landed=Landing(commit(landed["commit"]), landed["how"], landed["checks"],
+                           landed.get("reference")) if landed else None,
+            superseded=Superseded(Commit(**sup["commit"]), sup["reference"], sup["interdiff"])
+            if sup else None,
             bisect=Bisect(commit(bis["commit"]), bis["checks"], bis["commits"], bis["bound"],
                           bis.get("note")) if bis else None,
             change=d.get("change"), interdiff=d.get("interdiff"),
@@ -162,13 +181,19 @@ def sources_of(stack: Stack) -> list[Source]:
 
 def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
              progress: Progress | None = None, first: int | None = None,
-             landable: frozenset[str] | None = None) -> list[Step]:
+             landable: frozenset[str] | None = None,
+             cited: Mapping[int, Landing | Superseded] | None = None) -> list[Step]:
     """Each patch in order on ``tree`` plus the patches before it that applied.
 
     ``landable``: the paths upstream changed between the old and the new pin. A
     patch touching none of them cannot have landed upstream, however well it
     reverse-applies (it is then already in ``tree`` from our own side: a
     duplicate, or a commit of an interrupted --continue): it is a conflict.
+
+    ``cited`` (rebase/cited.py), by series position: a patch that landed by reference is
+    ``upstream`` whatever applying it would do, and is not applied (as a patch that
+    reverse-applies is not), so the patches after it are graded without it; a
+    ``superseded?`` one is graded as usual and carries the finding.
     """
     index.read_tree(tree)
     current = index.write_tree()
@@ -180,6 +205,12 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         result = PatchResult(index=s.index, name=s.name, grade=CONFLICT,
                              after_conflict=after_conflict)
         step = Step(s, result)
+        steps.append(step)
+        found = (cited or {}).get(s.index)
+        if isinstance(found, Landing):
+            result.grade, result.landed = UPSTREAM, found
+            continue
+        result.superseded = found
         could_land = landable is None or any(
             p in landable for f in s.patch.files for p in f.paths)
         run = index.apply([s.path], strip=s.strip)
@@ -214,7 +245,6 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             if result.change == patchtext.CONTENT:
                 result.interdiff = patchtext.interdiff(s.patch, new, name=s.name)
         current = after
-        steps.append(step)
     return steps
 
 
@@ -333,7 +363,9 @@ def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect:
     for step in steps:
         r = step.result
         if r.grade == UPSTREAM:
-            r.landed = searcher.landing(step.source) if searcher else Landing(None, "unknown")
+            if r.landed is None:  # a landing by reference is named already
+                r.landed = searcher.landing(step.source) if searcher else \
+                    Landing(None, "unknown")
             r.change = DROPPED
         elif bisect and r.grade in BROKEN:
             if searcher is None:

@@ -37,6 +37,7 @@ from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Stack
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase import state as rebase_state
+from patchctl.rebase.cited import cited
 from patchctl.rebase.engine import (
     DROPPED,
     Progress,
@@ -75,7 +76,8 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         with gitrepo.temp_index(upstream) as index:
             seed(index, pin.commit, sources)
             steps = classify(index, sources, new, progress=progress,
-                             landable=upstream_paths(upstream, pin.commit, new))
+                             landable=upstream_paths(upstream, pin.commit, new),
+                             cited=cited(upstream, pin.commit, new, sources, pin.url))
             searcher = None
             base = rebase_review.search_base(upstream, pin.commit, new)
             if pin.commit != new and base is not None:
@@ -252,7 +254,9 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         with gitrepo.temp_index(git_dir) as index:
             steps = classify(index, rest, gitrepo.tree_of(git_dir, "HEAD"), progress=progress,
                              first=len(sources),
-                             landable=upstream_paths(git_dir, state.old, state.new))
+                             landable=upstream_paths(git_dir, state.old, state.new),
+                             cited=cited(git_dir, state.old, state.new, rest,
+                                         stack.pin().url))
             searcher = Searcher(index, git_dir, state.old, state.new, sources, progress) \
                 if gitrepo.is_ancestor(git_dir, state.old, state.new) else None
             name_and_bisect(steps, searcher, bisect=False)
