@@ -26,6 +26,8 @@ class ResultLine:
     records: list[str]  # the evidence records that state it, relative to the project
     other_stack: list[str] = field(default_factory=list)  # of those, for another fingerprint
     not_as_expected: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)  # a ctest comparison's tests by name
+    alarm: bool = False  # a test fails after the pin that passed there: shown first
 
 
 NO_TOTALS = "no totals recorded"
@@ -33,21 +35,26 @@ OTHER_STACKS = "totals of other stacks"
 
 
 def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
-    """Each record's totals, one line each; records stating the same line on the same
-    backend share it, and the records without any totals share one line. Once a record of
-    the patch as it is states totals, the lines only records of other stacks state are
-    folded into one (OTHER_STACKS: their records, listed under Evidence records)."""
+    """Each record's totals, one line each (for upstream's ctest at the pin and at each
+    prefix, the comparison, ``ctest.compare``, in place of the totals line); records
+    stating the same line on the same backend share it, and the records without any totals
+    share one line. Once a record of the patch as it is states totals, the lines only
+    records of other stacks state are folded into one (OTHER_STACKS: their records, listed
+    under Evidence records)."""
     out: dict[tuple[str, str | None], ResultLine] = {}
     for e in evidence:
-        lines = [f"reproduce: {e.outcome}"] if e.outcome else e.totals or [NO_TOTALS]
+        lines = [f"reproduce: {e.outcome}"] if e.outcome else \
+            [e.compare.headline] if e.compare else e.totals or [NO_TOTALS]
         for text in lines:
-            line = out.setdefault((text, e.backend), ResultLine(text, e.backend, []))
+            line = out.setdefault((text, e.backend), ResultLine(
+                text, e.backend, [], details=list(e.compare.details) if e.compare else [],
+                alarm=bool(e.compare and e.compare.new_failures)))
             line.records.append(e.file)
             if not e.current:
                 line.other_stack.append(e.file)
             if not e.as_expected:
                 line.not_as_expected.append(e.file)
-    totals = [r for r in out.values() if r.text != NO_TOTALS]
+    totals = sorted((r for r in out.values() if r.text != NO_TOTALS), key=lambda r: not r.alarm)
     bare = [r for r in out.values() if r.text == NO_TOTALS]
     rest = [ResultLine(NO_TOTALS, None, [f for r in bare for f in r.records],
                        [f for r in bare for f in r.other_stack],
