@@ -81,8 +81,8 @@ def test_the_same_failures_at_the_pin_and_after_the_patch_are_not_the_patchs(
     assert ("- upstream ctest, pin and 1 prefix: the same 3 of 5 fail at each; 0 changed by "
             "the patch (pin -\\> p1, which adds test-cube: passed) (cpu: "
             "`evidence/cube/cube-ctest.json`)\n") in results
-    assert ("  - at the pin: failed: test-vocab; not run: test-net; not run, target not "
-            "built: test-chat\n") in results
+    assert ("  - at the pin: failed: test-vocab; not run: test-net; not run, unbuilt: "
+            "test-chat\n") in results
     assert "NEW FAILURES" not in results
     assert prose_problems(text) == []
 

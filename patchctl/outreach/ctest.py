@@ -138,5 +138,5 @@ def _named(base: Section, later: list[Section]) -> str:
     groups = [f"{o}: {', '.join(ts)}" for o, ts in sorted(by.items(),
                                                            key=lambda x: (x[0] != "failed", x[0]))]
     if unbuilt:
-        groups.append(f"not run, target not built: {', '.join(unbuilt)}")
+        groups.append(f"not run, unbuilt: {', '.join(unbuilt)}")
     return "at the pin: " + "; ".join(groups)
