@@ -84,6 +84,8 @@ def test_the_same_failures_at_the_pin_and_after_the_patch_are_not_the_patchs(
     assert ("  - at the pin: failed: test-vocab; not run: test-net; not run, unbuilt: "
             "test-chat\n") in results
     assert "NEW FAILURES" not in results
+    rerun = text.split("Rerun (as recorded")[1]  # beside the record's command, in Details
+    assert "  - upstream ctest, pin and 1 prefix: the same 3 of 5 fail at each;" in rerun
     assert prose_problems(text) == []
 
 
