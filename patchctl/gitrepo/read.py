@@ -9,7 +9,6 @@ reach no report, brief or terminal. File contents are returned as they are.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -68,32 +67,6 @@ def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
                 repo=repo, check=False)
     counts = Counter(printable(n.strip()) for n in r.stdout.split("\n") if n.strip())
     return sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-
-
-# A GitHub no-reply address names the account: ``ID+handle@`` (or ``handle@``, before 2017).
-_NOREPLY = re.compile(
-    r"^(?:\d+\+)?([A-Za-z0-9](?:[A-Za-z0-9-]{0,38}))@users\.noreply\.github\.com$", re.I)
-
-
-def github_handles(repo: Path, commit: str) -> dict[str, str]:
-    """Author name -> GitHub handle (``@handle``), for each name that the history up to
-    ``commit`` shows with a GitHub no-reply address (as author, or in a Co-authored-by
-    trailer); the handle that name used most often. Addresses are read here and never
-    returned: only the handle the address itself spells."""
-    r = run_git(["log", "--format=%an%x00%ae%x00%(trailers:key=Co-authored-by,valueonly,"
-                 "separator=%x01)", commit], repo=repo, check=False)
-    seen: dict[str, Counter[str]] = {}
-    for line in r.stdout.split("\n"):
-        name, _, rest = line.partition("\0")
-        email, _, trailers = rest.partition("\0")
-        pairs = [(name, email)]
-        for t in trailers.split("\x01"):
-            if m := re.match(r"^\s*(.*?)\s*<([^>]*)>\s*$", t):
-                pairs.append((m.group(1), m.group(2)))
-        for who, address in pairs:
-            if (m := _NOREPLY.match(address.strip())) and who.strip():
-                seen.setdefault(printable(who.strip()), Counter())[m.group(1)] += 1
-    return {who: "@" + max(sorted(c), key=lambda h: c[h]) for who, c in seen.items()}
 
 
 def list_files(repo: Path, commit: str, pathspecs: Sequence[str]) -> list[str]:

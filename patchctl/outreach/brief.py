@@ -58,11 +58,6 @@ class Reviewer:
     source: str  # "CODEOWNERS:89 (/src/)" or "git log: 12 of the last 200 commits"
     paths: list[str]
     members: str | None = None  # a team's members as the file lists them
-    handle: str | None = None  # "@handle" where the history shows a GitHub no-reply address
-
-    @property
-    def shown(self) -> str:
-        return contrib.shown(self.name, self.handle)
 
 
 @dataclass
@@ -290,8 +285,8 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
     rules = [_applies(r, patch, api, outreach, assistance, lint, more) for r in rules_all]
     reviewers = _owners(files.get(owners_path) if owners_path else None, owners_path, touched)
     authors = [Reviewer(a.name, f"git log: {a.commits} of the last 200 commits touching "
-                        "these paths", touched, handle=a.handle)
-               for a in contrib.authors(upstream, base, touched, series.handles)]
+                        "these paths", touched)
+               for a in contrib.authors(upstream, base, touched)]
     guide = _guide(upstream, base, patch, api, series)
     checks = [_check(upstream, base, c) for c in (outreach.checks if outreach else [])]
     missing = []

@@ -1,7 +1,7 @@
 """The facts of issue 24 for a brief, read once per series and once per patch.
 
-Series: the issue forms, the declaration index (ctags), GitHub handles from the history,
-the architectures at the base, the cached issue answers. Patch: CODEOWNERS gaps,
+Series: the issue forms, the declaration index (ctags), the architectures at the base, the
+cached issue answers. Patch: CODEOWNERS gaps,
 discussions named by its issues, owners of subsystems its questions name, the code
 standards lint, contradicted outreach claims and the manual checks. ``brief`` copies
 the results into its dataclasses; only ``gitrepo`` runs git.
@@ -23,22 +23,13 @@ from patchctl.untrusted import printable
 AUTHORS = 8  # authors shown per table, and every one with as many commits as the last
 
 
-def shown(name: str, handle: str | None) -> str:
-    """``@handle (Name)``; the handle alone when the name is the handle; else the name."""
-    if not handle:
-        return name
-    return handle if handle[1:].lower() == name.lower() else f"{handle} ({name})"
-
-
 @dataclass
 class Author:
+    """An author as git log names them: a name, never a GitHub handle. Only CODEOWNERS
+    (or another upstream file) gives handles; a handle guessed from an address would
+    suggest someone the upstream does not list as a reviewer."""
     name: str
-    handle: str | None
     commits: int
-
-    @property
-    def shown(self) -> str:
-        return shown(self.name, self.handle)
 
 
 @dataclass
@@ -55,7 +46,6 @@ class SubsystemOwners:
 class SeriesFacts:
     forms: list[surface.IssueForm]
     index: decls.Index | None
-    handles: dict[str, str]
     known: set[str]  # architectures at the base (names of its per-architecture files)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # cached GitHub answers
 
@@ -81,19 +71,18 @@ def series_facts(upstream: Path, base: str, cache: Path | None) -> SeriesFacts:
         from patchctl.outreach import github
 
         answers = github.load_cache(cache)
-    return SeriesFacts(forms, decls.index(upstream, base), gitrepo.github_handles(upstream, base),
-                       claims.architectures(models), answers)
+    return SeriesFacts(forms, decls.index(upstream, base), claims.architectures(models), answers)
 
 
-def authors(upstream: Path, base: str, paths: Sequence[str], handles: dict[str, str],
-            limit: int = AUTHORS) -> list[Author]:
-    """The most frequent authors of ``paths``: the first ``limit`` and everyone tied with
-    the last of them; each with the GitHub handle the history shows for the name."""
+def authors(upstream: Path, base: str, paths: Sequence[str], limit: int = AUTHORS
+            ) -> list[Author]:
+    """The most frequent authors of ``paths`` by name: the first ``limit`` and everyone
+    tied with the last of them."""
     ranked = gitrepo.path_authors(upstream, base, paths)
     if len(ranked) > limit:
         floor = ranked[limit - 1][1]
         ranked = [r for r in ranked if r[1] >= floor]
-    return [Author(name, handles.get(name), n) for name, n in ranked]
+    return [Author(name, n) for name, n in ranked]
 
 
 @dataclass
@@ -124,7 +113,7 @@ def patch_facts(upstream: Path, base: str, series: SeriesFacts, patch: Patch,
                 subs.append(SubsystemOwners(
                     q, s.word, s.team, s.members,
                     [f"{path}:{e.line} {e.pattern} {' '.join(e.owners)}" for e in s.entries],
-                    authors(upstream, base, s.paths, series.handles, limit=3)
+                    authors(upstream, base, s.paths, limit=3)
                     if s.paths else []))
     return PatchFacts(unowned, _discussions(series, patch, outreach), subs,
                       sorted(lint, key=lambda x: (x.file, x.line or 0, x.code)),

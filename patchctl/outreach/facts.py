@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from patchctl.errors import StackError
 from patchctl.globs import glob_match, valid_globs
 from patchctl.model.patchfile import FileDiff, Patch
-from patchctl.outreach import policy
+from patchctl.outreach import ctest, policy
 from patchctl.records.evidence import READABLE_SCHEMAS
 
 if TYPE_CHECKING:
@@ -299,6 +299,8 @@ class EvidenceRun:
     totals: list[str] = field(default_factory=list)  # the log's own result totals lines
     backend: str | None = None  # the record's backend name (cpu, cuda, ...)
     match: str = ""  # how the record was matched to this patch's digest, in words
+    # upstream's ctest at the pin and at each prefix, compared (ctest.py), if the log has it
+    compare: ctest.Comparison | None = None
 
 
 _CHECK_LINE = re.compile(r"^(?:\d+: )?((?:ok|not ok|FAIL|PASS|PASSED|FAILED)\b.*)$")
@@ -408,6 +410,7 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
             run.checks = [m.group(1).strip() for ln in text.splitlines()
                           if (m := _CHECK_LINE.match(ln.strip()))][:60]
             run.totals = log_totals(text)
+            run.compare = ctest.compare(text, at.pin, patch.subject)
         backend = data.get("backend")
         if isinstance(backend, dict) and isinstance(backend.get("name"), str):
             run.backend = backend["name"]

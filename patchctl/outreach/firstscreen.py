@@ -26,6 +26,8 @@ class ResultLine:
     records: list[str]  # the evidence records that state it, relative to the project
     other_stack: list[str] = field(default_factory=list)  # of those, for another fingerprint
     not_as_expected: list[str] = field(default_factory=list)
+    details: list[str] = field(default_factory=list)  # a ctest comparison's tests by name
+    alarm: bool = False  # a test fails after the pin that passed there: shown first
 
 
 NO_TOTALS = "no totals recorded"
@@ -33,21 +35,26 @@ OTHER_STACKS = "totals of other stacks"
 
 
 def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
-    """Each record's totals, one line each; records stating the same line on the same
-    backend share it, and the records without any totals share one line. Once a record of
-    the patch as it is states totals, the lines only records of other stacks state are
-    folded into one (OTHER_STACKS: their records, listed under Evidence records)."""
+    """Each record's totals, one line each (for upstream's ctest at the pin and at each
+    prefix, the comparison, ``ctest.compare``, in place of the totals line); records
+    stating the same line on the same backend share it, and the records without any totals
+    share one line. Once a record of the patch as it is states totals, the lines only
+    records of other stacks state are folded into one (OTHER_STACKS: their records, listed
+    under Evidence records)."""
     out: dict[tuple[str, str | None], ResultLine] = {}
     for e in evidence:
-        lines = [f"reproduce: {e.outcome}"] if e.outcome else e.totals or [NO_TOTALS]
+        lines = [f"reproduce: {e.outcome}"] if e.outcome else \
+            [e.compare.headline] if e.compare else e.totals or [NO_TOTALS]
         for text in lines:
-            line = out.setdefault((text, e.backend), ResultLine(text, e.backend, []))
+            line = out.setdefault((text, e.backend), ResultLine(
+                text, e.backend, [], details=list(e.compare.details) if e.compare else [],
+                alarm=bool(e.compare and e.compare.new_failures)))
             line.records.append(e.file)
             if not e.current:
                 line.other_stack.append(e.file)
             if not e.as_expected:
                 line.not_as_expected.append(e.file)
-    totals = [r for r in out.values() if r.text != NO_TOTALS]
+    totals = sorted((r for r in out.values() if r.text != NO_TOTALS), key=lambda r: not r.alarm)
     bare = [r for r in out.values() if r.text == NO_TOTALS]
     rest = [ResultLine(NO_TOTALS, None, [f for r in bare for f in r.records],
                        [f for r in bare for f in r.other_stack],
@@ -214,18 +221,38 @@ class Gap:
     ask: str  # what is asked, quoted
     source: str  # "CONTRIBUTING.md:47" or ".github/pull_request_template.md:14"
     status: str  # "no record runs llama-bench", "yours to confirm", ...
+    covered: bool = False  # a record of the patch as it is runs what is asked
+    records: list[str] = field(default_factory=list)  # those records, or of other stacks
+    reruns: list[list[str]] = field(default_factory=list)  # their commands, as recorded
+    tool: str = ""  # what a covering record runs
 
 
 _TOOLS = re.compile(r"\bci/|llama-[\w-]+|test-[\w-]+|\bperplexity\b|\bbench\b", re.I)
 _IF_MODIFIED = re.compile(r"^\W*if you modified (?:the |a |an )?`?([\w./-]+)`?", re.I)
 
 
+def runs(command: Sequence[str], tool: str) -> bool:
+    """Whether a recorded command runs ``tool``: a word of it (``bash -c`` text split too)
+    is the program (``/build/bin/llama-bench``; ``llama-perplexity`` for ``perplexity``) or,
+    for a directory such as ``ci/``, a path in it. A record's name says nothing: a
+    wrapper script's record does not count, only the command as run."""
+    for word in (w for arg in command for w in arg.split()):
+        name = PurePosixPath(word).name.lower()
+        if tool.endswith("/"):
+            if word.lower().startswith(tool) or f"/{tool}" in word.lower():
+                return True
+        elif name == tool or name.endswith(f"-{tool}"):
+            return True
+    return False
+
+
 def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection],
          template_path: str | None, evidence: Sequence[facts.EvidenceRun],
          assistance: Sequence[facts.Assistance], touched: Sequence[str]) -> list[Gap]:
-    """The tests the rules ask for that no evidence record runs, and the template's
-    disclosure item when the patch records no Assisted-by trailer."""
-    ran = " ".join(" ".join([e.name, *e.command]) for e in evidence).lower()
+    """The tests the rules ask for: covered by the records of the patch as it is that run
+    them (with their commands), else not covered (and which records of other stacks run
+    them); and the template's disclosure item when the patch records no Assisted-by
+    trailer."""
     out: list[Gap] = []
     for rule in rules:
         if rule.id != "test-asks":
@@ -237,10 +264,22 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
                 continue  # asked only for changes to what the patch does not touch
             named = list(dict.fromkeys(t.lower() for t in _TOOLS.findall(c.text)))
             tools = [t for t in named if not any(t != u and t in u for u in named)]
-            missing = [t for t in tools if t not in ran]
+            where = f"{c.file}:{c.line}"
+            missing, older = [], []
+            for t in tools:
+                ran = [e for e in evidence if runs(e.command, t)]
+                now = [e for e in ran if e.current]
+                if now:
+                    out.append(Gap(c.text, where, f"run by a record of this patch: {t}", True,
+                                   [e.file for e in now], [e.command for e in now], t))
+                else:
+                    missing.append(t)
+                    older += [e.file for e in ran if e.file not in older]
             if missing:
-                out.append(Gap(c.text, f"{c.file}:{c.line}",
-                               "no evidence record runs " + ", ".join(missing)))
+                status = "no evidence record runs " + ", ".join(missing) if not older else \
+                    "no record of this patch as it is runs " + ", ".join(missing) + \
+                    " (records of other stacks do)"
+                out.append(Gap(c.text, where, status, records=older))
     for s in template:  # the checklist items a fact could answer: the disclosure
         for item in s.items:
             if re.search(r"disclos", item, re.I) and not assistance:

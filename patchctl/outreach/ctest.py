@@ -1,0 +1,142 @@
+"""Upstream's CTest outcomes at the pin and after each prefix of the stack, compared.
+
+A record of ``ctest`` run at the pin and after each patch holds one section per tree in
+its log: a header line ``== LABEL: COMMIT SUBJECT`` (the tree's commit and subject), the
+build's ``FAILED: ...`` targets and one line per test as ctest prints it. A ctest totals
+line alone ("80% tests passed, 12 tests failed out of 59") reads as if the patch broke
+twelve tests; what the record shows is which tests fail at the pin and whether any
+prefix changes that. The pin's section is the one whose commit the stack's pin starts
+with; the patch's is the one whose subject is the patch's subject. No git here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from patchctl.textout import count
+
+_SECTION = re.compile(r"^== ([\w.+-]+): ([0-9a-f]{7,40})\b\s*(.*)$")
+# "  test-chat ***Not Run   0.00 sec" (condensed) or ctest's own
+# " 8/56 Test  #8: test-chat ........***Not Run   0.00 sec"
+_TEST = re.compile(r"^\s*(?:\d+/\d+ Test\s+#\d+: )?([\w.+-]+?)\s*\.*\s*"
+                   r"(Passed|\*{3}Failed|\*{3}Not Run|\*{3}Timeout|\*{3}Exception|\*{3}Skipped|"
+                   r"Not Run|Failed)\b.*?[\d.]+ sec\s*$")
+_UNBUILT = re.compile(r"^\s*FAILED: (?:\S*/)?CMakeFiles/([\w.+-]+)\.dir/")
+OK = ("passed", "skipped")  # ctest counts neither as failed
+
+
+@dataclass
+class Section:
+    label: str
+    commit: str
+    subject: str
+    outcomes: dict[str, str] = field(default_factory=dict)  # test -> passed, failed, not run
+    unbuilt: set[str] = field(default_factory=set)  # build targets that failed
+
+    @property
+    def failing(self) -> dict[str, str]:
+        return {t: o for t, o in self.outcomes.items() if o not in OK}
+
+
+@dataclass
+class Comparison:
+    headline: str  # the first screen's line for the record
+    details: list[str]  # the failing tests by name, what the patch adds
+    new_failures: list[str]  # "test-x at p3, p4": failing after the pin, passing or absent there
+
+
+def sections(text: str) -> list[Section]:
+    out: list[Section] = []
+    for line in text.splitlines():
+        if m := _SECTION.match(line):
+            out.append(Section(m.group(1), m.group(2), m.group(3).strip()))
+        elif out and (m := _TEST.match(line)):
+            out[-1].outcomes[m.group(1)] = m.group(2).lstrip("*").lower()
+        elif out and (m := _UNBUILT.match(line)):
+            out[-1].unbuilt.add(m.group(1))
+    return [s for s in out if s.outcomes]
+
+
+def compare(text: str, pin: str, subject: str) -> Comparison | None:
+    """The tests failing at the pin against every later section, and what the patch's own
+    section changes from the one before it; None when the log has no section at the pin
+    and one after it (then its totals line stands as it is)."""
+    found = sections(text)
+    at = next((i for i, s in enumerate(found) if pin.startswith(s.commit)), None)
+    if at is None or at + 1 >= len(found):
+        return None
+    base, later = found[at], found[at + 1:]
+    before = base.failing
+    new: dict[str, list[str]] = {}
+    fixed: dict[str, list[str]] = {}
+    for s in later:
+        for t in s.failing:
+            if t not in before:
+                new.setdefault(t, []).append(s.label)
+        for t in before:
+            if s.outcomes.get(t) in OK:
+                fixed.setdefault(t, []).append(s.label)
+    mine = next((i for i, s in enumerate(found) if i > at and s.subject == subject), None)
+    where = f"upstream ctest, pin and {count(len(later), 'prefix')}"
+    pinned = f"{len(before)} of {len(base.outcomes)} fail at the pin"
+    new_failures = [f"{t} at {', '.join(labels)}" for t, labels in sorted(new.items())]
+    if not new and not fixed and all(set(s.failing) == set(before) for s in later):
+        head = f"{where}: the same {len(before)} of {len(base.outcomes)} fail at each"
+    else:
+        parts = [pinned]
+        if new:
+            parts.append("NEW FAILURES (passing or absent at the pin): "
+                         + "; ".join(new_failures))
+        if fixed:
+            parts.append("pass again: " + "; ".join(
+                f"{t} at {', '.join(labels)}" for t, labels in sorted(fixed.items())))
+        others = {t for s in later for t in s.failing} - set(before) - set(new)
+        if others:
+            parts.append("fail at some prefixes only: " + ", ".join(sorted(others)))
+        head = f"{where}: " + "; ".join(parts)
+    details = [_named(base, later)] if before else []
+    if mine is None:
+        head += "; the patch's own prefix is not in the log"
+    else:
+        prev, now = found[mine - 1], found[mine]
+        changed, added = _changes(prev, now)
+        head += f"; {len(changed)} changed by the patch ({prev.label} -> {now.label}" + (
+            f", which adds {', '.join(added)})" if added else ")")
+        if changed:
+            details.append("changed by the patch: " + ", ".join(changed))
+    return Comparison(head, details, new_failures)
+
+
+def _changes(prev: Section, now: Section) -> tuple[list[str], list[str]]:
+    """Tests whose outcome differs between two sections (a test the patch adds counts as
+    changed only when it fails), and the tests ``now`` adds with their outcome."""
+    changed, added = [], []
+    for t, o in sorted(now.outcomes.items()):
+        if t not in prev.outcomes:
+            added.append(f"{t}: {o}")
+            if o not in OK:
+                changed.append(f"{t} (absent -> {o})")
+        elif prev.outcomes[t] != o:
+            changed.append(f"{t} ({prev.outcomes[t]} -> {o})")
+    changed += [f"{t} ({o} -> absent)" for t, o in sorted(prev.outcomes.items())
+                if t not in now.outcomes]
+    return changed, added
+
+
+def _named(base: Section, later: list[Section]) -> str:
+    """The tests failing at the pin, by the outcome ctest gives; a test that did not run
+    because its own build target failed (at the pin and at every prefix) says so. The log
+    states no other cause, so none is given."""
+    by: dict[str, list[str]] = {}
+    unbuilt: list[str] = []
+    for t, o in sorted(base.failing.items()):
+        if o == "not run" and all(t in s.unbuilt for s in [base, *later]):
+            unbuilt.append(t)
+        else:
+            by.setdefault(o, []).append(t)
+    groups = [f"{o}: {', '.join(ts)}" for o, ts in sorted(by.items(),
+                                                           key=lambda x: (x[0] != "failed", x[0]))]
+    if unbuilt:
+        groups.append(f"not run, unbuilt: {', '.join(unbuilt)}")
+    return "at the pin: " + "; ".join(groups)

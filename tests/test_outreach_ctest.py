@@ -1,0 +1,137 @@
+"""draft-outreach: upstream's ctest at the pin and at each prefix, compared (outreach/ctest.py).
+
+The records are written by ``patchctl record`` running a command that prints the log, in a
+real project whose stack holds the patch; the brief is rendered by the CLI.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.builders import make_project
+from tests.outreach_helpers import FORBIDS, api_patch, policy_upstream, prose_problems
+
+SUBJECT = "tiny : add tiny_cube"
+
+
+def _section(label: str, commit: str, subject: str, outcomes: dict[str, str],
+             unbuilt: tuple[str, ...] = ()) -> str:
+    lines = [f"== {label}: {commit} {subject}",
+             f"build: ninja -k 0 rc={1 if unbuilt else 0}; failed targets: {len(unbuilt)}"]
+    lines += [f"  FAILED: tests/CMakeFiles/{t}.dir/{t}.cpp.o " for t in unbuilt]
+    lines.append("ctest: rc=8")
+    for test, outcome in sorted(outcomes.items()):
+        status = "Passed" if outcome == "passed" else f"***{outcome.title()}"
+        lines.append(f"  {test} {status}    0.01 sec")
+    bad = sum(o != "passed" for o in outcomes.values())
+    lines.append(f"{100 * (len(outcomes) - bad) // len(outcomes)}% tests passed, {bad} tests "
+                 f"failed out of {len(outcomes)}")
+    return "\n".join(lines) + "\n"
+
+
+AT_PIN = {"test-alloc": "passed", "test-rope": "passed", "test-vocab": "failed",
+          "test-chat": "not run", "test-net": "not run"}
+
+
+def _log(pin: str, after: dict[str, str]) -> str:
+    return (_section("pin", pin[:9], "docs : contribution policy (#4)", AT_PIN, ("test-chat",))
+            + _section("p1", "abcdef012", SUBJECT, after, ("test-chat",)))
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> tuple[Path, Path]:
+    up = policy_upstream(tmp_path / "up", FORBIDS)
+    patch = api_patch(up, tmp_path / "scratch")
+    return make_project(tmp_path / "proj", up, [("0001-tiny-add-tiny_cube.patch", patch)],
+                        pin=up.commits["policy"]), up.path
+
+
+def _brief(cli, project: Path, up: Path, out: Path, log: str) -> str:
+    """The brief after ``patchctl record`` ran a command printing ``log`` (the concern's
+    evidence directory, so the brief finds it)."""
+    r = cli("-C", str(project), "record", "--name", "cube-ctest", "--evidence-dir",
+            str(project / "evidence" / "cube"), "--", sys.executable, "-c",
+            f"import sys; sys.stdout.write({log!r})")
+    assert r.code == 0, r.err
+    r = cli("-C", str(project), "draft-outreach", "--upstream", str(up), "--out", str(out))
+    assert r.code == 0, r.err
+    return (out / "0001-tiny-add-tiny_cube.md").read_text(encoding="utf-8")
+
+
+def _results(text: str) -> str:
+    return text.split("## Test results")[1].split("## Next actions")[0]
+
+
+def test_the_same_failures_at_the_pin_and_after_the_patch_are_not_the_patchs(
+        cli, project, tmp_path: Path) -> None:
+    """Issue 27 #3: the first screen said `80% tests passed, 12 tests failed out of 59`
+    from upstream's ctest per prefix, which reads as if the patch broke twelve tests. It
+    now says the same tests fail at the pin and at every prefix, none changed by the patch,
+    names them by ctest's outcome (a test whose own target did not build says so; no other
+    cause is given, as the log states none) and names the test the patch adds."""
+    proj, up = project
+    pin = (proj / "stack" / "upstream.toml").read_text().split('commit = "')[1][:40]
+    after = {**AT_PIN, "test-cube": "passed"}
+    text = _brief(cli, proj, up, tmp_path / "out", _log(pin, after))
+    results = _results(text)
+    assert "tests passed" not in results
+    assert ("- upstream ctest, pin and 1 prefix: the same 3 of 5 fail at each; 0 changed by "
+            "the patch (pin -\\> p1, which adds test-cube: passed) (cpu: "
+            "`evidence/cube/cube-ctest.json`)\n") in results
+    assert ("  - at the pin: failed: test-vocab; not run: test-net; not run, unbuilt: "
+            "test-chat\n") in results
+    assert "NEW FAILURES" not in results
+    rerun = text.split("Rerun (as recorded")[1]  # beside the record's command, in Details
+    assert "  - upstream ctest, pin and 1 prefix: the same 3 of 5 fail at each;" in rerun
+    assert prose_problems(text) == []
+
+
+def test_a_test_the_patch_breaks_is_loud_and_first(cli, project, tmp_path: Path) -> None:
+    """Issue 27 #3: a test that passes at the pin and fails after the patch must be loud on
+    the first screen: NEW FAILURES, the first result line, and what the patch changed."""
+    proj, up = project
+    pin = (proj / "stack" / "upstream.toml").read_text().split('commit = "')[1][:40]
+    ev = proj / "evidence" / "cube"
+    ev.mkdir(parents=True)
+    r = cli("-C", str(proj), "record", "--name", "cube-aaa-other", "--evidence-dir", str(ev),
+            "--", sys.executable, "-c", "print('cube ranges: 3 ok, 0 failed')")
+    assert r.code == 0, r.err
+    after = {**AT_PIN, "test-rope": "failed", "test-cube": "failed"}
+    results = _results(_brief(cli, proj, up, tmp_path / "out", _log(pin, after)))
+    first = results.strip().splitlines()[0]
+    assert first.startswith("- upstream ctest, pin and 1 prefix: 3 of 5 fail at the pin; "
+                            "NEW FAILURES (passing or absent at the pin): test-cube at p1; "
+                            "test-rope at p1; 2 changed by the patch"), first
+    assert ("  - changed by the patch: test-cube (absent -\\> failed), test-rope (passed -\\> "
+            "failed)") in results
+    assert "- cube ranges: 3 ok, 0 failed" in results  # the other record's line, after
+
+
+def test_compare_needs_the_pin_and_a_later_section() -> None:
+    """Without a section at the pin, or with nothing after it, the log's totals stand; a
+    test removed or fixed after the pin is told apart; the patch's own section is found by
+    its subject."""
+    from patchctl.outreach import ctest
+
+    pin = "1234567890" + "0" * 30
+    one = _section("pin", pin[:9], "base", AT_PIN)
+    assert ctest.compare(one, pin, SUBJECT) is None
+    assert ctest.compare(_section("x", "abcdef012", "other", AT_PIN)
+                         + _section("p1", "fedcba987", SUBJECT, AT_PIN), pin, SUBJECT) is None
+    fixed = {k: v for k, v in AT_PIN.items() if k != "test-net"} | {"test-vocab": "passed"}
+    c = ctest.compare(one + _section("p1", "abcdef012", "another patch", fixed), pin, SUBJECT)
+    assert c is not None and not c.new_failures
+    assert c.headline == ("upstream ctest, pin and 1 prefix: 3 of 5 fail at the pin; pass "
+                          "again: test-vocab at p1; the patch's own prefix is not in the log")
+    # ctest's own per-test lines are read the same way as the condensed ones
+    own = (f"== pin: {pin[:9]} base\n 1/2 Test  #1: test-a ......   Passed    0.01 sec\n"
+           " 2/2 Test  #2: test-b ......***Failed    0.02 sec\n"
+           f"== p1: abcdef012 {SUBJECT}\n 1/2 Test  #1: test-a ......***Failed    0.01 sec\n"
+           " 2/2 Test  #2: test-b ......***Failed    0.02 sec\n")
+    c = ctest.compare(own, pin, SUBJECT)
+    assert c is not None and c.new_failures == ["test-a at p1"]
+    assert c.details == ["at the pin: failed: test-b",
+                         "changed by the patch: test-a (passed -> failed)"]
