@@ -255,6 +255,17 @@ def test_json_validates_against_its_schema(built, project, cli) -> None:
         validate(doc, SCHEMA)
 
 
+def test_the_stack_counts_each_file_once(built, project) -> None:
+    """The stack line summed the patches' file counts (139 for a stack of 127 files): a file
+    two patches change counts once, as the stack's commits do."""
+    up, _ = built
+    report = burden(find_stack(project), up.path)
+    assert sum(p.files for p in report.patches) == 6
+    assert report.files == 4  # lib/a.c and lib/b.c each change in two patches
+    assert report.to_dict()["files"] == 4
+    assert burden(find_stack(project), up.path).files == 4  # from the cache, too
+
+
 def test_the_cli_renders_a_table_and_the_commits(built, project, cli) -> None:
     up, _ = built
     r = cli("-C", str(project), "burden", "--upstream", str(up.path))
@@ -265,7 +276,7 @@ def test_the_cli_renders_a_table_and_the_commits(built, project, cli) -> None:
     assert out[2].split() == ["1", "0001-a-six.patch", "1", "8", "(+6", "-2)", "0", "(+0",
                               "-0)", "1"]
     assert out[-1].startswith("stack: 4 distinct upstream commits in 90 days (since "
-                              "2026-03-03) on the lines of 4 patches; 6 files")
+                              "2026-03-03) on the lines of 4 patches; 4 distinct files")
     assert "change G" not in r.out
     r = cli("-C", str(project), "burden", "--upstream", str(up.path), "-v", "--days", "200")
     assert f"     {up.commits['B'][:12]} change B (#2)" in r.out.splitlines()

@@ -77,6 +77,10 @@ class BurdenCache:
             return None
         return self._chain(digests, [p or [] for p in paths])
 
+    def stack_paths(self, patches: Sequence[tuple[int, bytes]]) -> set[str]:
+        """The distinct paths the patches change, as ``keys`` or ``learn`` recorded them."""
+        return {p for strip, data in patches for p in self.paths.get(_digest(strip, data)) or []}
+
     def learn(self, patches: Sequence[tuple[int, bytes]],
               paths: Sequence[Sequence[str]]) -> list[str]:
         digests = [_digest(strip, data) for strip, data in patches]

@@ -60,6 +60,7 @@ class BurdenReport:
     test_paths: list[str]
     patches: list[PatchBurden]
     commits: list[gitrepo.BlamedCommit]  # every commit any patch names, newest first
+    files: int  # distinct paths over the stack (a file two patches change counts once)
     cached: int  # patches whose row came from the cache
     git_calls: int
     seconds: float
@@ -115,6 +116,7 @@ def burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS,
             cache.put(keys[k], row)
             found[keys[k]] = row
         rows = [found[key] for key in keys]
+    files = len(cache.stack_paths([(e.strip, t) for e, t in zip(entries, texts, strict=True)]))
     cache.save()
     report = [PatchBurden(index=i, name=e.name, files=r.files,
                           library_added=r.library_added, library_removed=r.library_removed,
@@ -126,7 +128,8 @@ def burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS,
     return BurdenReport(
         stack=str(stack.root), upstream=str(repo), pin=pin, pin_date=_iso(pin_time), days=days,
         since=_iso(since), test_paths=list(pin.tests), patches=report, commits=commits,
-        cached=cached, git_calls=calls, seconds=round(time.perf_counter() - started, 4))
+        files=files, cached=cached, git_calls=calls,
+        seconds=round(time.perf_counter() - started, 4))
 
 
 def _compute(repo: Path, pin: Pin, patches: Sequence[Patch], todo: Sequence[int], since: int,

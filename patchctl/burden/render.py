@@ -20,7 +20,7 @@ SCHEMA: dict[str, Any] = {
     "required": ["schema", "days", "total", "patches", "commits", "pin"],
     "properties": {
         "schema": {"type": "string", "pattern": "^" + re.escape(schemas.family(schemas.BURDEN))},
-        "days": _COUNT, "total": _COUNT, "pin_date": {"type": "string"},
+        "days": _COUNT, "total": _COUNT, "files": _COUNT, "pin_date": {"type": "string"},
         "since": {"type": "string"},
         "pin": {"type": "object", "required": ["commit"], "properties": {"commit": _SHA}},
         "test_paths": {"type": "array", "items": {"type": "string"}},
@@ -59,12 +59,11 @@ def burden_text(report: BurdenReport, *, commits: bool = False) -> str:
             for c in p.commits:
                 found = report.commit(c)
                 out.append(f"     {c[:12]} {printable(found.subject) if found else ''}".rstrip())
-    files = sum(p.files for p in report.patches)
     library = sum(p.library for p in report.patches)
     tests = sum(p.tests for p in report.patches)
     out.append(f"stack: {count(report.total, 'distinct upstream commit')} in "
                f"{count(report.days, 'day')} (since {report.since[:10]}) on the lines of "
-               f"{count(len(report.patches), 'patch')}; {count(files, 'file')}, "
+               f"{count(len(report.patches), 'patch')}; {count(report.files, 'distinct file')}, "
                f"library ±{library}, tests ±{tests} (tests: "
                f"{', '.join(printable(t) for t in report.test_paths) or 'none'})")
     return "\n".join(out) + "\n"
