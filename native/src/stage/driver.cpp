@@ -86,8 +86,13 @@ class SocketHop : public Hop {
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
-      if (auto why = open(std::max(recovery->remaining_ms(), 1))) {
-        return WireError{kExitPeer, e->message + "; reconnecting failed: " + why->message};
+      // The dying process's listener may take the connection and drop the
+      // handshake: retried the same way.
+      while (auto why = open(std::max(recovery->remaining_ms(), 1))) {
+        if (recovery->remaining_ms() == 0) {
+          return WireError{kExitPeer, e->message + "; reconnecting failed: " + why->message};
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
     }
   }

@@ -120,10 +120,18 @@ std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::si
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    WireError why;
-    down_ = net::connect_to(*o_.next, std::max(recovery->remaining_ms(), 1), why);
-    if (!down_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
-    if (auto bad = secure(down_, false, who_down())) return bad;
+    // The dying process's listener may also take the connection and then
+    // drop the handshake: that is retried the same way.
+    for (;;) {
+      WireError why;
+      down_ = net::connect_to(*o_.next, std::max(recovery->remaining_ms(), 1), why);
+      std::optional<WireError> bad = down_.valid() ? secure(down_, false, who_down()) : why;
+      if (!bad) break;
+      if (recovery->remaining_ms() == 0) {
+        return WireError{kExitPeer, e->message + "; reconnecting failed: " + bad->message};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
 }
 
