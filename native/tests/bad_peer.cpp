@@ -32,6 +32,8 @@
 //   tls-wrong-key                          ... refuses a peer with another key
 //   tls-plain-client                       ... refuses a plain peer
 //   tls-on-plain                           a stage without --key refuses a TLS peer
+//   tls-silent                             a peer of a stage with --key sends nothing: cut
+//                                          at --timeout-ms (1000) in the handshake
 //   tls-drive                              --drive --split --key: every link TLS, the logits
 //                                          bit-identical, the key in no output
 //   key-mode                               a key file readable by others is refused
@@ -316,13 +318,13 @@ int tls_link(const std::string& exe, const std::string& model, const std::string
   std::string stage_text, peer_text;
   const std::string stage_key = make_key("stage.key", 0600, stage_text);
   const std::string peer_key = how == "tls-wrong-key" ? make_key("other.key", 0600, peer_text) : stage_key;
-  std::vector<std::string> extra = {"--timeout-ms", "3000"};
+  std::vector<std::string> extra = {"--timeout-ms", how == "tls-silent" ? "1000" : "3000"};
   if (how != "tls-on-plain") extra.insert(extra.end(), {"--key", stage_key});
   std::string endpoint;
   Child stage = start_stage(exe, model, "2:4", extra, endpoint);
   if (stage.pid < 0) return 1;
   worker::net::Socket s = dial(endpoint);
-  if (how != "tls-plain-client") {
+  if (how != "tls-plain-client" && how != "tls-silent") {
     std::string error;
     auto key = worker::net::load_key(peer_key, error);
     if (!key) std::printf("peer key: %s\n", error.c_str());
@@ -334,7 +336,9 @@ int tls_link(const std::string& exe, const std::string& model, const std::string
       }
     }
   }
-  if (s.valid()) {
+  if (how == "tls-silent") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  } else if (s.valid()) {
     worker::net::FrameRead r = step(s, 0, 0);
     std::printf("step 0: %s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str());
     if (r.frame && r.frame->kind == worker::FrameKind::kLogits) {

@@ -36,7 +36,8 @@ std::optional<TlsKey> load_key(const std::string& path, std::string& error);
 // Runs the TLS 1.3 PSK handshake on a connected socket within timeout_ms, as
 // the server (the end that accepted) or the client. On success the socket
 // carries the session and every read and write goes through it. A wrong key,
-// a plain peer or a certificate-only peer: kExitPeer, one line naming `who`.
+// a plain peer or a certificate-only peer: kExitPeer, one line naming `who`;
+// a peer that does not finish the handshake within timeout_ms: kExitTimeout.
 std::optional<WireError> start_tls(Socket& s, const TlsKey& key, bool server, int timeout_ms,
                                    const std::string& who);
 

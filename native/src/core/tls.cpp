@@ -172,15 +172,16 @@ std::optional<WireError> start_tls(Socket& s, const TlsKey& key, bool server, in
   static std::once_flag once;
   std::call_once(once, [] { std::signal(SIGPIPE, SIG_IGN); });
   const Deadline deadline(timeout_ms);
-  auto fail = [&](const std::string& why) {
+  auto fail = [&](const std::string& why, int code = kExitPeer) {
     s.close();
-    return WireError{kExitPeer, "TLS with " + who + " failed: " + why};
+    return WireError{code, "TLS with " + who + " failed: " + why};
   };
+  const std::string late = "no handshake within " + std::to_string(timeout_ms) + " ms";
   if (server) {
     // A plain worker frame where a ClientHello belongs: say so, decode nothing.
     std::uint8_t first = 0;
     if (!wait_ready(s.fd(), POLLIN, deadline)) {
-      return fail("no handshake within " + std::to_string(timeout_ms) + " ms");
+      return fail(late, kExitTimeout);
     }
     if (::recv(s.fd(), &first, 1, MSG_PEEK) == 1 && first == 'W') {
       return fail("it sent a plain frame; this end takes TLS only (give both ends the same --key)");
@@ -207,7 +208,7 @@ std::optional<WireError> start_tls(Socket& s, const TlsKey& key, bool server, in
     }
     if (!wait_ready(s.fd(), want, deadline)) {
       SSL_free(ssl);
-      return fail("no handshake within " + std::to_string(timeout_ms) + " ms");
+      return fail(late, kExitTimeout);
     }
   }
   // Only the PSK authenticates a link: a handshake without it is refused.
