@@ -41,18 +41,19 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
-#include <thread>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "worker/frame.hpp"
@@ -287,9 +288,12 @@ int bad_content(const std::string& exe, const std::string& model, const std::str
   return 0;
 }
 
+// The temporary directory of make_key's files, removed when the scenario ends.
+std::string g_key_dir;
+
 // A fresh key file (64 hex digits from /dev/urandom) in a temporary directory.
 std::string make_key(const std::string& name, mode_t mode, std::string& text) {
-  static std::string dir;
+  std::string& dir = g_key_dir;
   if (dir.empty()) {
     char tmpl[] = "/tmp/worker-bad-peer-XXXXXX";
     dir = ::mkdtemp(tmpl) != nullptr ? tmpl : "/tmp";
@@ -507,9 +511,13 @@ int main(int argc, char** argv) {
   if (scenario == "parts-resent") return parts_resent(exe, model);
   if (scenario == "parts-skipped") return parts_skipped(exe, model);
   if (scenario == "huge") return huge_header(exe, model);
-  if (scenario.rfind("tls-", 0) == 0 && scenario != "tls-drive") return tls_link(exe, model, scenario);
-  if (scenario == "tls-drive") return tls_drive(exe, model);
-  if (scenario == "key-mode") return key_mode(exe, model);
+  if (scenario.rfind("tls-", 0) == 0 || scenario == "key-mode") {
+    const int rc = scenario == "tls-drive"  ? tls_drive(exe, model)
+                   : scenario == "key-mode" ? key_mode(exe, model)
+                                            : tls_link(exe, model, scenario);
+    if (!g_key_dir.empty() && g_key_dir != "/tmp") std::filesystem::remove_all(g_key_dir);
+    return rc;
+  }
   if (scenario == "slow") return slow_peer(exe, model);
   if (scenario == "second-peer") return second_peer(exe, model);
   if (scenario == "nan" || scenario == "inf" || scenario == "positions" || scenario == "past-ctx" ||
