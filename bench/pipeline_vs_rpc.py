@@ -23,7 +23,11 @@ parts), so the stages of a chain work on one prompt at once; llama.cpp
 pipelines RPC ubatches as it can.
 
 Every process that takes connections sits behind a byte-counting relay (an
-asyncio TCP proxy in this process, the same code for both designs). Reported
+asyncio TCP proxy in this process, the same code for both designs, bench/_relay.py).
+With `--link RTT_MS:MBIT` every relay also models a network link, the same for
+both designs: each direction paced at MBIT megabit/s and delayed by RTT_MS / 2
+(e.g. `0.5:1000` a LAN, `40:100` a WAN), so loopback stands in for machines
+apart; RPC's weight upload then pays the bandwidth too. Reported
 for each: prompt tokens/s (--prompt tokens), generation tokens/s (--steps),
 time to first token, wire bytes per generated token and wire bytes at load.
 Bytes per generated token and at load come from two short runs that differ in
@@ -33,13 +37,13 @@ full model in every run (the digest of every reply row against `--local`),
 and once per split with every row's full logits (`--reply all --check-local`).
 Nothing about speed is asserted: the targets are printed as in bench/verify.py.
 
-    python bench/pipeline_vs_rpc.py --build BUILD [--model-dir DIR] [--json] [--out FILE]
+    python bench/pipeline_vs_rpc.py --build BUILD [--model-dir DIR] [--link RTT_MS:MBIT]
+        [--json] [--out FILE]
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import hashlib
 import json
 import os
@@ -55,6 +59,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, loadavg, machine_facts
+from _relay import Counter, Link, Relays, parse_link, start_echo
 
 # About 0.5 B parameters: 24 x (4 x 1024^2 / (1, 2, 2, 1) + 3 x 1024 x 4864) + 2 x 32000 x 1024.
 SHAPE = {"n-layer": 24, "n-embd": 1024, "n-head": 16, "n-head-kv": 8, "n-ff": 4864,
@@ -89,88 +94,13 @@ def log(msg: str) -> None:
 # -- the byte-counting relay ----------------------------------------------------------------
 
 
-@dataclass
-class Counter:
-    up: int = 0    # client -> process
-    down: int = 0  # process -> client
 
-    @property
-    def total(self) -> int:
-        return self.up + self.down
-
-
-class Relays:
-    """TCP proxies on 127.0.0.1, one per upstream process, on one asyncio loop in a
-    thread; each counts the bytes it forwards each way, over all its connections."""
-
-    def __init__(self) -> None:
-        self.loop = asyncio.new_event_loop()
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.servers: list[asyncio.base_events.Server] = []
-
-    def add(self, port: int) -> tuple[int, Counter]:
-        counter = Counter()
-
-        async def pipe(r: asyncio.StreamReader, w: asyncio.StreamWriter, up: bool) -> None:
-            try:
-                while data := await r.read(1 << 20):
-                    if up:
-                        counter.up += len(data)
-                    else:
-                        counter.down += len(data)
-                    w.write(data)
-                    await w.drain()
-            except (ConnectionError, OSError):
-                pass
-            finally:
-                w.close()
-
-        async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
-            try:
-                ur, uw = await asyncio.open_connection("127.0.0.1", port)
-            except OSError:
-                cw.close()
-                return
-            for w in (cw, uw):
-                sock = w.get_extra_info("socket")
-                if sock is not None:
-                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            await asyncio.gather(pipe(cr, uw, True), pipe(ur, cw, False))
-
-        async def start() -> asyncio.base_events.Server:
-            return await asyncio.start_server(handle, "127.0.0.1", 0)
-
-        server = asyncio.run_coroutine_threadsafe(start(), self.loop).result()
-        self.servers.append(server)
-        return server.sockets[0].getsockname()[1], counter
-
-    def close(self) -> None:
-        for s in self.servers:
-            self.loop.call_soon_threadsafe(s.close)
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(5)
-
-
-def relay_overhead(relays: Relays) -> dict[str, float]:
-    """The relay's own cost, against a local echo: round trip of 64 bytes direct and
-    relayed, and the relayed throughput of one 256 MiB transfer each way."""
-    srv = socket.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(4)
-
-    def echo() -> None:
-        while True:
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                return
-            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            while data := c.recv(1 << 20):
-                c.sendall(data)
-            c.close()
-
-    threading.Thread(target=echo, daemon=True).start()
+def relay_overhead() -> dict[str, float]:
+    """The relay's own cost (without a --link model), against a local echo: round trip
+    of 64 bytes direct and relayed, and the relayed throughput of one 256 MiB transfer
+    each way."""
+    relays = Relays()
+    srv = start_echo()
     port = srv.getsockname()[1]
     rport, _ = relays.add(port)
 
@@ -206,6 +136,7 @@ def relay_overhead(relays: Relays) -> dict[str, float]:
     out = {"rtt_direct_us": rtt(port) * 1e6, "rtt_relayed_us": rtt(rport) * 1e6,
            "bulk_relayed_MBps": bulk(rport) / 1e6}
     srv.close()
+    relays.close()
     return out
 
 
@@ -470,7 +401,9 @@ def render(result: dict) -> str:
            f"load {p['load_start']} -> {p['load_end']}; "
            f"relay: {result['relay']['rtt_direct_us']:.0f} us direct / "
            f"{result['relay']['rtt_relayed_us']:.0f} us relayed round trip, "
-           f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk", "",
+           f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk"
+           + (f"; modelled link behind every relay: {Link(**p['link'])}" if p.get("link") else ""),
+           "",
            f"{'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} {'TTFT s':>8} "
            f"{'wire B/gen tok':>15} {'load wire B':>13}",
            f"(t/s: median of {p['reps']} runs for ours, llama-bench's mean of -r {p['reps']}; "
@@ -537,9 +470,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpus", help="run everything (this process, its relay, every stage, "
                     "server and driver of both designs) on these CPUs, e.g. 0 or 0-1: "
                     "shows what the processes' placement on the cores costs")
+    ap.add_argument("--link", type=parse_link, metavar="RTT_MS:MBIT",
+                    help="model a network behind every relay, for both designs: each direction "
+                         "paced at MBIT megabit/s and delayed by RTT_MS / 2 (e.g. 0.5:1000 a "
+                         "LAN, 40:100 a WAN); default: plain loopback")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
+    link: Link | None = a.link
     b = a.build.resolve()
     tools = Tools(b / "bin" / "worker", b / "bin" / "llama-bench",
                   b / "bin" / "ggml-rpc-server", a.threads, a.batch, a.reply)
@@ -552,9 +490,11 @@ def main(argv: list[str] | None = None) -> int:
         # children inherit the affinity: the same placement for both designs
         os.sched_setaffinity(0, parse_cpus(a.cpus))
     load_start = loadavg()
-    relays = Relays()
+    relays = Relays(link)
     try:
-        relay = relay_overhead(relays)
+        relay = relay_overhead()
+        if link is not None:
+            log(f"link: {link}")
         log(f"relay: {relay}")
         model, sha = write_model(tools, a.model_dir, a.type)
         rounds: list[list[dict]] = []
@@ -586,6 +526,8 @@ def main(argv: list[str] | None = None) -> int:
                          "bytes_steps": a.bytes_steps, "short_steps": a.short_steps,
                          "splits": {str(k): v for k, v in SPLITS.items()},
                          "cpus": sorted(os.sched_getaffinity(0)),
+                         "link": None if link is None else {"rtt_ms": link.rtt_ms,
+                                                            "mbit": link.mbit},
                          "load_start": load_start, "load_end": loadavg()},
               "relay": relay, "rows": rows, "targets": evaluate(rows),
               "machine": machine_facts()}

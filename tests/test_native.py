@@ -48,7 +48,16 @@ STAGE_TESTS = {
     "pipeline.write_model", "pipeline.two_stage", "pipeline.three_stage", "pipeline.uneven",
     *(f"pipeline.refuses.{name}" for name in (
         "truncated", "checksum", "width", "magic", "tokens", "silent", "next-dies", "head-drops",
-        "head-vanishes")),
+        "head-vanishes",
+        # Issue 35: a hostile peer costs bounded memory and time.
+        "huge", "slow", "second-peer", "nan", "inf", "positions", "past-ctx", "vocab")),
+    # Issue 35: TLS 1.3 links with a pre-shared key.
+    *(f"pipeline.tls.{name}" for name in (
+        "ok", "wrong-key", "plain-client", "on-plain", "silent", "drive", "key-mode",
+        "resume_middle",
+        "resume_first")),
+    *(f"pipeline.tls.refuses.{name}" for name in (
+        "plain-listen", "plain-next", "plain-connect", "key-and-plain", "key-missing")),
     "pipeline.write_other_model", "pipeline.checkpoint.resume_middle",
     "pipeline.checkpoint.resume_first",
     "pipeline.checkpoint.refusals",

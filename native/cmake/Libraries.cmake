@@ -38,8 +38,9 @@ function(worker_require_libraries out_var)
       "Install its development package and configure again:\n  apt-get install nlohmann-json3-dev    # Debian/Ubuntu\n  dnf install json-devel                # Fedora\n  brew install nlohmann-json            # macOS\nor set nlohmann_json_DIR to the directory that holds its nlohmann_jsonConfig.cmake.")
   endif()
 
-  find_package(OpenSSL ${WORKER_MIN_OPENSSL} QUIET COMPONENTS Crypto)
-  if(NOT OpenSSL_FOUND OR NOT TARGET OpenSSL::Crypto)
+  # libssl too: the stage mode's links are TLS 1.3 with a pre-shared key.
+  find_package(OpenSSL ${WORKER_MIN_OPENSSL} QUIET COMPONENTS Crypto SSL)
+  if(NOT OpenSSL_FOUND OR NOT TARGET OpenSSL::Crypto OR NOT TARGET OpenSSL::SSL)
     set(what "OpenSSL (libcrypto) not found")
     set(found "none (no OpenSSL headers and libcrypto in the system prefixes or OPENSSL_ROOT_DIR)")
     if(OPENSSL_VERSION)
@@ -59,7 +60,7 @@ function(worker_require_libraries out_var)
   endif()
 
   message(STATUS "worker: nlohmann_json ${nlohmann_json_VERSION} (${nlohmann_json_DIR}), "
-    "OpenSSL ${OPENSSL_VERSION} libcrypto (${OPENSSL_CRYPTO_LIBRARY})")
+    "OpenSSL ${OPENSSL_VERSION} libcrypto (${OPENSSL_CRYPTO_LIBRARY}), libssl (${OPENSSL_SSL_LIBRARY})")
   set(${out_var}
     nlohmann_json "${nlohmann_json_VERSION}" MIT header-only
     OpenSSL "${OPENSSL_VERSION}" Apache-2.0 ${openssl_linkage}

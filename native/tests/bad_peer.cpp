@@ -18,18 +18,48 @@
 //                                          2 state parts of a step gets all of them again
 //   parts-skipped                          a last stage sent the same step's parts again
 //                                          after a reconnect answers as if sent once
+//   huge                                   a state header declaring ~2 GiB, then zeros:
+//                                          refused on the header, the stage's peak RSS
+//   slow                                   a valid frame one byte per 100 ms: cut at
+//                                          --timeout-ms in total
+//   second-peer                            a second connection while one is served is
+//                                          refused; the first peer is served on
+//   nan | inf                              a state frame with a non-finite value
+//   positions                              a state frame whose positions skip ahead
+//   past-ctx                               a state frame of more rows than --ctx (256)
+//   vocab                                  a token id outside the vocabulary to stage [0, 2)
+//   tls-ok                                 a stage with --key serves a peer with the same key
+//   tls-wrong-key                          ... refuses a peer with another key
+//   tls-plain-client                       ... refuses a plain peer
+//   tls-on-plain                           a stage without --key refuses a TLS peer
+//   tls-silent                             a peer of a stage with --key sends nothing: cut
+//                                          at --timeout-ms (1000) in the handshake
+//   tls-drive                              --drive --split --key: every link TLS, the logits
+//                                          bit-identical, the key in no output
+//   key-mode                               a key file readable by others is refused
 
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "worker/frame.hpp"
 #include "worker/net.hpp"
 #include "worker/spawn.hpp"
+#include "worker/tls.hpp"
 
 namespace {
 
@@ -85,10 +115,10 @@ int broken_frame(const std::string& exe, const std::string& model, const std::st
   if (how == "checksum") wire[wire.size() - 3] ^= 0x10;
   if (how == "magic") wire[0] = 'X';
   if (how == "truncated") wire.resize(wire.size() / 2);
-  if (how != "silent") worker::net::write_all(s.fd(), wire.data(), wire.size(), kWait);
+  if (how != "silent") worker::net::write_all(s, wire.data(), wire.size(), kWait);
   if (how == "truncated") s.close();  // the rest never comes
   if (s.valid()) {
-    worker::net::FrameRead r = worker::net::read_frame(s.fd(), kWait, "the stage");
+    worker::net::FrameRead r = worker::net::read_frame(s, kWait, "the stage");
     if (r.frame && r.frame->kind == worker::FrameKind::kError) {
       std::printf("reply: error frame: %s\n", r.frame->text.c_str());
     }
@@ -104,12 +134,12 @@ int next_dies(const std::string& exe, const std::string& model) {
   if (last.pid < 0 || head.pid < 0) return 1;
   worker::net::Socket s = dial(head_ep);
   worker::WireError e;
-  worker::net::write_frame(s.fd(), worker::tokens_frame(0, 0, 0, {1, 2, 3, 4, 5, 6, 7, 8}), kWait);
-  worker::net::FrameRead r = worker::net::read_frame(s.fd(), kWait, "the first stage");
+  worker::net::write_frame(s, worker::tokens_frame(0, 0, 0, {1, 2, 3, 4, 5, 6, 7, 8}), kWait);
+  worker::net::FrameRead r = worker::net::read_frame(s, kWait, "the first stage");
   std::printf("step 0: %s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str());
   worker::kill_child(last);  // SIGKILL: no goodbye, the socket just closes
-  worker::net::write_frame(s.fd(), worker::tokens_frame(0, 1, 8, {9}), kWait);
-  r = worker::net::read_frame(s.fd(), kWait, "the first stage");
+  worker::net::write_frame(s, worker::tokens_frame(0, 1, 8, {9}), kWait);
+  r = worker::net::read_frame(s, kWait, "the first stage");
   if (r.frame && r.frame->kind == worker::FrameKind::kError) {
     std::printf("reply: error frame: %s\n", r.frame->text.c_str());
   }
@@ -125,15 +155,234 @@ int head_misbehaves(const std::string& exe, const std::string& model, bool mid_r
   Child driver = worker::spawn_child(
       {exe, "--drive", "--model", model, "--connect", endpoint, "--timeout-ms", "3000"}, true, error);
   worker::net::Socket s = worker::net::accept_one(listener, kWait, e);
-  worker::net::FrameRead r = worker::net::read_frame(s.fd(), kWait, "the driver");
+  worker::net::FrameRead r = worker::net::read_frame(s, kWait, "the driver");
   std::printf("request: %s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str());
   if (mid_reply) {
     worker::HiddenState logits = worker::make_test_hidden_state(8, 256, 2);
     auto wire = worker::encode_frame(worker::state_frame(worker::FrameKind::kLogits, 0, 0, 0, logits));
-    worker::net::write_all(s.fd(), wire.data(), wire.size() / 3, kWait);
+    worker::net::write_all(s, wire.data(), wire.size() / 3, kWait);
   }
   s.close();
   report(driver, "driver");
+  return 0;
+}
+
+void put_le(std::uint8_t* out, std::uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) out[i] = static_cast<std::uint8_t>(value >> (8 * i));
+}
+
+// Issue 35: a 48-byte header declaring 4,161,790 rows of 128 floats (2,147,483,640
+// payload bytes, just under the codec's 2 GiB cap), then zeros. Before the
+// stage checked a header against its own --ctx and width, it allocated (and
+// zero-filled) the whole payload: 2.1 GB resident before it said anything.
+int huge_header(const std::string& exe, const std::string& model) {
+  std::string endpoint;
+  Child stage = start_stage(exe, model, "2:4", {"--timeout-ms", "3000"}, endpoint);
+  if (stage.pid < 0) return 1;
+  worker::net::Socket s = dial(endpoint);
+  std::vector<std::uint8_t> header = state_wire(128);
+  header.resize(worker::kFrameHeaderSize);
+  const std::uint64_t rows = 4161790, payload = rows * (4 + 128 * 4);
+  put_le(header.data() + 12, rows, 4);
+  put_le(header.data() + 32, payload, 8);
+  worker::net::write_all(s, header.data(), header.size(), kWait);
+  const std::vector<std::uint8_t> zeros(1 << 20);
+  std::size_t sent = 0;
+  while (sent < (300U << 20) &&
+         !worker::net::write_all(s, zeros.data(), zeros.size(), 2000)) {
+    sent += zeros.size();
+  }
+  report(stage, "stage");
+  rusage usage{};
+  ::getrusage(RUSAGE_CHILDREN, &usage);  // the stage is the only child reaped
+  const long mib = usage.ru_maxrss / 1024;  // Linux: KiB
+  std::printf("stage peak RSS %ld MiB, %s 256 MiB\n", mib, mib <= 256 ? "within" : "OVER");
+  return 0;
+}
+
+// A valid 8-row state frame, one byte every 100 ms: the stage's --timeout-ms
+// (1000) bounds the whole frame, not each read, so it is cut after ~1 s.
+int slow_peer(const std::string& exe, const std::string& model) {
+  std::string endpoint;
+  Child stage = start_stage(exe, model, "2:4", {"--timeout-ms", "1000"}, endpoint);
+  if (stage.pid < 0) return 1;
+  worker::net::Socket s = dial(endpoint);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<std::uint8_t> wire = state_wire(128);
+  for (std::uint8_t byte : wire) {
+    if (worker::net::write_all(s, &byte, 1, 1000)) break;
+    if (std::chrono::steady_clock::now() - t0 > std::chrono::seconds(10)) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    pollfd p{stage.stderr_fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) break;  // the stage has spoken: it cut the link
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - t0).count();
+  report(stage, "stage");
+  std::printf("cut %s\n", ms < 3000 ? "within 3000 ms" : "LATE");
+  return 0;
+}
+
+worker::net::FrameRead step(worker::net::Socket& s, std::uint32_t step_no, std::int32_t pos0) {
+  const worker::HiddenState h = worker::make_test_hidden_state(4, 128, 7 + step_no);
+  worker::net::write_frame(s, worker::state_frame(worker::FrameKind::kState, 0, step_no, pos0, h),
+                           kWait);
+  return worker::net::read_frame(s, kWait, "the stage");
+}
+
+// While a stage serves its peer, another connection is refused at once (not
+// queued for ever), and the first peer's next step is answered as before.
+int second_peer(const std::string& exe, const std::string& model) {
+  std::string endpoint;
+  Child stage = start_stage(exe, model, "2:4", {"--timeout-ms", "5000"}, endpoint);
+  if (stage.pid < 0) return 1;
+  worker::net::Socket s = dial(endpoint);
+  worker::net::FrameRead r = step(s, 0, 0);
+  std::printf("first peer, step 0: %s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str());
+  std::string error;
+  worker::WireError e;
+  auto ep = worker::net::parse_endpoint(endpoint, error);
+  worker::net::Socket other = worker::net::connect_to(*ep, 300, e);
+  if (!other.valid()) {
+    std::printf("second peer: refused\n");
+  } else {
+    worker::net::write_frame(other, worker::end_frame(0), 1000);
+    worker::net::FrameRead o = worker::net::read_frame(other, 1000, "the stage");
+    std::printf("second peer: connected, %s\n", o.frame ? worker::kind_name(o.frame->kind) : o.error.message.c_str());
+  }
+  r = step(s, 1, 4);
+  std::printf("first peer, step 1: %s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str());
+  worker::net::write_frame(s, worker::end_frame(0), kWait);
+  worker::net::read_frame(s, kWait, "the stage");
+  report(stage, "stage");
+  return 0;
+}
+
+// One bad frame to a fresh stage: non-finite state, positions out of order or
+// past --ctx, a token outside the vocabulary (to the first stage [0, 2)).
+int bad_content(const std::string& exe, const std::string& model, const std::string& how) {
+  std::string endpoint;
+  const bool tokens = how == "vocab";
+  const std::vector<std::string> extra = {"--timeout-ms", "3000"};
+  Child stage = start_stage(exe, model, tokens ? "0:2" : "2:4", extra, endpoint);
+  if (stage.pid < 0) return 1;
+  worker::net::Socket s = dial(endpoint);
+  worker::Frame f;
+  if (tokens) {
+    f = worker::tokens_frame(0, 0, 0, {1, 2, 70000});
+  } else {
+    // The stage's context is llama_n_ctx(): --ctx 256, the default.
+    const std::uint32_t rows = how == "past-ctx" ? 257 : 8;
+    f = worker::state_frame(worker::FrameKind::kState, 0, 0, 0,
+                            worker::make_test_hidden_state(rows, 128, 1));
+    if (how == "nan") f.values[3 * 128 + 5] = std::numeric_limits<float>::quiet_NaN();
+    if (how == "inf") f.values[6 * 128 + 1] = std::numeric_limits<float>::infinity();
+    if (how == "positions") std::swap(f.positions[2], f.positions[3]);
+  }
+  worker::net::write_frame(s, f, kWait);
+  worker::net::FrameRead r = worker::net::read_frame(s, kWait, "the stage");
+  if (r.frame && r.frame->kind == worker::FrameKind::kError) {
+    std::printf("reply: error frame: %s\n", r.frame->text.c_str());
+  }
+  report(stage, "stage");
+  return 0;
+}
+
+// The temporary directory of make_key's files, removed when the scenario ends.
+std::string g_key_dir;
+
+// A fresh key file (64 hex digits from /dev/urandom) in a temporary directory.
+std::string make_key(const std::string& name, mode_t mode, std::string& text) {
+  std::string& dir = g_key_dir;
+  if (dir.empty()) {
+    char tmpl[] = "/tmp/worker-bad-peer-XXXXXX";
+    dir = ::mkdtemp(tmpl) != nullptr ? tmpl : "/tmp";
+  }
+  unsigned char raw[32] = {};
+  const int rnd = ::open("/dev/urandom", O_RDONLY);
+  if (rnd >= 0 && ::read(rnd, raw, sizeof raw) != static_cast<ssize_t>(sizeof raw)) std::printf("short urandom\n");
+  if (rnd >= 0) ::close(rnd);
+  static const char* hex = "0123456789abcdef";
+  text.clear();
+  for (unsigned char b : raw) text += {hex[b >> 4], hex[b & 15]};
+  const std::string path = dir + "/" + name;
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size())) {
+    std::printf("cannot write %s\n", path.c_str());
+  }
+  if (fd >= 0) ::close(fd);
+  ::chmod(path.c_str(), mode);
+  return path;
+}
+
+// Issue 35, item 1: the links are TLS 1.3 with a pre-shared key. A stage
+// with --key serves a peer holding it; a peer with another key, a plain peer,
+// or (a stage without --key) a TLS peer is one line and exit 21, nothing decoded.
+int tls_link(const std::string& exe, const std::string& model, const std::string& how) {
+  std::string stage_text, peer_text;
+  const std::string stage_key = make_key("stage.key", 0600, stage_text);
+  const std::string peer_key = how == "tls-wrong-key" ? make_key("other.key", 0600, peer_text) : stage_key;
+  std::vector<std::string> extra = {"--timeout-ms", how == "tls-silent" ? "1000" : "3000"};
+  if (how != "tls-on-plain") extra.insert(extra.end(), {"--key", stage_key});
+  std::string endpoint;
+  Child stage = start_stage(exe, model, "2:4", extra, endpoint);
+  if (stage.pid < 0) return 1;
+  worker::net::Socket s = dial(endpoint);
+  if (how != "tls-plain-client" && how != "tls-silent") {
+    std::string error;
+    auto key = worker::net::load_key(peer_key, error);
+    if (!key) std::printf("peer key: %s\n", error.c_str());
+    if (key) {
+      if (auto e = worker::net::start_tls(s, *key, false, kWait, "the stage")) {
+        std::printf("peer: %s\n", e->message.c_str());
+      } else {
+        std::printf("peer: TLS up\n");
+      }
+    }
+  }
+  if (how == "tls-silent") {
+    std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  } else if (s.valid()) {
+    worker::net::FrameRead r = step(s, 0, 0);
+    std::printf("step 0: %s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str());
+    if (r.frame && r.frame->kind == worker::FrameKind::kLogits) {
+      worker::net::write_frame(s, worker::end_frame(0), kWait);
+      worker::net::read_frame(s, kWait, "the stage");
+    }
+  }
+  const std::string out = worker::read_all(stage.stdout_fd, kWait);
+  const std::string err = worker::read_all(stage.stderr_fd, kWait);
+  const int code = worker::wait_child(stage, kWait);
+  std::printf("stage exit %d: %s", code, err.empty() ? "(no stderr)\n" : err.c_str());
+  const bool leaked = (out + err).find(stage_text) != std::string::npos;
+  std::printf("key %s\n", leaked ? "LEAKED" : "in no output");
+  return 0;
+}
+
+// The driver spawns a TLS pipeline with --key and checks it against the
+// whole model: every link authenticated, the same bits, the key in no output.
+int tls_drive(const std::string& exe, const std::string& model) {
+  std::string text;
+  const std::string key = make_key("chain.key", 0600, text);
+  std::string error;
+  Child d = worker::spawn_child({exe, "--drive", "--model", model, "--split", "0:2,2:4", "--key", key,
+                                 "--check-local", "--json"},
+                                true, error);
+  const std::string out = worker::read_all(d.stdout_fd, kWait);
+  const std::string err = worker::read_all(d.stderr_fd, kWait);
+  const int code = worker::wait_child(d, kWait);
+  std::printf("driver exit %d%s\n", code, err.empty() ? "" : (": " + err).c_str());
+  std::printf("bit-identical: %s\n", out.find("\"identical_to_local\": true") != std::string::npos ? "yes" : "no");
+  std::printf("key %s\n", (out + err).find(text) != std::string::npos ? "LEAKED" : "in no output");
+  return 0;
+}
+
+int key_mode(const std::string& exe, const std::string& model) {
+  std::string text;
+  const std::string key = make_key("open.key", 0644, text);
+  std::string endpoint;
+  Child stage = start_stage(exe, model, "2:4", {"--key", key}, endpoint);
+  report(stage, "stage");
   return 0;
 }
 
@@ -162,10 +411,10 @@ int parts_resent(const std::string& exe, const std::string& model) {
   worker::net::Socket up = dial(head_ep);
   std::vector<std::int32_t> prompt;
   for (std::int32_t t = 0; t < 37; ++t) prompt.push_back(t * 5 % 256);
-  worker::net::write_frame(up.fd(), worker::tokens_frame(0, 0, 0, prompt), kWait);
+  worker::net::write_frame(up, worker::tokens_frame(0, 0, 0, prompt), kWait);
   std::vector<worker::Frame> before;
   for (int i = 0; i < 2; ++i) {
-    worker::net::FrameRead r = worker::net::read_frame(down.fd(), kWait, "stage [0, 2)");
+    worker::net::FrameRead r = worker::net::read_frame(down, kWait, "stage [0, 2)");
     if (r.frame) before.push_back(*r.frame);
   }
   down.close();
@@ -173,7 +422,7 @@ int parts_resent(const std::string& exe, const std::string& model) {
   down = worker::net::accept_one(listener, kWait, e);
   std::vector<worker::Frame> after;
   while (down.valid()) {
-    worker::net::FrameRead r = worker::net::read_frame(down.fd(), kWait, "stage [0, 2)");
+    worker::net::FrameRead r = worker::net::read_frame(down, kWait, "stage [0, 2)");
     if (!r.frame) break;
     after.push_back(*r.frame);
     if (r.frame->kind != worker::FrameKind::kStatePart) break;
@@ -182,13 +431,13 @@ int parts_resent(const std::string& exe, const std::string& model) {
   worker::Frame logits = worker::state_frame(worker::FrameKind::kLogits, 0, 0, 36,
                                              worker::make_test_hidden_state(1, 256, 3));
   logits.next_token = 1;
-  worker::net::write_frame(down.fd(), logits, kWait);
-  worker::net::FrameRead reply = worker::net::read_frame(up.fd(), kWait, "stage [0, 2)");
+  worker::net::write_frame(down, logits, kWait);
+  worker::net::FrameRead reply = worker::net::read_frame(up, kWait, "stage [0, 2)");
   std::printf("reply: %s\n", reply.frame ? worker::kind_name(reply.frame->kind) : reply.error.message.c_str());
-  worker::net::write_frame(up.fd(), worker::end_frame(0), kWait);
-  worker::net::FrameRead end = worker::net::read_frame(down.fd(), kWait, "stage [0, 2)");
-  if (end.frame) worker::net::write_frame(down.fd(), worker::end_frame(0), kWait);
-  worker::net::read_frame(up.fd(), kWait, "stage [0, 2)");
+  worker::net::write_frame(up, worker::end_frame(0), kWait);
+  worker::net::FrameRead end = worker::net::read_frame(down, kWait, "stage [0, 2)");
+  if (end.frame) worker::net::write_frame(down, worker::end_frame(0), kWait);
+  worker::net::read_frame(up, kWait, "stage [0, 2)");
   const std::string stats = worker::read_all(head.stdout_fd, kWait);
   const auto at = stats.find("\"reconnects\":");
   std::printf("reconnects %s\n", at == std::string::npos ? "?" : stats.substr(at + 14, 1).c_str());
@@ -214,16 +463,16 @@ int parts_skipped(const std::string& exe, const std::string& model) {
     Child last = start_stage(exe, model, "2:4", {"--batch", "8", "--recover-ms", "5000"}, ep);
     worker::net::Socket s = dial(ep);
     if (drop) {
-      for (std::uint32_t from : {0U, 8U}) worker::net::write_frame(s.fd(), frame_of(from, from + 8), kWait);
+      for (std::uint32_t from : {0U, 8U}) worker::net::write_frame(s, frame_of(from, from + 8), kWait);
       s.close();
       s = dial(ep);
     }
     for (std::uint32_t from = 0; from < 37; from += 8) {
-      worker::net::write_frame(s.fd(), frame_of(from, std::min(from + 8, 37U)), kWait);
+      worker::net::write_frame(s, frame_of(from, std::min(from + 8, 37U)), kWait);
     }
-    worker::net::FrameRead r = worker::net::read_frame(s.fd(), kWait, "stage [2, 4)");
-    worker::net::write_frame(s.fd(), worker::end_frame(0), kWait);
-    worker::net::read_frame(s.fd(), kWait, "stage [2, 4)");
+    worker::net::FrameRead r = worker::net::read_frame(s, kWait, "stage [2, 4)");
+    worker::net::write_frame(s, worker::end_frame(0), kWait);
+    worker::net::read_frame(s, kWait, "stage [2, 4)");
     out = worker::read_all(last.stdout_fd, kWait);
     const int code = worker::wait_child(last, kWait);
     if (!r.frame || code != 0) {
@@ -261,5 +510,19 @@ int main(int argc, char** argv) {
   if (scenario == "head-vanishes") return head_misbehaves(exe, model, false);
   if (scenario == "parts-resent") return parts_resent(exe, model);
   if (scenario == "parts-skipped") return parts_skipped(exe, model);
+  if (scenario == "huge") return huge_header(exe, model);
+  if (scenario.rfind("tls-", 0) == 0 || scenario == "key-mode") {
+    const int rc = scenario == "tls-drive"  ? tls_drive(exe, model)
+                   : scenario == "key-mode" ? key_mode(exe, model)
+                                            : tls_link(exe, model, scenario);
+    if (!g_key_dir.empty() && g_key_dir != "/tmp") std::filesystem::remove_all(g_key_dir);
+    return rc;
+  }
+  if (scenario == "slow") return slow_peer(exe, model);
+  if (scenario == "second-peer") return second_peer(exe, model);
+  if (scenario == "nan" || scenario == "inf" || scenario == "positions" || scenario == "past-ctx" ||
+      scenario == "vocab") {
+    return bad_content(exe, model, scenario);
+  }
   return broken_frame(exe, model, scenario);
 }

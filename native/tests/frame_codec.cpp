@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -146,9 +147,9 @@ worker::net::FrameRead read_after(const std::vector<std::uint8_t>& bytes, bool c
   if (::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) != 0) return {};
   worker::net::Socket reader(fds[0]);
   worker::net::Socket writer(fds[1]);
-  if (!bytes.empty()) worker::net::write_all(writer.fd(), bytes.data(), bytes.size(), 1000);
+  if (!bytes.empty()) worker::net::write_all(writer, bytes.data(), bytes.size(), 1000);
   if (close_writer) writer.close();
-  return worker::net::read_frame(reader.fd(), timeout_ms, "the test peer");
+  return worker::net::read_frame(reader, timeout_ms, "the test peer");
 }
 
 void test_transport() {
@@ -181,6 +182,29 @@ void test_transport() {
   check(!r.frame && r.error.code == worker::kExitFrame &&
             r.error.message.find("checksum mismatch") != std::string::npos,
         "corrupt frame: " + r.error.message);
+
+  // Issue 35: a header over the reader's limits is refused before its payload
+  // is allocated or read (none of it is sent here: the refusal cannot wait for it).
+  auto header = std::vector<std::uint8_t>(good.begin(), good.begin() + worker::kFrameHeaderSize);
+  worker::FrameHeader h;
+  check(worker::parse_header(good.data(), good.size(), h).empty(), "the sample header parses");
+  check(worker::check_limits(h, {h.n_tokens, h.n_embd}).empty(), "a frame at the limits fits");
+  check(!worker::check_limits(h, {h.n_tokens - 1, h.n_embd}).empty(), "one row too many is refused");
+  check(!worker::check_limits(h, {h.n_tokens, h.n_embd - 1}).empty(), "too wide is refused");
+  {
+    int fds[2];
+    check(::socketpair(AF_UNIX, SOCK_STREAM, 0, fds) == 0, "socketpair");
+    worker::net::Socket reader(fds[0]), writer(fds[1]);
+    worker::net::write_all(writer, header.data(), header.size(), 1000);
+    r = worker::net::read_frame(reader, 5000, "the test peer", {h.n_tokens - 1, h.n_embd});
+    check(!r.frame && r.error.code == worker::kExitFrame &&
+              r.error.message.find("refused before reading it") != std::string::npos,
+          "an oversized header, payload never sent: " + r.error.message);
+  }
+  worker::Frame nan = sample_state();
+  check(worker::first_non_finite(nan).empty(), "finite values pass");
+  nan.values.back() = -std::numeric_limits<float>::infinity();
+  check(worker::first_non_finite(nan).find("is -inf") != std::string::npos, "an infinity is found");
 
   std::string error;
   check(!worker::net::parse_endpoint("localhost:80", error) &&

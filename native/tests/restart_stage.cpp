@@ -73,7 +73,10 @@ int restart(const std::string& exe, const std::string& model, const std::string&
   const std::string range = first ? "[0, 1)" : "[1, 3)";
   const std::string ck = dir + "/" + which + ".ckpt";
   std::remove(ck.c_str());
-  const std::vector<std::string> recover = {"--recover-ms", "20000"};
+  // WORKER_TEST_KEY=FILE: every link TLS with that key, reconnects included.
+  const char* key = std::getenv("WORKER_TEST_KEY");
+  std::vector<std::string> recover = {"--recover-ms", "20000"};
+  if (key != nullptr && *key != '\0') recover.insert(recover.end(), {"--key", key});
   // Each stage's --n-gpu-layers: [0,1), [1,3), [3,4).
   std::vector<std::string> gpu;
   for (std::size_t from = 0; !gpu_layers.empty() && from <= gpu_layers.size();) {
@@ -98,10 +101,11 @@ int restart(const std::string& exe, const std::string& model, const std::string&
   if (last.pid < 0 || middle.pid < 0 || head.pid < 0) return 1;
 
   std::string error;
-  Child driver = worker::spawn_child(
-      {exe, "--drive", "--model", model, "--connect", ep1, "--steps", std::to_string(steps),
-       "--step-delay-ms", "150", "--recover-ms", "20000", "--logits-out", out, "--json"},
-      false, error);
+  std::vector<std::string> drive = {exe, "--drive", "--model", model, "--connect", ep1, "--steps",
+                                    std::to_string(steps), "--step-delay-ms", "150", "--logits-out",
+                                    out, "--json"};
+  drive.insert(drive.end(), recover.begin(), recover.end());
+  Child driver = worker::spawn_child(drive, false, error);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (checkpoint_step(ck) < kill_at && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -114,6 +114,18 @@ struct FrameHeader {
 // Empty on success, else why the header is refused (never throws).
 std::string parse_header(const std::uint8_t* data, std::size_t size, FrameHeader& out);
 
+// What one end of a link takes from its peer, checked on the header before a
+// byte of payload is allocated or read: a peer's declared size must not cost
+// more memory than the receiver's own context and width allow (issue 35).
+// The defaults take anything up to kMaxPayloadBytes.
+inline constexpr std::uint32_t kMaxErrorText = 64 * 1024;  // an error frame's text
+struct FrameLimits {
+  std::uint32_t max_rows = 0xffffffffU;   // rows of any frame (a stage: its --ctx)
+  std::uint32_t max_width = 0xffffffffU;  // floats or tokens per row, error text aside
+};
+// Empty when the header fits the limits, else why it is refused.
+std::string check_limits(const FrameHeader& header, const FrameLimits& limits);
+
 struct DecodedFrame {
   std::optional<Frame> frame;  // empty when the frame is rejected
   std::uint64_t checksum = 0;  // as stored in the header
@@ -122,6 +134,10 @@ struct DecodedFrame {
 
 // Never throws on bad input: a peer's bytes are data, not a programming error.
 DecodedFrame decode_frame(const std::uint8_t* data, std::size_t size);
+
+// The first row and column of a float frame's values that is NaN or
+// infinite, as "row R column C is nan"; empty when every value is finite.
+std::string first_non_finite(const Frame& frame);
 
 // A frame that decoded but is not what this end expects: another kind, or a
 // row width other than the model's (n_embd 0: any). Empty when it fits.

@@ -11,13 +11,16 @@
 #include <string>
 #include <string_view>
 
+#include "worker/deadline.hpp"
 #include "worker/frame.hpp"
 
 namespace worker {
 
 // Exit codes of the stage and driver modes (10-13 are the start-up gate's).
-inline constexpr int kExitFrame = 20;       // malformed, truncated, corrupt or wrong-width frame
-inline constexpr int kExitPeer = 21;        // a peer disconnected, or could not be reached
+inline constexpr int kExitFrame = 20;       // malformed, truncated, corrupt, wrong-width or oversized
+                                            // frame; non-finite state, bad positions or tokens
+inline constexpr int kExitPeer = 21;        // a peer disconnected, could not be reached, or failed
+                                            // TLS (wrong key; plain and TLS mixed)
 inline constexpr int kExitTimeout = 22;     // a peer did not answer in time
 inline constexpr int kExitModel = 23;       // the model or a layer range failed to load or run
 inline constexpr int kExitRemote = 24;      // a stage further down reported an error
@@ -39,28 +42,34 @@ struct Endpoint {
 std::optional<Endpoint> parse_endpoint(std::string_view text, std::string& error);
 std::string to_string(const Endpoint& e);
 
-// An owned file descriptor.
+// An owned file descriptor, and its TLS session once start_tls() (tls.hpp)
+// succeeded: every read and write below then goes through the session.
 class Socket {
  public:
   Socket() = default;
   explicit Socket(int fd) : fd_(fd) {}
-  Socket(Socket&& other) noexcept : fd_(other.release()) {}
+  Socket(Socket&& other) noexcept : fd_(other.fd_), tls_(other.tls_) {
+    other.fd_ = -1;
+    other.tls_ = nullptr;
+  }
   Socket& operator=(Socket&& other) noexcept;
   Socket(const Socket&) = delete;
   Socket& operator=(const Socket&) = delete;
   ~Socket() { close(); }
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
-  int release() {
-    const int fd = fd_;
-    fd_ = -1;
-    return fd;
-  }
+  void* tls() const { return tls_; }  // the OpenSSL SSL*, or null on a plain link
+  void set_tls(void* ssl) { tls_ = ssl; }
   void close();
 
  private:
   int fd_ = -1;
+  void* tls_ = nullptr;
 };
+
+// Waits until fd is ready for `events` (POLLIN, POLLOUT) or the deadline
+// passes; true when ready (or when poll failed: the next I/O reports it).
+bool wait_ready(int fd, short events, const Deadline& deadline);
 
 // Listens on the endpoint (port 0: one the OS picks; see local_port).
 Socket listen_on(const Endpoint& at, WireError& error);
@@ -72,9 +81,9 @@ Socket accept_one(const Socket& listener, int timeout_ms, WireError& error);
 Socket connect_to(const Endpoint& to, int timeout_ms, WireError& error);
 
 // Writes all bytes within timeout_ms; empty on success.
-std::optional<WireError> write_all(int fd, const std::uint8_t* data, std::size_t size,
+std::optional<WireError> write_all(Socket& s, const std::uint8_t* data, std::size_t size,
                                    int timeout_ms);
-std::optional<WireError> write_frame(int fd, const Frame& frame, int timeout_ms,
+std::optional<WireError> write_frame(Socket& s, const Frame& frame, int timeout_ms,
                                      std::size_t* bytes = nullptr);
 
 struct FrameRead {
@@ -83,9 +92,12 @@ struct FrameRead {
   std::size_t bytes = 0;   // read off the wire
 };
 
-// Reads one whole frame within timeout_ms. `who` names the peer in errors
-// ("the previous stage", "stage 1 at 127.0.0.1:4000").
-FrameRead read_frame(int fd, int timeout_ms, const std::string& who);
+// Reads one whole frame within timeout_ms in total (header and payload, however
+// the peer slices its bytes: a peer sending a byte at a time is cut at the
+// deadline too). `who` names the peer in errors ("the previous stage", "stage
+// 1 at 127.0.0.1:4000"). A header over `limits` is refused (kExitFrame) before
+// its payload is allocated or read.
+FrameRead read_frame(Socket& s, int timeout_ms, const std::string& who, const FrameLimits& limits = {});
 
 }  // namespace net
 

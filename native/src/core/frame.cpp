@@ -1,5 +1,6 @@
 #include "worker/frame.hpp"
 
+#include <cmath>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -240,6 +241,26 @@ std::string parse_header(const std::uint8_t* data, std::size_t size, FrameHeader
   if (!rows_ok) {
     return std::string(kind_name(h.kind)) + " frame with dims " + std::to_string(h.n_tokens) +
            "x" + std::to_string(h.n_embd);
+  }
+  return {};
+}
+
+std::string check_limits(const FrameHeader& h, const FrameLimits& limits) {
+  const std::uint32_t width_limit = h.kind == FrameKind::kError ? kMaxErrorText : limits.max_width;
+  if (h.n_tokens <= limits.max_rows && h.n_embd <= width_limit) return {};
+  return std::string(kind_name(h.kind)) + " frame header declares " + std::to_string(h.n_tokens) +
+         " rows of " + std::to_string(h.n_embd) + " (" + std::to_string(h.payload) +
+         " payload bytes), over this end's limit of " + std::to_string(limits.max_rows) + " rows of " +
+         std::to_string(width_limit) + "; refused before reading it";
+}
+
+std::string first_non_finite(const Frame& f) {
+  for (std::size_t i = 0; i < f.values.size(); ++i) {
+    const float v = f.values[i];
+    if (std::isfinite(v)) continue;
+    const std::size_t width = f.n_embd == 0 ? 1 : f.n_embd;
+    return "row " + std::to_string(i / width) + " column " + std::to_string(i % width) + " is " +
+           (std::isnan(v) ? "nan" : v > 0 ? "inf" : "-inf");
   }
   return {};
 }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "worker/deadline.hpp"
+#include "worker/tls.hpp"
 
 namespace worker::net {
 namespace {
@@ -42,7 +43,15 @@ int prepare(int fd) {
   return fd;
 }
 
-// Waits until fd is ready for `events` or the deadline passes.
+bool to_sockaddr(const Endpoint& e, sockaddr_in& addr) {
+  std::memset(&addr, 0, sizeof addr);
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(e.port);
+  return ::inet_pton(AF_INET, e.host.c_str(), &addr.sin_addr) == 1;
+}
+
+}  // namespace
+
 bool wait_ready(int fd, short events, const Deadline& deadline) {
   for (;;) {
     pollfd p{fd, events, 0};
@@ -52,15 +61,6 @@ bool wait_ready(int fd, short events, const Deadline& deadline) {
     if (errno != EINTR) return true;  // let the read/write report the error
   }
 }
-
-bool to_sockaddr(const Endpoint& e, sockaddr_in& addr) {
-  std::memset(&addr, 0, sizeof addr);
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(e.port);
-  return ::inet_pton(AF_INET, e.host.c_str(), &addr.sin_addr) == 1;
-}
-
-}  // namespace
 
 std::optional<Endpoint> parse_endpoint(std::string_view text, std::string& error) {
   const auto colon = text.rfind(':');
@@ -97,15 +97,36 @@ std::string to_string(const Endpoint& e) { return e.host + ":" + std::to_string(
 Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {
     close();
-    fd_ = other.release();
+    fd_ = other.fd_;
+    tls_ = other.tls_;
+    other.fd_ = -1;
+    other.tls_ = nullptr;
   }
   return *this;
 }
 
 void Socket::close() {
+  if (tls_ != nullptr) tls_free(tls_);
+  tls_ = nullptr;
   if (fd_ >= 0) ::close(fd_);
   fd_ = -1;
 }
+
+namespace {
+
+// One read or write attempt, plain or through the TLS session: n > 0 bytes
+// moved, 0 the peer closed, -1 would block on `want`, -2 an error (why).
+long io_some(Socket& s, bool send, std::uint8_t* buf, std::size_t size, short& want, std::string& why) {
+  if (s.tls() != nullptr) return tls_io(s.tls(), send, buf, size, want, why);
+  const ssize_t n = send ? ::send(s.fd(), buf, size, kSendFlags) : ::recv(s.fd(), buf, size, MSG_DONTWAIT);
+  if (n >= 0) return static_cast<long>(n);
+  want = send ? POLLOUT : POLLIN;
+  if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) return -1;
+  why = std::strerror(errno);
+  return -2;
+}
+
+}  // namespace
 
 Socket listen_on(const Endpoint& at, WireError& error) {
   sockaddr_in addr{};
@@ -120,8 +141,10 @@ Socket listen_on(const Endpoint& at, WireError& error) {
   }
   const int one = 1;
   ::setsockopt(s.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  // A backlog of 1: a listener serves one peer at a time, so connections
+  // beyond it queue in the kernel's few slots, never in our memory.
   if (::bind(s.fd(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::listen(s.fd(), 4) != 0) {
+      ::listen(s.fd(), 1) != 0) {
     error = err(kExitPeer, "cannot listen on " + to_string(at) + ": " + std::strerror(errno));
     return {};
   }
@@ -192,79 +215,100 @@ Socket connect_to(const Endpoint& to, int timeout_ms, WireError& error) {
   return {};
 }
 
-std::optional<WireError> write_all(int fd, const std::uint8_t* data, std::size_t size,
+std::optional<WireError> write_all(Socket& s, const std::uint8_t* data, std::size_t size,
                                    int timeout_ms) {
   const Deadline deadline(timeout_ms);
   std::size_t done = 0;
+  short want = POLLOUT;
   while (done < size) {
-    if (!wait_ready(fd, POLLOUT, deadline)) {
+    std::string why;
+    const long n = io_some(s, true, const_cast<std::uint8_t*>(data + done), size - done, want, why);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
+    }
+    if (n < -1 || n == 0) {
+      return err(kExitPeer, "the peer disconnected while sending: " + why);
+    }
+    if (!wait_ready(s.fd(), want, deadline)) {
       return err(kExitTimeout, "sending timed out after " + std::to_string(timeout_ms) +
                                    " ms (" + std::to_string(done) + " of " +
                                    std::to_string(size) + " bytes sent)");
     }
-    const ssize_t n = ::send(fd, data + done, size - done, kSendFlags);
-    if (n < 0) {
-      if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK) continue;
-      return err(kExitPeer, "the peer disconnected while sending: " + std::string(std::strerror(errno)));
-    }
-    done += static_cast<std::size_t>(n);
   }
   return std::nullopt;
 }
 
-std::optional<WireError> write_frame(int fd, const Frame& frame, int timeout_ms,
+std::optional<WireError> write_frame(Socket& s, const Frame& frame, int timeout_ms,
                                      std::size_t* bytes) {
   const std::vector<std::uint8_t> wire = encode_frame(frame);
   if (bytes != nullptr) *bytes = wire.size();
-  return write_all(fd, wire.data(), wire.size(), timeout_ms);
+  return write_all(s, wire.data(), wire.size(), timeout_ms);
 }
 
 namespace {
 
-// Reads exactly size bytes; the error says how far it got.
-std::optional<WireError> read_exact(int fd, std::uint8_t* out, std::size_t size,
+// Reads exactly size bytes, all within the one deadline; the error says how
+// far it got.
+std::optional<WireError> read_exact(Socket& s, std::uint8_t* out, std::size_t size,
                                     const Deadline& deadline, int timeout_ms,
                                     const std::string& who, const char* part) {
   std::size_t done = 0;
+  short want = POLLIN;
   while (done < size) {
-    if (!wait_ready(fd, POLLIN, deadline)) {
-      return err(kExitTimeout, who + " sent no complete frame within " +
-                                   std::to_string(timeout_ms) + " ms (" + std::to_string(done) +
-                                   " of " + std::to_string(size) + " " + part + " bytes)");
+    std::string why;
+    const long n = io_some(s, false, out + done, size - done, want, why);
+    if (n > 0) {
+      done += static_cast<std::size_t>(n);
+      continue;
     }
-    const ssize_t n = ::recv(fd, out + done, size - done, MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK)) {
-      const std::string why = n == 0 ? "closed the connection" : std::string(std::strerror(errno));
-      if (done == 0 && std::string(part) == "header") {
-        return err(kExitPeer, who + " disconnected (" + why + ")");
+    if (n == -1) {
+      if (!wait_ready(s.fd(), want, deadline)) {
+        return err(kExitTimeout, who + " sent no complete frame within " +
+                                     std::to_string(timeout_ms) + " ms (" + std::to_string(done) +
+                                     " of " + std::to_string(size) + " " + part + " bytes)");
       }
-      return err(kExitFrame, "truncated frame from " + who + ": " + why + " after " +
-                                 std::to_string(done) + " of " + std::to_string(size) + " " +
-                                 part + " bytes");
+      continue;
     }
-    if (n > 0) done += static_cast<std::size_t>(n);
+    if (n == 0) why = "closed the connection";
+    if (done == 0 && std::string(part) == "header") {
+      return err(kExitPeer, who + " disconnected (" + why + ")");
+    }
+    return err(kExitFrame, "truncated frame from " + who + ": " + why + " after " +
+                               std::to_string(done) + " of " + std::to_string(size) + " " +
+                               part + " bytes");
   }
   return std::nullopt;
 }
 
 }  // namespace
 
-FrameRead read_frame(int fd, int timeout_ms, const std::string& who) {
+FrameRead read_frame(Socket& s, int timeout_ms, const std::string& who, const FrameLimits& limits) {
   FrameRead out;
   const Deadline deadline(timeout_ms);
   std::vector<std::uint8_t> wire(kFrameHeaderSize);
-  if (auto e = read_exact(fd, wire.data(), kFrameHeaderSize, deadline, timeout_ms, who, "header")) {
+  if (auto e = read_exact(s, wire.data(), kFrameHeaderSize, deadline, timeout_ms, who, "header")) {
     out.error = *e;
     return out;
   }
   FrameHeader header;
   const std::string bad = parse_header(wire.data(), wire.size(), header);
+  if (!bad.empty() && s.tls() == nullptr && wire[0] == 0x16 && wire[1] == 0x03) {
+    // A TLS record (a ClientHello) on a plain link: a peer with --key.
+    out.error = err(kExitPeer, who + " started a TLS handshake; this end has no --key (give both "
+                                     "ends the same --key)");
+    return out;
+  }
   if (!bad.empty()) {
     out.error = err(kExitFrame, "malformed frame from " + who + ": " + bad);
     return out;
   }
+  if (std::string over = check_limits(header, limits); !over.empty()) {
+    out.error = err(kExitFrame, "frame from " + who + " too large: " + over);
+    return out;
+  }
   wire.resize(kFrameHeaderSize + static_cast<std::size_t>(header.payload));
-  if (auto e = read_exact(fd, wire.data() + kFrameHeaderSize,
+  if (auto e = read_exact(s, wire.data() + kFrameHeaderSize,
                           static_cast<std::size_t>(header.payload), deadline, timeout_ms, who,
                           "payload")) {
     out.error = *e;

@@ -88,4 +88,19 @@ std::optional<std::vector<std::int32_t>> parse_gpu_layers(const std::string& tex
   }
 }
 
+std::string link_security(const std::string& key_file, bool insecure_plain,
+                          const std::vector<std::pair<std::string, net::Endpoint>>& links,
+                          std::optional<net::TlsKey>& key) {
+  if (!key_file.empty() && insecure_plain) return "--key and --insecure-plain exclude each other";
+  if (key_file.empty()) {
+    for (const auto& [flag, endpoint] : links) {
+      if (std::string why = net::plain_refused(endpoint, flag, insecure_plain); !why.empty()) return why;
+    }
+    return {};
+  }
+  std::string error;
+  key = net::load_key(key_file, error);
+  return key ? std::string() : error;
+}
+
 }  // namespace worker::stage

@@ -8,6 +8,8 @@
 #include <utility>
 #include <vector>
 
+#include "worker/tls.hpp"
+
 namespace worker::stage {
 
 class Args {
@@ -34,5 +36,12 @@ std::optional<std::vector<std::pair<std::int32_t, std::int32_t>>> parse_split(
 
 // "N" or "N,N,...": --n-gpu-layers, each 0 <= N <= 2^20.
 std::optional<std::vector<std::int32_t>> parse_gpu_layers(const std::string& text, std::string& error);
+
+// --key FILE and --insecure-plain for a stage's or a driver's links (flag and
+// endpoint each): loads the key, or, without one, requires every endpoint to
+// be loopback. Empty when the links may go ahead, else one line naming --key.
+std::string link_security(const std::string& key_file, bool insecure_plain,
+                          const std::vector<std::pair<std::string, net::Endpoint>>& links,
+                          std::optional<net::TlsKey>& key);
 
 }  // namespace worker::stage

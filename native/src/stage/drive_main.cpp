@@ -22,11 +22,12 @@ const char* const kStageUsage =
     "         [--next HOST:PORT] [--threads N] [--ctx N] [--timeout-ms MS]\n"
     "         [--recover-ms MS] [--checkpoint FILE] [--resume FILE]\n"
     "         [--batch N] [--reply all|last|digest] [--n-gpu-layers N]\n"
+    "         [--key FILE | --insecure-plain]\n"
     "  worker --drive --model FILE (--local | --split A:B,B:C,... | --connect HOST:PORT)\n"
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
     "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
     "         [--logits-out FILE] [--json] [--batch N] [--reply all|last|digest]\n"
-    "         [--n-gpu-layers N|N,N,...]\n"
+    "         [--n-gpu-layers N|N,N,...] [--key FILE | --insecure-plain]\n"
     "  worker --write-tiny-model FILE [--seed N] [--n-layer N] [--n-embd N] [--n-head N]\n"
     "         [--n-head-kv N] [--n-ff N] [--n-vocab N] [--type f32|f16|q8_0]\n"
     "\n"
@@ -61,7 +62,16 @@ const char* const kStageUsage =
     "                   last row's logits only; digest the greedy token and the\n"
     "                   FNV-1a 64 of the last row's logits (4 exact floats of 16\n"
     "                   bits), for a driver that compares with a reference run\n"
-    "  --timeout-ms MS  limit of every connect, accept, read and write (default 30000)\n"
+    "  --timeout-ms MS  limit of every connect, accept, TLS handshake, write and\n"
+    "                   whole frame read, however the peer slices it (default 30000)\n"
+    "  --key FILE       every link (to the previous and next stage, the driver's,\n"
+    "                   each reconnect) is TLS 1.3 with a pre-shared key: FILE holds\n"
+    "                   32+ random bytes (openssl rand -hex 32), mode 0600 or\n"
+    "                   stricter; the same FILE on every stage and the driver\n"
+    "                   (--drive --split passes it on). Without --key a link must\n"
+    "                   be loopback (127.0.0.0/8)\n"
+    "  --insecure-plain plain TCP on purpose (loopback benchmarks): refused with\n"
+    "                   --key or for any address beyond this host\n"
     "  --recover-ms MS  when a neighbour disconnects, wait this long for it to come\n"
     "                   back (reconnect to --next and resend; accept a new\n"
     "                   previous stage) instead of failing (default 0: fail);\n"
@@ -85,8 +95,10 @@ const char* const kStageUsage =
     "                   flags make a larger llama of the same kind (matrices in\n"
     "                   --type, norms f32), the same bytes for the same flags\n"
     "\n"
-    "stage exit codes: 20 malformed, truncated, corrupt or wrong-width frame,\n"
-    "21 peer disconnected or unreachable, 22 timeout, 23 model or range failed,\n"
+    "stage exit codes: 20 malformed, truncated, corrupt, wrong-width, oversized or\n"
+    "non-finite frame, positions or tokens that do not fit, 21 peer disconnected or\n"
+    "unreachable, or TLS refused (wrong key, plain and TLS mixed), 22 timeout,\n"
+    "23 model or range failed,\n"
     "24 a stage further down reported an error, 25 checkpoint refused\n";
 
 namespace {
@@ -125,7 +137,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
   DriveOptions o;
   Args a(args);
   std::string logits_out;
-  bool as_json = false, check_local = false;
+  bool as_json = false, check_local = false, insecure_plain = false;
   int modes = 0;
   while (!a.done()) {
     const std::string flag = a.flag();
@@ -184,12 +196,22 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
       if (!a.value(flag, logits_out)) return usage(a.error);
     } else if (flag == "--json") {
       as_json = true;
+    } else if (flag == "--key") {
+      if (!a.value(flag, o.key_file)) return usage(a.error);
+    } else if (flag == "--insecure-plain") {
+      insecure_plain = true;
     } else {
       return usage("unknown argument for --drive: " + flag);
     }
   }
   if (o.model.empty()) return usage("--drive needs --model FILE");
   if (modes != 1) return usage("--drive needs exactly one of --local, --split and --connect");
+  std::vector<std::pair<std::string, net::Endpoint>> links;
+  if (o.mode == DriveOptions::kConnect) links.emplace_back("--connect", o.connect);
+  if (std::string why = link_security(o.key_file, insecure_plain, links, o.key); !why.empty()) {
+    std::cerr << "worker: drive: " << why << "\n";
+    return 2;
+  }
   if (static_cast<std::uint32_t>(o.prompt + o.steps) > o.n_ctx) {
     return usage("--prompt + --steps exceed --ctx " + std::to_string(o.n_ctx));
   }

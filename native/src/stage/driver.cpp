@@ -47,15 +47,24 @@ class LocalHop : public Hop {
 
 class SocketHop : public Hop {
  public:
-  SocketHop(net::Socket s, net::Endpoint head, int timeout_ms, int recover_ms)
-      : s_(std::move(s)), head_(std::move(head)), who_("the stage at " + net::to_string(head_)),
-        timeout_ms_(timeout_ms), recover_ms_(recover_ms) {}
+  SocketHop(net::Endpoint head, const DriveOptions& o, FrameLimits limits)
+      : head_(std::move(head)), who_("the stage at " + net::to_string(head_)),
+        timeout_ms_(o.timeout_ms), recover_ms_(o.recover_ms), key_(o.key ? &*o.key : nullptr),
+        limits_(limits) {}
+  // Connects to the first stage (with --key, and the TLS handshake).
+  std::optional<WireError> open(int timeout_ms) {
+    WireError e;
+    s_ = net::connect_to(head_, timeout_ms, e);
+    if (!s_.valid()) return e;
+    if (key_ != nullptr) return net::start_tls(s_, *key_, false, timeout_ms_, who_);
+    return std::nullopt;
+  }
   std::optional<WireError> request(const Frame& in, Frame& reply) override {
     std::optional<Deadline> recovery;
     for (;;) {
-      std::optional<WireError> e = net::write_frame(s_.fd(), in, timeout_ms_);
+      std::optional<WireError> e = net::write_frame(s_, in, timeout_ms_);
       if (!e) {
-        net::FrameRead r = net::read_frame(s_.fd(), timeout_ms_, who_);
+        net::FrameRead r = net::read_frame(s_, timeout_ms_, who_, limits_);
         if (r.frame) {
           reply = std::move(*r.frame);
           if (recovery) reconnects += 1;  // once per recovery, however many tries
@@ -77,9 +86,14 @@ class SocketHop : public Hop {
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(50));
       }
-      WireError why;
-      s_ = net::connect_to(head_, std::max(recovery->remaining_ms(), 1), why);
-      if (!s_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
+      // The dying process's listener may take the connection and drop the
+      // handshake: retried the same way.
+      while (auto why = open(std::max(recovery->remaining_ms(), 1))) {
+        if (recovery->remaining_ms() == 0) {
+          return WireError{kExitPeer, e->message + "; reconnecting failed: " + why->message};
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
     }
   }
   int reconnects = 0;
@@ -90,6 +104,8 @@ class SocketHop : public Hop {
   std::string who_;
   int timeout_ms_;
   int recover_ms_;
+  const net::TlsKey* key_;
+  FrameLimits limits_;
 };
 
 std::optional<WireError> run_sequence(Hop& hop, const DriveOptions& o, std::uint32_t n_vocab,
@@ -166,6 +182,10 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
     if (next) {
       argv.push_back("--next");
       argv.push_back(net::to_string(*next));
+    }
+    if (!o.key_file.empty()) {
+      argv.push_back("--key");  // the file's name, never its bytes, on the command line
+      argv.push_back(o.key_file);
     }
     std::string error;
     // The stages' stderr is ours to read: a stage that fails tells the driver
@@ -272,10 +292,10 @@ std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, Dr
     if (auto e = spawn_pipeline(exe, o, p, r)) return e;
     head = p.head;
   }
-  WireError e;
-  net::Socket s = net::connect_to(head, o.timeout_ms, e);
-  if (!s.valid()) return e;
-  SocketHop hop(std::move(s), head, o.timeout_ms, o.recover_ms);
+  // A reply has at most a step's rows (--ctx) of logits or digests.
+  const std::uint32_t width = o.reply == EngineOptions::Reply::kDigest ? kDigestWidth : summary.n_vocab;
+  SocketHop hop(head, o, FrameLimits{o.n_ctx, width});
+  if (auto e = hop.open(o.timeout_ms)) return e;
   std::optional<WireError> failed = run_sequence(hop, o, summary.n_vocab, r);
   r.reconnects = hop.reconnects;
   if (failed) return failed;

@@ -9,6 +9,7 @@
 
 #include "engine.hpp"
 #include "worker/net.hpp"
+#include "worker/tls.hpp"
 
 namespace worker::stage {
 
@@ -34,6 +35,9 @@ struct DriveOptions {
   int timeout_ms = 30000;
   int step_delay_ms = 0;
   int recover_ms = 0;  // reconnect to the first stage and resend, within this
+  // --key: the PSK of every link (kSpawn passes key_file on to each stage).
+  std::string key_file;
+  std::optional<net::TlsKey> key;
 };
 
 struct StageReport {

@@ -80,6 +80,8 @@ std::uint32_t Engine::reply_width() const {
   return reply_ == EngineOptions::Reply::kDigest ? kDigestWidth : n_vocab_;
 }
 
+std::uint32_t Engine::n_ctx() const { return llama_n_ctx(ctx_); }
+
 std::string Engine::range_text() const {
   return "[" + std::to_string(layer_start_) + ", " + std::to_string(layer_end_) + ")";
 }
@@ -184,6 +186,14 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out, const PartSink
                                        " has position " +
                                        std::to_string(in.positions[static_cast<std::size_t>(j)]) +
                                        ", the sequence is at " + std::to_string(n_past_ + j)};
+    }
+  }
+  if (!first()) {
+    // llama.cpp would carry a NaN or an infinity through every later layer
+    // into the logits: a peer's state is refused instead.
+    if (std::string where = first_non_finite(in); !where.empty()) {
+      return WireError{kExitFrame, "stage " + range_text() + ": " + kind_name(in.kind) +
+                                       " frame " + where + " (boundary state must be finite)"};
     }
   }
   if (first()) {

@@ -73,6 +73,12 @@ class Engine {
   // llama_model_n_embd_out()).
   std::uint32_t n_embd_boundary() const { return n_embd_boundary_; }
   std::int32_t n_past() const { return n_past_; }
+  // The context in tokens: no frame this stage takes or relays has more rows.
+  std::uint32_t n_ctx() const;
+  // What this stage takes from the previous stage or the driver, and from the
+  // next stage's replies: checked on each header before its payload is read.
+  FrameLimits limits_up() const { return {n_ctx(), first() ? 1U : n_embd_boundary_}; }
+  FrameLimits limits_down() const { return {n_ctx(), reply_width()}; }
   std::string range_text() const;  // "[2, 4)"
   // The width of this stage's reply rows when last: n_vocab or kDigestWidth.
   std::uint32_t reply_width() const;

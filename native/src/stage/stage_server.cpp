@@ -14,6 +14,7 @@
 #include "worker/deadline.hpp"
 #include "worker/json.hpp"
 #include "worker/net.hpp"
+#include "worker/tls.hpp"
 
 namespace worker::stage {
 namespace {
@@ -26,6 +27,7 @@ struct StageOptions {
   int recover_ms = 0;
   std::string checkpoint;
   std::string resume;
+  std::optional<net::TlsKey> key;  // --key: every link TLS 1.3 with this PSK
 };
 
 struct Stats {
@@ -46,6 +48,11 @@ class Stage {
 
  private:
   int fail(const WireError& e);
+  // With --key, the TLS handshake on a link just accepted (server) or made.
+  std::optional<WireError> secure(net::Socket& s, bool server, const std::string& who) {
+    if (!o_.key || !s.valid()) return std::nullopt;
+    return net::start_tls(s, *o_.key, server, o_.timeout_ms, who);
+  }
   std::optional<WireError> exchange(const Frame& out, Frame& reply, std::size_t* sent = nullptr);
   std::optional<WireError> send_part(const Frame& part);
   // Where the engine hands a step's earlier chunks: the next stage, if any.
@@ -76,7 +83,7 @@ int Stage::fail(const WireError& e) {
   const std::string line = e.message.rfind(prefix, 0) == 0 ? e.message : prefix + e.message;
   if (up_.valid()) {
     // Best effort: the peer upstream learns why, then sees the disconnect.
-    net::write_frame(up_.fd(), error_frame(0, line), 1000);
+    net::write_frame(up_, error_frame(0, line), 1000);
   }
   std::cerr << "worker: " << line << "\n";
   return e.code;
@@ -88,12 +95,12 @@ std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::si
     std::optional<WireError> e;
     if (recovery) {
       for (const Frame& part : parts_sent_) {
-        if ((e = net::write_frame(down_.fd(), part, o_.timeout_ms))) break;
+        if ((e = net::write_frame(down_, part, o_.timeout_ms))) break;
       }
     }
-    if (!e) e = net::write_frame(down_.fd(), out, o_.timeout_ms, sent);
+    if (!e) e = net::write_frame(down_, out, o_.timeout_ms, sent);
     if (!e) {
-      net::FrameRead r = net::read_frame(down_.fd(), o_.timeout_ms, who_down());
+      net::FrameRead r = net::read_frame(down_, o_.timeout_ms, who_down(), engine_->limits_down());
       if (r.frame) {
         reply = std::move(*r.frame);
         if (recovery) stats_.reconnects += 1;  // once per recovery, however many tries
@@ -113,15 +120,24 @@ std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::si
     } else {
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    WireError why;
-    down_ = net::connect_to(*o_.next, std::max(recovery->remaining_ms(), 1), why);
-    if (!down_.valid()) return WireError{kExitPeer, e->message + "; reconnecting failed: " + why.message};
+    // The dying process's listener may also take the connection and then
+    // drop the handshake: that is retried the same way.
+    for (;;) {
+      WireError why;
+      down_ = net::connect_to(*o_.next, std::max(recovery->remaining_ms(), 1), why);
+      std::optional<WireError> bad = down_.valid() ? secure(down_, false, who_down()) : why;
+      if (!bad) break;
+      if (recovery->remaining_ms() == 0) {
+        return WireError{kExitPeer, e->message + "; reconnecting failed: " + bad->message};
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
   }
 }
 
 std::optional<WireError> Stage::send_part(const Frame& part) {
   std::size_t sent = 0;
-  std::optional<WireError> e = net::write_frame(down_.fd(), part, o_.timeout_ms, &sent);
+  std::optional<WireError> e = net::write_frame(down_, part, o_.timeout_ms, &sent);
   if (!e) {
     stats_.bytes_to_next += static_cast<std::int64_t>(sent);
     stats_.frames_to_next += 1;
@@ -132,7 +148,7 @@ std::optional<WireError> Stage::send_part(const Frame& part) {
   // resends every part of the step before its state frame.
   if (o_.recover_ms > 0) return std::nullopt;
   // Nothing answers a part: a next stage that refused one said why before it went away.
-  net::FrameRead r = net::read_frame(down_.fd(), 1000, who_down());
+  net::FrameRead r = net::read_frame(down_, 1000, who_down(), engine_->limits_down());
   if (r.frame && r.frame->kind == FrameKind::kError) {
     return WireError{kExitRemote, who_down() + " reported: " + r.frame->text};
   }
@@ -172,16 +188,23 @@ int Stage::serve() {
   if (o_.next) {
     down_ = net::connect_to(*o_.next, o_.timeout_ms, e);
     if (!down_.valid()) return fail(e);
+    if (auto bad = secure(down_, false, who_down())) return fail(*bad);
   }
   up_ = net::accept_one(listener_, o_.timeout_ms, e);
   if (!up_.valid()) return fail(e);
+  if (auto bad = secure(up_, true, who_up())) return fail(*bad);
+  // One peer at a time: without --recover-ms nobody else is ever accepted, so
+  // the port closes and a second connection is refused at once; with it, a
+  // successor waits in the listener's backlog of 1 until the peer goes away.
+  if (o_.recover_ms <= 0) listener_.close();
   for (;;) {
-    net::FrameRead r = net::read_frame(up_.fd(), o_.timeout_ms, who_up());
+    net::FrameRead r = net::read_frame(up_, o_.timeout_ms, who_up(), engine_->limits_up());
     if (!r.frame) {
       if (o_.recover_ms > 0 && r.error.code == kExitPeer) {
         // The previous stage went away; wait for its successor.
         up_ = net::accept_one(listener_, o_.recover_ms, e);
         if (!up_.valid()) return fail(WireError{kExitPeer, r.error.message + "; nobody reconnected: " + e.message});
+        if (auto bad = secure(up_, true, who_up())) return fail(*bad);
         stats_.reconnects += 1;
         continue;
       }
@@ -198,7 +221,7 @@ int Stage::serve() {
                                                 std::string(kind_name(ack.kind)) + " frame"});
         }
       }
-      if (auto err = net::write_frame(up_.fd(), ack, o_.timeout_ms)) return fail(*err);
+      if (auto err = net::write_frame(up_, ack, o_.timeout_ms)) return fail(*err);
       json::Object stats{{"stage", engine_->range_text()},
                          {"requests", stats_.requests},
                          {"tokens", stats_.tokens},
@@ -235,7 +258,7 @@ int Stage::serve() {
         stats_.bytes_to_next += static_cast<std::int64_t>(sent);
         stats_.frames_to_next += 1;
         if (reply.kind == FrameKind::kError) {
-          net::write_frame(up_.fd(), reply, 1000);
+          net::write_frame(up_, reply, 1000);
           std::cerr << "worker: stage " << engine_->range_text() << ": " << who_down()
                     << " reported: " << reply.text << "\n";
           return kExitRemote;
@@ -261,7 +284,7 @@ int Stage::serve() {
         }
       }
     }
-    if (auto err = net::write_frame(up_.fd(), reply, o_.timeout_ms)) return fail(*err);
+    if (auto err = net::write_frame(up_, reply, o_.timeout_ms)) return fail(*err);
   }
 }
 
@@ -270,7 +293,8 @@ int Stage::serve() {
 int stage_main(const std::vector<std::string>& args) {
   StageOptions o;
   Args a(args);
-  bool have_model = false, have_layers = false;
+  bool have_model = false, have_layers = false, insecure_plain = false;
+  std::string key_file;
   auto usage = [](const std::string& why) {
     std::cerr << "worker: " << why << "\n" << kStageUsage;
     return 2;
@@ -317,11 +341,21 @@ int stage_main(const std::vector<std::string>& args) {
       o.recover_ms = static_cast<int>(n);
     } else if (flag == "--checkpoint" || flag == "--resume") {
       if (!a.value(flag, flag == "--checkpoint" ? o.checkpoint : o.resume)) return usage(a.error);
+    } else if (flag == "--key") {
+      if (!a.value(flag, key_file)) return usage(a.error);
+    } else if (flag == "--insecure-plain") {
+      insecure_plain = true;
     } else {
       return usage("unknown argument for --stage: " + flag);
     }
   }
   if (!have_model || !have_layers) return usage("--stage needs --model FILE and --layers START:END");
+  std::vector<std::pair<std::string, net::Endpoint>> links = {{"--listen", o.listen}};
+  if (o.next) links.emplace_back("--next", *o.next);
+  if (std::string why = link_security(key_file, insecure_plain, links, o.key); !why.empty()) {
+    std::cerr << "worker: stage: " << why << "\n";
+    return 2;
+  }
   WireError e;
   std::unique_ptr<Engine> engine = Engine::load(o.engine, e);
   if (!engine) {

@@ -1,0 +1,179 @@
+"""The benches' byte-counting TCP relay, with an optional model of the link behind it.
+
+Every process of a bench that takes connections sits behind one relay (an asyncio
+TCP proxy on 127.0.0.1, in a thread), which counts the bytes it forwards each way.
+With a `Link` (`--link RTT_MS:MBIT`) each direction of each connection also behaves
+like a network link: a chunk leaves after the link has serialised everything before
+it at MBIT megabit/s, and arrives RTT_MS / 2 later; the reader is held back once more
+than `WINDOW_S` of data waits to be serialised, as a socket buffer would. Loopback
+then stands in for a LAN or a WAN, the same for every design a bench compares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import threading
+from dataclasses import dataclass
+
+WINDOW_S = 0.05  # serialisation backlog a direction buffers before it stops reading
+CHUNK = 1 << 16  # read size with a link: its store-and-forward unit
+PLAIN_CHUNK = 1 << 20  # read size without one
+
+
+@dataclass
+class Counter:
+    up: int = 0    # client -> process
+    down: int = 0  # process -> client
+
+    @property
+    def total(self) -> int:
+        return self.up + self.down
+
+
+@dataclass(frozen=True)
+class Link:
+    rtt_ms: float
+    mbit: float
+
+    def wire_s(self, n: int) -> float:
+        return n * 8 / (self.mbit * 1e6)
+
+    @property
+    def one_way_s(self) -> float:
+        return self.rtt_ms / 2000
+
+    def __str__(self) -> str:
+        return f"{self.rtt_ms:g} ms round trip, {self.mbit:g} Mbit/s each way"
+
+
+def parse_link(text: str) -> Link:
+    """`RTT_MS:MBIT`, e.g. `0.5:1000` (a LAN) or `40:100` (a WAN); ValueError otherwise."""
+    rtt, sep, mbit = text.partition(":")
+    try:
+        link = Link(float(rtt), float(mbit))
+    except ValueError:
+        link = None
+    if not sep or link is None or not link.rtt_ms >= 0 or not link.mbit > 0:
+        raise ValueError(f"--link takes RTT_MS:MBIT (RTT >= 0, MBIT > 0), not {text!r}")
+    return link
+
+
+class Relays:
+    """TCP proxies on 127.0.0.1, one per upstream process, on one asyncio loop in a
+    thread; each counts the bytes it forwards each way, over all its connections,
+    and with a link delays and paces them as that link would."""
+
+    def __init__(self, link: Link | None = None) -> None:
+        self.link = link
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.servers: list[asyncio.base_events.Server] = []
+
+    async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter, counter: Counter,
+                    up: bool) -> None:
+        loop = asyncio.get_running_loop()
+        link = self.link
+        queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
+
+        async def deliver() -> None:
+            while (item := await queue.get()) is not None:
+                at, data = item
+                if (wait := at - loop.time()) > 0:
+                    await asyncio.sleep(wait)
+                w.write(data)
+                await w.drain()
+
+        sender = asyncio.ensure_future(deliver()) if link is not None else None
+        free_at = 0.0  # when this direction has serialised all it was given
+        try:
+            while data := await r.read(CHUNK if link is not None else PLAIN_CHUNK):
+                if up:
+                    counter.up += len(data)
+                else:
+                    counter.down += len(data)
+                if link is None:
+                    w.write(data)
+                    await w.drain()
+                    continue
+                free_at = max(loop.time(), free_at) + link.wire_s(len(data))
+                queue.put_nowait((free_at + link.one_way_s, data))
+                if (backlog := free_at - loop.time()) > WINDOW_S:
+                    await asyncio.sleep(backlog - WINDOW_S)
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            if sender is not None:
+                queue.put_nowait(None)
+                with contextlib.suppress(ConnectionError, OSError):
+                    await sender
+            w.close()
+
+    def add(self, port: int) -> tuple[int, Counter]:
+        counter = Counter()
+
+        async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
+            try:
+                ur, uw = await asyncio.open_connection("127.0.0.1", port)
+            except OSError:
+                cw.close()
+                return
+            for w in (cw, uw):
+                sock = w.get_extra_info("socket")
+                if sock is not None:
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                await asyncio.gather(self._pipe(cr, uw, counter, True),
+                                     self._pipe(ur, cw, counter, False))
+            except asyncio.CancelledError:
+                # close(): ending normally, since Python 3.11's stream callback
+                # reports a cancelled connection task as an error.
+                return
+
+        async def start() -> asyncio.base_events.Server:
+            return await asyncio.start_server(handle, "127.0.0.1", 0)
+
+        server = asyncio.run_coroutine_threadsafe(start(), self.loop).result()
+        self.servers.append(server)
+        return server.sockets[0].getsockname()[1], counter
+
+    def close(self) -> None:
+        async def shut() -> None:
+            for s in self.servers:
+                s.close()
+            # Open connections end too (their sockets close), not only the listeners.
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shut(), self.loop).result(5)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(5)
+
+
+def start_echo() -> socket.socket:
+    """A TCP echo server on 127.0.0.1 (one thread per connection), to measure a relay
+    against; its port is `getsockname()[1]`, and closing it stops it."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(4)
+
+    def echo(c: socket.socket) -> None:
+        with c:
+            c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            while data := c.recv(1 << 20):
+                c.sendall(data)
+
+    def serve() -> None:
+        while True:
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                return
+            threading.Thread(target=echo, args=(c,), daemon=True).start()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return srv
