@@ -180,6 +180,18 @@ def test_spooled_git_output_equals_piped(upstream: Upstream) -> None:
                                             check=False, spool=True).stderr
 
 
+def test_whitespace_warnings_are_read_from_a_long_apply_output() -> None:
+    """`git apply -v` names every file it checks; a clean run's thousands of lines are
+    skipped in one search, and a warning among them (a file name with `:N:` in it too)
+    is still read in full."""
+    checked = "".join(f"Checking patch src/f{i}.c...\nApplied patch src/f{i}.c cleanly.\n"
+                      for i in range(3000))
+    assert gitrepo.ApplyRun(0, "", checked).whitespace() == []
+    warned = checked + "/p/0001-a:1: b.patch:12: trailing whitespace.\n+int x; \n" + checked
+    assert gitrepo.ApplyRun(0, "", warned).whitespace() == [
+        gitrepo.WhitespaceWarning("/p/0001-a:1: b.patch", 12, "trailing whitespace", "+int x; ")]
+
+
 def test_a_git_error_is_one_line(tmp_path: Path) -> None:
     """Bug: a failed `git commit -m MESSAGE` printed the multi-line message inside its
     error, so the CLI's "one line per error" was several."""
