@@ -180,6 +180,38 @@ def test_spooled_git_output_equals_piped(upstream: Upstream) -> None:
                                             check=False, spool=True).stderr
 
 
+def test_verify_imports_only_the_git_modules_it_runs_and_every_name_resolves() -> None:
+    """verify's start-up imported all of gitrepo (history, worktree, read, cache: ~7 ms)
+    before its first git call; those load on first use now, under the same names."""
+    import subprocess
+    import sys
+
+    code = ("import sys, patchctl.commands.verify, patchctl.verify.engine, patchctl.verify.render;"
+            "print(sorted(m for m in sys.modules if m.startswith('patchctl.gitrepo.')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["['patchctl.gitrepo.core',", "'patchctl.gitrepo.index',",
+                           "'patchctl.gitrepo.missing']"]
+    from patchctl.gitrepo import history, worktree
+
+    assert all(getattr(gitrepo, name) is not None for name in gitrepo.__all__)
+    assert gitrepo.commit_info is history.commit_info and gitrepo.GitWork is worktree.GitWork
+    with pytest.raises(AttributeError):
+        gitrepo._IDENTITY  # noqa: B018  (a module's private name is not the package's)
+
+
+def test_whitespace_warnings_are_read_from_a_long_apply_output() -> None:
+    """`git apply -v` names every file it checks; a clean run's thousands of lines are
+    skipped in one search, and a warning among them (a file name with `:N:` in it too)
+    is still read in full."""
+    checked = "".join(f"Checking patch src/f{i}.c...\nApplied patch src/f{i}.c cleanly.\n"
+                      for i in range(3000))
+    assert gitrepo.ApplyRun(0, "", checked).whitespace() == []
+    warned = checked + "/p/0001-a:1: b.patch:12: trailing whitespace.\n+int x; \n" + checked
+    assert gitrepo.ApplyRun(0, "", warned).whitespace() == [
+        gitrepo.WhitespaceWarning("/p/0001-a:1: b.patch", 12, "trailing whitespace", "+int x; ")]
+
+
 def test_a_git_error_is_one_line(tmp_path: Path) -> None:
     """Bug: a failed `git commit -m MESSAGE` printed the multi-line message inside its
     error, so the CLI's "one line per error" was several."""

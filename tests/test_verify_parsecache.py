@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from patchctl.model.lint import lint_patch
 from patchctl.model.patchfile import read_patch
 from patchctl.verify.parsecache import ParseCache, summarize
@@ -77,6 +79,22 @@ def test_a_damaged_cache_costs_only_time(project: Path, tmp_path: Path) -> None:
     assert _all(again, project) == _all(ParseCache(project / "stack", tmp_path / "d"), project)
     cache.path.write_text("{not json")
     assert ParseCache(project / "stack", tmp_path / "c").entries == {}
+
+
+@pytest.mark.parametrize("damaged", [0, "", None, {}, "x"])
+def test_an_entry_with_damaged_findings_is_parsed_again(project: Path, tmp_path: Path,
+                                                         damaged: object) -> None:
+    """A summary's findings field that was not a list, but empty or falsy ("" or {}), was
+    trusted as "no findings"; every such entry is parsed again now."""
+    cache = ParseCache(project / "stack", tmp_path / "c")
+    fresh = _all(cache, project)
+    cache.save()
+    data = json.loads(cache.path.read_text())
+    for entry in data["patches"].values():
+        entry[7] = damaged
+    cache.path.write_text(json.dumps(data))
+    again = ParseCache(project / "stack", tmp_path / "c")
+    assert _all(again, project) == fresh and again.changed
 
 
 def test_verify_reports_the_same_cold_and_warm(cli, project: Path) -> None:

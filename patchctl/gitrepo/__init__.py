@@ -12,16 +12,13 @@ module outside this package runs git or imports GitPython.
 - ``missing``: an upstream that lacks blobs: which files, and the one error naming them;
 - ``read``: files, authors and grep at one commit (draft-outreach, upstream-status);
 - ``blame``: the recent commits that last changed given lines at one commit (burden).
+
+``blame``, ``cache``, ``history``, ``read`` and ``worktree`` are imported when one of their names
+is first asked for: verify and ``--help`` need none of them (~7 ms of start-up).
 """
 
-from patchctl.gitrepo.blame import Blame, BlamedCommit, blame_recent, committer_time
-from patchctl.gitrepo.cache import (
-    bundle_repo,
-    cached_bundle,
-    cached_upstream,
-    default_cache_dir,
-    upstream_cache_dir,
-)
+from typing import TYPE_CHECKING
+
 from patchctl.gitrepo.core import (
     EMPTY_TREE,
     Ref,
@@ -44,32 +41,6 @@ from patchctl.gitrepo.core import (
     user_config_env,
     version,
 )
-from patchctl.gitrepo.history import (
-    CommitInfo,
-    CommitMessage,
-    FileChange,
-    author_ident,
-    changed_paths,
-    commit_info,
-    commit_patch,
-    commit_steps,
-    dirty_paths,
-    fetch_ref,
-    file_changes,
-    format_diff,
-    format_diffs,
-    head_commit,
-    init_history,
-    mailinfo,
-    mailsplit,
-    merge_base,
-    patch_id,
-    range_messages,
-    range_patch_ids,
-    rev_range,
-    seed_blobs,
-    unmerged_paths,
-)
 from patchctl.gitrepo.index import (
     Applied,
     ApplyError,
@@ -90,34 +61,70 @@ from patchctl.gitrepo.index import (
     temp_index,
 )
 from patchctl.gitrepo.missing import MissingFiles
-from patchctl.gitrepo.read import (
-    CommitRef,
-    FileCommit,
-    GrepHit,
-    commit_ref,
-    file_history,
-    first_adding,
-    grep_fixed,
-    list_files,
-    path_authors,
-    read_blobs,
-    read_files,
-)
-from patchctl.gitrepo.worktree import (
-    GitWork,
-    WorktreeStatus,
-    apply_with_markers,
-    commit_index,
-    index_tree,
-    reset_work,
-    scratch_checkout,
-    snapshot_tree,
-    sparse_patterns,
-    unfinished_operation,
-    unrecorded_work,
-    work_head,
-    worktree_status,
-)
+
+if TYPE_CHECKING:
+    from patchctl.gitrepo.blame import Blame, BlamedCommit, blame_recent, committer_time
+    from patchctl.gitrepo.cache import (
+        bundle_repo,
+        cached_bundle,
+        cached_upstream,
+        default_cache_dir,
+        upstream_cache_dir,
+    )
+    from patchctl.gitrepo.history import (
+        CommitInfo,
+        CommitMessage,
+        FileChange,
+        author_ident,
+        changed_paths,
+        commit_info,
+        commit_patch,
+        commit_steps,
+        dirty_paths,
+        fetch_ref,
+        file_changes,
+        format_diff,
+        format_diffs,
+        head_commit,
+        init_history,
+        mailinfo,
+        mailsplit,
+        merge_base,
+        patch_id,
+        range_messages,
+        range_patch_ids,
+        rev_range,
+        seed_blobs,
+        unmerged_paths,
+    )
+    from patchctl.gitrepo.read import (
+        CommitRef,
+        FileCommit,
+        GrepHit,
+        commit_ref,
+        file_history,
+        first_adding,
+        grep_fixed,
+        list_files,
+        path_authors,
+        read_blobs,
+        read_files,
+    )
+    from patchctl.gitrepo.worktree import (
+        GitWork,
+        WorktreeStatus,
+        apply_with_markers,
+        commit_index,
+        index_tree,
+        reset_work,
+        scratch_checkout,
+        snapshot_tree,
+        sparse_patterns,
+        unfinished_operation,
+        unrecorded_work,
+        work_head,
+        worktree_status,
+    )
 
 __all__ = [
     "EMPTY_TREE",
@@ -216,3 +223,19 @@ __all__ = [
     "work_head",
     "worktree_status",
 ]
+
+_LATER = ("blame", "cache", "history", "read", "worktree")
+
+if not TYPE_CHECKING:  # hidden from mypy, which would let any misspelt name through
+
+    def __getattr__(name: str) -> object:
+        """A name of ``_LATER``'s modules, imported on first use (PEP 562)."""
+        import importlib
+
+        if name in __all__:
+            for module in _LATER:
+                value = getattr(importlib.import_module(f"{__name__}.{module}"), name, None)
+                if value is not None:
+                    globals()[name] = value
+                    return value
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -156,10 +156,11 @@ def _from_entry(e: list[Any], *, name: str, path: Path, strip: int) -> Summary:
     digest, files, paths, concern, status, added, removed, findings, in_place = e
     if not (isinstance(digest, str) and isinstance(files, int) and isinstance(paths, list)
             and isinstance(added, int) and isinstance(removed, int)
-            and isinstance(in_place, bool)):
+            and isinstance(findings, list) and isinstance(in_place, bool)):
         raise ValueError("not a summary")
-    return Summary(name=name, path=path, strip=strip, digest=digest, files=files,
-                   paths=tuple(str(p) for p in paths), concern=concern, upstream_status=status,
-                   added=added, removed=removed,
-                   findings=tuple(Finding(str(s), str(c), str(m), ln)
-                                  for s, c, m, ln in findings), in_place=in_place)
+    # positional, map(), and no generator for the usual patch without findings: this runs
+    # once per patch on every verify
+    return Summary(name, path, strip, digest, files, tuple(map(str, paths)), concern, status,
+                   added, removed,
+                   tuple(Finding(str(s), str(c), str(m), ln) for s, c, m, ln in findings)
+                   if findings else (), in_place)
