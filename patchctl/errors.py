@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 
+from patchctl.toolout import reason
+
 SECRET_ENV = ("GITHUB_TOKEN",)  # values patchctl never prints, records or caches
 
 EXIT_OK = 0
@@ -46,10 +48,9 @@ class GitError(EnvironmentFailure):
         self.argv = argv
         self.returncode = returncode
         self.stderr = stderr
-        last = next((ln for ln in reversed(stderr.strip().splitlines()) if ln.strip()), "")
         # One line, whatever the arguments hold (a commit message has newlines).
         shown = " ".join(a.replace("\n", "\\n") for a in argv)
-        super().__init__(f"`{shown}` failed (exit {returncode}): {last or 'no output'}")
+        super().__init__(f"`{shown}` failed (exit {returncode}): {reason(stderr)}")
 
 
 class BusyError(EnvironmentFailure):

@@ -29,6 +29,16 @@ settings.register_profile("long", max_examples=3000, deadline=None, database=Non
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """``@needs(...)`` (tests/system_packages.py): skipped, with the one install line,
+    where a system package the test needs is missing; before its fixtures run."""
+    from tests import system_packages
+
+    for mark in item.iter_markers("needs"):
+        system_packages.require(*mark.args)
+
+
 @pytest.fixture(autouse=True)
 def _isolate(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     home = tmp_path_factory.mktemp("home")

@@ -22,6 +22,7 @@ from tests.builders import (
     many_patches,
     replace_in,
 )
+from tests.system_packages import needs
 
 CUBE = "\nint tiny_cube(int v)\n{\n    return v * v * v;\n}\n"
 
@@ -326,10 +327,9 @@ def test_git_am_accepts_the_export(cli, project: Path, upstream: Upstream, tmp_p
     assert cli("-C", str(project), "export", "--format", fmt, str(out), "--force").code == 0
 
 
+@needs("quilt")
 def test_quilt_push_accepts_the_export(cli, project: Path, upstream: Upstream,
                                        tmp_path: Path) -> None:
-    if shutil.which("quilt") is None:
-        pytest.skip("quilt is not installed (apt-get install quilt)")
     out = tmp_path / "quilt-patches"
     assert cli("-C", str(project), "export", "--format", "quilt", str(out)).code == 0
     assert (out / "series").read_text().splitlines() == [

@@ -193,6 +193,11 @@ def test_broken_after_and_build_error(cli, tmp_path, upstream, texts):
     assert report["patches"][0]["after"]["result"] == "test"
     assert report["patches"][1]["after"]["result"] == "build"
     assert report["patches"][1]["after"]["failed_target"]
+    # Why it failed, from the compiler or linker (tiny_cube is not in this upstream), not
+    # ninja's "build stopped"; the text report shows it too (bare machine, item 2).
+    why = report["patches"][1]["after"]["reason"]
+    assert "tiny_cube" in why and "build stopped" not in why, why
+    assert f"fails at build: {why}" in cli("-C", str(project), "reproduce").out
     record = json.loads((project / "evidence" / "reproduce-tiny.json").read_text())
     assert record["exit_code"] == 1 and not record["as_expected"]
 

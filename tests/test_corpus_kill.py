@@ -30,6 +30,7 @@ import pytest
 
 from tests.builders import Upstream, commit_all, git, make_project, replace_in, system_config_off
 from tests.corpus import FINDINGS, OK, USAGE, check, tree_digest
+from tests.system_packages import LIBRARIES, needs
 
 KILLER = Path(__file__).with_name("killer.py")
 
@@ -302,6 +303,7 @@ def test_kill_harness_counts() -> None:
 
 
 @pytest.mark.slow
+@needs(*LIBRARIES)
 def test_kill_release_build(tmp_path: Path) -> None:
     """`release build` killed before the archive is renamed into --out leaves no archive
     there; killed after, the archive is whole and byte-identical to an unkilled build's

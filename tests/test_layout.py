@@ -8,7 +8,8 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "patchctl"
-HELPERS = {"errors", "fsutil", "globs", "httpget", "textout", "tomlwrite", "untrusted"}
+HELPERS = {"errors", "fsutil", "globs", "httpget", "textout", "tomlwrite", "toolout",
+           "untrusted"}
 PACKAGES = {"model", "gitrepo", "verify", "burden", "rebase", "authoring", "build", "records",
             "release", "ci", "outreach", "commands"}
 # a top-level module or package -> what else of patchctl it may import (HELPERS always)

@@ -15,15 +15,15 @@ import re
 import shutil
 import struct
 import subprocess
-import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
-from tests import native_libraries
+from tests import system_packages
 from tests.builders import Upstream
+from tests.system_packages import LIBRARIES, needs
 
 REPO = Path(__file__).resolve().parents[1]
 NATIVE = REPO / "native"
@@ -65,14 +65,7 @@ STAGE_TESTS = {
 }
 
 
-def _tool(name: str) -> str | None:
-    # The test venv's cmake/ninja wheels sit beside the interpreter, which
-    # need not be on PATH (e.g. /tmp/venv/bin/pytest run directly).
-    search = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
-    return shutil.which(name, path=search)
-
-
-CMAKE, CTEST, NINJA = _tool("cmake"), _tool("ctest"), _tool("ninja")
+CMAKE, CTEST, NINJA = (system_packages.tool(t) for t in ("cmake", "ctest", "ninja"))
 needs_tools = pytest.mark.skipif(
     not (CMAKE and CTEST and NINJA),
     reason="cmake, ctest and ninja are needed: pip install cmake ninja")
@@ -176,16 +169,6 @@ def worker_json(build: Path, *args: str) -> dict:
     return json.loads(run([build / "bin" / "worker", *args, "--json"]).stdout)
 
 
-@pytest.fixture(scope="session")
-def libraries() -> None:
-    """Skips a test that builds native/ where its libraries are missing (and cannot be)."""
-    if not (CMAKE and CTEST and NINJA):
-        pytest.skip("cmake, ctest and ninja are needed: pip install cmake ninja")
-    why = native_libraries.missing(CMAKE, NINJA)
-    if why:
-        pytest.skip(why)
-
-
 @dataclass
 class Lane:
     native: Path
@@ -194,8 +177,11 @@ class Lane:
 
 
 @pytest.fixture(scope="module")
-def cpu_lane(tmp_path_factory: pytest.TempPathFactory, libraries: None) -> Lane:
+def cpu_lane(tmp_path_factory: pytest.TempPathFactory) -> Lane:
     """The cpu presets end to end in a copy of native/ (binaries in <copy>/../build)."""
+    if not (CMAKE and CTEST and NINJA):
+        pytest.skip("cmake, ctest and ninja are needed: pip install cmake ninja")
+    system_packages.require(*LIBRARIES)
     native = copy_native(tmp_path_factory.mktemp("lane"))
     run([CMAKE, "--preset", "cpu"], cwd=native)
     run([CMAKE, "--build", "--preset", "cpu"], cwd=native)
@@ -285,7 +271,7 @@ def test_presets_put_binaries_outside_the_source_tree() -> None:
 
 
 @needs_tools
-@pytest.mark.usefixtures("libraries")
+@needs(*LIBRARIES)
 def test_debug_preset_configures_outside_the_source_tree(tmp_path: Path) -> None:
     native = copy_native(tmp_path)
     run([CMAKE, "--preset", "cpu-debug"], cwd=native)
@@ -417,6 +403,7 @@ def test_unstamped_tree_is_refused(tmp_path: Path) -> None:
 
 
 @needs_tools
+@needs(*LIBRARIES)
 def test_edited_tree_is_refused(tmp_path: Path) -> None:
     """One changed byte after stamping is refused; the intact tree is accepted.
 
@@ -535,16 +522,18 @@ def test_too_old_cmake_message(tmp_path: Path) -> None:
 
 @needs_tools
 @pytest.mark.parametrize(("package", "what", "install", "hint"), [
-    ("nlohmann_json", "worker: nlohmann_json not found.", "apt-get install nlohmann-json3-dev",
-     "set nlohmann_json_DIR"),
-    ("OpenSSL", "worker: OpenSSL (libcrypto) not found.", "apt-get install libssl-dev",
-     "set OPENSSL_ROOT_DIR"),
+    pytest.param("nlohmann_json", "worker: nlohmann_json not found.",
+                 "apt-get install nlohmann-json3-dev", "set nlohmann_json_DIR", id="nlohmann_json"),
+    # configure looks for nlohmann_json first: OpenSSL's refusal shows only where it is found
+    pytest.param("OpenSSL", "worker: OpenSSL (libcrypto) not found.", "apt-get install libssl-dev",
+                 "set OPENSSL_ROOT_DIR", marks=needs("nlohmann_json"), id="OpenSSL"),
 ])
 def test_missing_library_is_refused(tmp_path: Path, package: str, what: str, install: str,
                                     hint: str) -> None:
     """Issue 27 (part 3): JSON and SHA-256 come from nlohmann/json and OpenSSL, found by
     find_package; without one configure stops with one message naming the package to
-    install (shown by hiding the installed one from find_package)."""
+    install (shown by hiding the installed one from find_package). Bug (bare machine):
+    the OpenSSL case ran where nlohmann_json, looked for first, was missing too."""
     native = copy_native(tmp_path)
     proc = configure(native, tmp_path / "b", f"-DCMAKE_DISABLE_FIND_PACKAGE_{package}=TRUE",
                      check=False)
@@ -554,12 +543,19 @@ def test_missing_library_is_refused(tmp_path: Path, package: str, what: str, ins
     assert message.count("CMake Error") == 1
 
 
-def test_libraries_probe_names_what_to_install() -> None:
-    """The skip reason of the tests that build native/ where its libraries are missing."""
+def test_system_packages_probe_names_what_to_install() -> None:
+    """The skip reason of the tests that need a system package: configure's own words for
+    what is missing, and the one line that installs it (tests/system_packages.py)."""
     if not (CMAKE and NINJA):
         pytest.skip("cmake and ninja are needed: pip install cmake ninja")
-    why = native_libraries.missing(CMAKE, NINJA)
-    assert why is None or (why.startswith("worker: ") and native_libraries.INSTALL in why)
+    for name, what in (("nlohmann_json", "worker: nlohmann_json"),
+                       ("OpenSSL", "worker: OpenSSL"),
+                       ("Vulkan", "worker: the Vulkan loader or headers not found")):
+        why = system_packages.missing(name)
+        assert why is None or (why.startswith(what)
+                               and why.endswith(f": {system_packages.install_line([name])}"))
+    why = system_packages.missing(*LIBRARIES)
+    assert why is None or why.endswith(("nlohmann-json3-dev", "libssl-dev"))
 
 
 # --- certification -------------------------------------------------------------
@@ -577,7 +573,7 @@ def _record(fingerprint: str, evidence: str, sha: str, model: str) -> str:
 
 @needs_tools
 @pytest.mark.slow
-@pytest.mark.usefixtures("libraries")
+@needs(*LIBRARIES)
 def test_only_records_with_matching_fingerprint_and_evidence_are_advertised(
         tmp_path: Path) -> None:
     native = copy_native(tmp_path)
@@ -622,7 +618,7 @@ def test_only_records_with_matching_fingerprint_and_evidence_are_advertised(
 
 
 @needs_tools
-@pytest.mark.usefixtures("libraries")
+@needs(*LIBRARIES)
 def test_malformed_certification_record_stops_configure(tmp_path: Path) -> None:
     native = copy_native(tmp_path)
     records = tmp_path / "records"
@@ -646,7 +642,7 @@ def test_repository_ships_no_certification_record() -> None:
 
 @needs_tools
 @pytest.mark.slow
-@pytest.mark.usefixtures("libraries")
+@needs(*LIBRARIES)
 def test_identity_matches_patchctl_fingerprint(cli, project: Path, tmp_path: Path) -> None:
     fingerprint = cli("-C", str(project), "fingerprint", "--json")
     assert fingerprint.code == 0, fingerprint.err
@@ -662,7 +658,7 @@ def test_identity_matches_patchctl_fingerprint(cli, project: Path, tmp_path: Pat
 
 
 @needs_tools
-@pytest.mark.usefixtures("libraries")
+@needs(*LIBRARIES)
 def test_stamped_git_tree_is_accepted(cli, project: Path, upstream: Upstream,
                                       tmp_path: Path) -> None:
     """`apply --commits` leaves a .git/ in the tree; the manifest must skip it."""
@@ -679,7 +675,7 @@ def test_stamped_git_tree_is_accepted(cli, project: Path, upstream: Upstream,
 
 @needs_tools
 @pytest.mark.slow
-@pytest.mark.usefixtures("libraries")
+@needs(*LIBRARIES)
 def test_consumer_path_links_a_stamped_upstream(cli, project: Path, upstream: Upstream,
                                                 tmp_path: Path) -> None:
     tree = tmp_path / "tiny-patched"
@@ -715,7 +711,7 @@ def test_consumer_path_links_a_stamped_upstream(cli, project: Path, upstream: Up
 @pytest.mark.llama
 @pytest.mark.skipif(not LLAMA_CPP, reason="set PATCHCTL_LLAMA_CPP to a llama.cpp clone "
                     "that has the pin to build the real consumer path (minutes)")
-@pytest.mark.usefixtures("libraries")
+@needs(*LIBRARIES)
 def test_llama_cpp_consumer_path(cli, tmp_path: Path) -> None:
     tree = tmp_path / "llama.cpp"
     # The library needs neither the vocab test models, the web UI bundle nor the ops

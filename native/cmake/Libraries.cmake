@@ -22,6 +22,14 @@ endfunction()
 # sets <out_var> to the identity's library list: name, version, SPDX
 # license and linkage, four items per library.
 function(worker_require_libraries out_var)
+  worker_require_nlohmann_json(json)
+  worker_require_openssl(openssl)
+  set(${out_var} ${json} ${openssl} PARENT_SCOPE)
+endfunction()
+
+# One function per library, each one's whole check: the test suite runs each
+# on its own to tell which library a machine lacks (tests/system_packages.py).
+function(worker_require_nlohmann_json out_var)
   find_package(nlohmann_json ${WORKER_MIN_NLOHMANN_JSON} CONFIG QUIET)
   if(NOT nlohmann_json_FOUND)
     set(what "nlohmann_json not found")
@@ -37,7 +45,11 @@ function(worker_require_libraries out_var)
       "nlohmann_json >= ${WORKER_MIN_NLOHMANN_JSON} (JSON for Modern C++, header-only, MIT)"
       "Install its development package and configure again:\n  apt-get install nlohmann-json3-dev    # Debian/Ubuntu\n  dnf install json-devel                # Fedora\n  brew install nlohmann-json            # macOS\nor set nlohmann_json_DIR to the directory that holds its nlohmann_jsonConfig.cmake.")
   endif()
+  message(STATUS "worker: nlohmann_json ${nlohmann_json_VERSION} (${nlohmann_json_DIR})")
+  set(${out_var} nlohmann_json "${nlohmann_json_VERSION}" MIT header-only PARENT_SCOPE)
+endfunction()
 
+function(worker_require_openssl out_var)
   # libssl too: the stage mode's links are TLS 1.3 with a pre-shared key.
   find_package(OpenSSL ${WORKER_MIN_OPENSSL} QUIET COMPONENTS Crypto SSL)
   if(NOT OpenSSL_FOUND OR NOT TARGET OpenSSL::Crypto OR NOT TARGET OpenSSL::SSL)
@@ -58,11 +70,6 @@ function(worker_require_libraries out_var)
   if(OPENSSL_USE_STATIC_LIBS)
     set(openssl_linkage static)
   endif()
-
-  message(STATUS "worker: nlohmann_json ${nlohmann_json_VERSION} (${nlohmann_json_DIR}), "
-    "OpenSSL ${OPENSSL_VERSION} libcrypto (${OPENSSL_CRYPTO_LIBRARY}), libssl (${OPENSSL_SSL_LIBRARY})")
-  set(${out_var}
-    nlohmann_json "${nlohmann_json_VERSION}" MIT header-only
-    OpenSSL "${OPENSSL_VERSION}" Apache-2.0 ${openssl_linkage}
-    PARENT_SCOPE)
+  message(STATUS "worker: OpenSSL ${OPENSSL_VERSION} libcrypto (${OPENSSL_CRYPTO_LIBRARY}), libssl (${OPENSSL_SSL_LIBRARY})")
+  set(${out_var} OpenSSL "${OPENSSL_VERSION}" Apache-2.0 ${openssl_linkage} PARENT_SCOPE)
 endfunction()

@@ -39,6 +39,7 @@ from patchctl.model import schemas
 from patchctl.model.fingerprint import fingerprint
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Stack, select_names
+from patchctl.toolout import reason
 
 BEFORE, AFTER = "before", "after"
 # Where a step stopped: it passed, or the stage that failed.
@@ -84,6 +85,7 @@ class Step:
     compiled: int = 0  # compile steps ninja ran
     upstream_compiled: int = 0  # ... of them in the upstream library
     failed_target: str | None = None
+    reason: str | None = None  # why configure or the build failed, from its output
     ctest_output: str = ""
     log: str | None = None
     commands: list[list[str]] = field(default_factory=list)
@@ -357,6 +359,7 @@ def _run_step(step: Step, *, reproducer: Path, build: Path, src: Path, cache: Pa
                     f"cmake found no working compiler or build tool (see {log}); install a "
                     "C/C++ compiler (e.g. `apt-get install build-essential`) or set CC/CXX")
             step.result = CONFIGURE
+            step.reason = reason(out)
             return
         # The reproducer's own objects first: a negative control that does not
         # compile (a missing API, the usual case) then fails in seconds, not
@@ -371,6 +374,7 @@ def _run_step(step: Step, *, reproducer: Path, build: Path, src: Path, cache: Pa
                 failed = _FAILED.search(out)
                 step.failed_target = failed.group(1) if failed else None
                 step.result = BUILD
+                step.reason = reason(out)
                 return
         code, step.ctest_output = run(TEST, ctest)
         step.result = PASSED if code == 0 else TEST

@@ -101,7 +101,11 @@ def _render(report: ReproduceReport) -> None:
                        f"({s.upstream_compiled} upstream)")
         if r.outcome != PROVEN:
             bad = r.before if r.before.passed else r.after
-            for line in (bad.ctest_output.strip().splitlines() or ["(no test output)"])[-15:]:
+            if bad.reason:  # configure or the build failed: what CMake or the compiler said
+                click.echo(f"           {bad.verdict}: {bad.reason}")
+            shown = bad.ctest_output.strip().splitlines() or ([] if bad.reason else
+                                                             ["(no test output)"])
+            for line in shown[-15:]:
                 click.echo(f"           | {line}")
             if bad.log:
                 click.echo(f"           log: {bad.log}")

@@ -14,12 +14,12 @@ from pathlib import Path
 from patchctl.errors import EnvironmentFailure, InputError
 from patchctl.gitrepo.core import (
     NETWORK_TIMEOUT_ENV,
-    last_line,
     network_timeout,
     refuse_option,
     resolve_commit,
     run_git,
 )
+from patchctl.toolout import reason
 
 # -- the upstream cache ---------------------------------------------------------------
 
@@ -130,9 +130,11 @@ def _fetch(repo: Path, commit: str, progress: Callable[[str], None] | None) -> N
                         f"fetching {commit} from {handle.remotes.origin.url} made no end in "
                         f"{timeout:g} s (a stalled server?); check the network, or raise "
                         f"{NETWORK_TIMEOUT_ENV}") from e
+                # GitPython quotes git's stderr as "\n  stderr: '...'".
+                said = str(e.stderr).strip().removeprefix("stderr: ").strip("'")
                 raise EnvironmentFailure(
                     f"cannot fetch {commit} from {handle.remotes.origin.url}: "
-                    f"{last_line(e.stderr)}; check the URL and network, or pass --upstream PATH"
+                    f"{reason(said)}; check the URL and network, or pass --upstream PATH"
                 ) from e
     finally:
         handle.close()

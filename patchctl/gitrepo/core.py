@@ -342,11 +342,3 @@ def tree_symlinks(repo: Path, tree: str, *,
     with contextlib.suppress(OSError):  # a read-only cache: listed again next time
         fsutil.atomic_write(kept, "\0".join(sorted(links)).encode("utf-8", "surrogateescape"))
     return links, 1
-
-
-def last_line(text: str | bytes | None) -> str:
-    """The last non-empty line of a command's stderr, for one-line messages."""
-    if isinstance(text, bytes):
-        text = text.decode(errors="replace")
-    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip()]
-    return lines[-1].removeprefix("stderr: ").strip("'") if lines else "no output"

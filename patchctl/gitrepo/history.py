@@ -14,7 +14,6 @@ from patchctl.errors import InputError
 from patchctl.gitrepo.core import (
     EMPTY_TREE,
     git_env,
-    last_line,
     network_timeout,
     refuse_option,
     resolve_commit,
@@ -24,6 +23,7 @@ from patchctl.gitrepo.core import (
     user_config_env,
 )
 from patchctl.gitrepo.index import SeriesItem, TempIndex, store_index
+from patchctl.toolout import reason
 from patchctl.untrusted import printable
 
 _HEX = re.compile(r"^[0-9a-f]{4,40}$")
@@ -62,7 +62,7 @@ def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str
         env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()
     r = run_git(["apply", "--index", f"-p{strip}", str(patch)], repo=work, env=env, check=False)
     if r.returncode != 0:  # the patch is at fault (a bad path, a conflict), not git
-        raise InputError(f"{patch.name} does not apply: {last_line(r.stderr)}; "
+        raise InputError(f"{patch.name} does not apply: {reason(r.stderr)}; "
                          "`patchctl verify` says why")
     message = subject + ("\n\n" + body if body else "") + "\n"
     cleanup = []
@@ -280,7 +280,7 @@ def mailsplit(mbox: Path, outdir: Path) -> list[Path]:
     outdir.mkdir(parents=True, exist_ok=True)
     r = run_git(["mailsplit", "-b", f"-o{outdir}", str(mbox.absolute())], check=False)
     if r.returncode != 0:
-        raise InputError(f"{mbox}: not an mbox or format-patch file ({last_line(r.stderr)})")
+        raise InputError(f"{mbox}: not an mbox or format-patch file ({reason(r.stderr)})")
     return sorted(outdir.iterdir())
 
 
@@ -289,7 +289,7 @@ def mailinfo(mail: Path, msg: Path, patch: Path) -> dict[str, str]:
     text = mail.read_bytes().decode("utf-8", "surrogateescape")
     r = run_git(["mailinfo", "-u", str(msg), str(patch)], input=text, check=False)
     if r.returncode != 0:  # the mail is bad (an unknown charset, ...), not git
-        raise InputError(f"git cannot read the mail: {last_line(r.stderr)}")
+        raise InputError(f"git cannot read the mail: {reason(r.stderr)}")
     info: dict[str, str] = {}
     for line in r.stdout.splitlines():
         key, sep, value = line.partition(": ")

@@ -15,8 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from patchctl.errors import GitError
-from patchctl.gitrepo.core import Result, git_env, last_line, run_git, start_git
+from patchctl.gitrepo.core import Result, git_env, run_git, start_git
 from patchctl.gitrepo.missing import index_blobs, lacking, missing_files, objects_dir, tree_blobs
+from patchctl.toolout import reason
 
 _CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
 _HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
@@ -106,7 +107,7 @@ class ApplyRun:
                                   m.group("file"), int(m.group("line")))
         errors = [m.group(1) for ln in lines if (m := _ERROR.match(ln))]
         message = next((e for e in errors if not e.startswith("while searching")), None)
-        return ApplyError(message or last_line(self.stderr))
+        return ApplyError(message or reason(self.stderr))
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from patchctl.errors import GitError, StackError
 from patchctl.model.lint import lint_patch
 from patchctl.model.patchfile import Patch
 from patchctl.rebase import linetrack
+from patchctl.toolout import reason
 
 MAX_CAUSES = 8  # commits listed per file; the rest are counted
 
@@ -67,7 +68,7 @@ def explain(upstream: Path, old: str, new: str, patch: Patch,
         try:
             changes = gitrepo.file_changes(upstream, base, new, f.path)
         except GitError as e:
-            cause.note = f"its history is not readable here ({gitrepo.last_line(e.stderr)})"
+            cause.note = f"its history is not readable here ({reason(e.stderr)})"
             continue
         ranges = linetrack.hunk_ranges([(h.source_start, h.source_length) for h in f.hunks])
         cause.commits = [CauseCommit(t.commit, t.subject)
@@ -93,13 +94,13 @@ def recheck(upstream: Path, new: str, patches: Sequence[tuple[Patch, str]]) -> l
             run = index.apply([path], strip=patch.strip)
             if not run.ok:
                 problems.append(f"{patch.name} does not apply at {new[:12]}: "
-                                f"{gitrepo.last_line(run.stderr)}")
+                                f"{reason(run.stderr)}")
                 return problems
         for (patch, _), path in reversed(list(zip(patches, files, strict=True))):
             run = index.apply([path], strip=patch.strip, reverse=True)
             if not run.ok:
                 problems.append(f"{patch.name} does not reverse at {new[:12]}: "
-                                f"{gitrepo.last_line(run.stderr)}")
+                                f"{reason(run.stderr)}")
                 return problems
         if index.write_tree() != pin_tree:
             problems.append(f"the stack does not reverse to the tree of {new[:12]}")

@@ -125,6 +125,7 @@ def worker_identity(worker: Path) -> dict[str, Any]:
     """``worker --version --json``: the runtime's pin, fingerprint, lane and toolchain."""
     from patchctl.errors import EnvironmentFailure
     from patchctl.release.documents import IDENTITY_SCHEMA
+    from patchctl.toolout import reason
     from patchctl.untrusted import BadDocument, parse_json, shorten
 
     try:
@@ -133,7 +134,7 @@ def worker_identity(worker: Path) -> dict[str, Any]:
         if proc.returncode == 0:
             identity: dict[str, Any] = parse_json(proc.stdout, IDENTITY_SCHEMA)
             return identity
-        why = f"exit {proc.returncode}: {shorten(proc.stderr.decode('utf-8', 'replace'), 200)}"
+        why = f"exit {proc.returncode}: {shorten(reason(proc.stderr), 300)}"
     except (OSError, subprocess.TimeoutExpired, BadDocument) as e:
         why = str(e)
     raise EnvironmentFailure(f"--worker {worker}: `worker --version --json` failed ({why})")

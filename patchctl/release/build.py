@@ -30,6 +30,7 @@ from patchctl.model.stack import Stack, render_lock
 from patchctl.records.evidence import worker_identity
 from patchctl.release import devices, documents, layout
 from patchctl.release.sbom import SbomInputs, document, license_id
+from patchctl.toolout import reason
 
 LANES = ("cpu", "cpu-avx2", "vulkan")
 LICENSE_NAMES = ("LICENSE", "LICENSE.md", "LICENSE.txt", "COPYING")
@@ -121,8 +122,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
             say(f"release: {what}")
             code, log, _ = run_tool(argv, say, env=env)
             if code != 0:
-                raise EnvironmentFailure(f"release {what} failed (exit {code}): "
-                                         f"{_last_lines(log)}")
+                raise EnvironmentFailure(f"release {what} failed (exit {code}): {reason(log)}")
         identity = worker_identity(build / "bin" / "worker")
         tested_on = devices.tested_on(build, env) if lane == "vulkan" else None
         package = _package_name(identity, lane)
@@ -130,7 +130,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
         code, log, _ = run_tool([tools.cmake, "--install", str(build), "--component", "worker",
                                  "--strip", "--prefix", str(root)], env=env)
         if code != 0 or not (root / layout.WORKER).is_file():
-            raise EnvironmentFailure(f"release install failed (exit {code}): {_last_lines(log)}")
+            raise EnvironmentFailure(f"release install failed (exit {code}): {reason(log)}")
 
         say("release: writing the manifest, SBOM and checksums")
         (root / "licenses" / stack.pin().name).mkdir(parents=True)
@@ -188,9 +188,8 @@ def self_test(archive: Path, dest: Path) -> dict[str, Any]:
     proc = subprocess.run([str(worker), "--self-test", "--recipe", str(root / layout.RECIPE),
                            "--json"], capture_output=True, text=True, timeout=300, check=False)
     if proc.returncode != 0:
-        why = proc.stderr.strip().splitlines()[-1:] or [f"exit {proc.returncode}"]
         raise SelfTestFailed(f"the packaged worker failed its self-test (exit {proc.returncode}): "
-                             f"{why[0]}; no archive written")
+                             f"{reason(proc.stderr)}; no archive written")
     from patchctl.untrusted import BadDocument, parse_json
 
     try:
@@ -321,8 +320,3 @@ def _buildinfo(man: dict[str, Any], stack: Stack, lane: str, target: str,
         f"  patchctl release verify {man['package']}{layout.SUFFIX}\n"
         "  sha256sum -c SHA256SUMS    # inside the unpacked package\n"
     )
-
-
-def _last_lines(log: str, n: int = 3) -> str:
-    lines = [ln.strip() for ln in log.strip().splitlines() if ln.strip()]
-    return " | ".join(lines[-n:]) or "no output"

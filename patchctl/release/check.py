@@ -26,6 +26,7 @@ from patchctl.errors import InputError
 from patchctl.model import schemas
 from patchctl.records import hostinfo
 from patchctl.release import documents, layout
+from patchctl.toolout import reason
 from patchctl.untrusted import BadDocument, parse_json, printable, read_json, shorten
 
 MAX_SUMS_BYTES = 1 << 20
@@ -105,10 +106,9 @@ def _worker_gate(root: Path, found: list[str]) -> None:
         found.append(f"the packaged worker's start-up check did not run ({shorten(str(e))})")
         return
     if proc.returncode != 0:
-        line = (proc.stderr.strip().splitlines() or [""])[-1]
         what = ("this host has no Vulkan device the package runs on"
                 if proc.returncode == EXIT_NO_DEVICE else "the packaged worker refuses to start")
-        found.append(f"{what} (exit {proc.returncode}): {shorten(printable(line), 300)}")
+        found.append(f"{what} (exit {proc.returncode}): {shorten(reason(proc.stderr), 300)}")
 
 
 def _check_sums(root: Path, report: VerifyReport) -> dict[str, str] | None:

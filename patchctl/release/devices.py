@@ -17,6 +17,7 @@ from typing import Any
 
 from patchctl.errors import EnvironmentFailure
 from patchctl.release import documents
+from patchctl.toolout import reason
 from patchctl.untrusted import BadDocument, parse_json, printable, shorten
 
 # How to show Mesa's CPU device (lavapipe) to ggml-vulkan, which skips CPU-type devices.
@@ -36,9 +37,8 @@ def tested_on(build: Path, env: dict[str, str]) -> dict[str, Any]:
         raise EnvironmentFailure(f"`worker --devices` of the vulkan build did not run "
                                  f"({shorten(str(e))})") from e
     if proc.returncode != 0:
-        line = (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
         raise EnvironmentFailure(f"`worker --devices` of the vulkan build failed "
-                                 f"(exit {proc.returncode}): {shorten(line, 200)}")
+                                 f"(exit {proc.returncode}): {shorten(reason(proc.stderr), 300)}")
     try:
         probe: dict[str, Any] = parse_json(proc.stdout, documents.DEVICES_SCHEMA)
     except BadDocument as e:
