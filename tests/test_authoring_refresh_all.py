@@ -368,3 +368,21 @@ def test_refused_while_a_new_patch_is_not_written(cli, canonical: Path) -> None:
     assert cli("-C", str(canonical), "new", "cube", "--concern", "cube", "--scope",
                "src/util.c").code == 0
     assert "is not written yet" in refused(cli, canonical)
+
+
+def test_the_conflicts_note_git_leaves_in_a_message_is_dropped(cli, canonical: Path) -> None:
+    """After a conflicted `git rebase -i` step, `git commit --no-edit` keeps git's
+    `# Conflicts:` note at the end of the message; refresh --all took it for the body and
+    wrote the trailers twice. It is dropped, as git drops it from an edited message."""
+    before = (canonical / "stack/patches" / T3).read_bytes()
+    work = edit(cli, canonical, "3")
+    message = git(work, "log", "-1", "--format=%B").rstrip("\n")
+    note = message + "\n\n# Conflicts:\n#\tsrc/tiny.c\n#\tsrc/tiny.h\n"
+    (work / ".msg").write_text(note)
+    git(work, "commit", "-q", "--amend", "--cleanup=verbatim", "-F", ".msg")
+    (work / ".msg").unlink()
+    assert "# Conflicts:" in git(work, "log", "-1", "--format=%B")
+    out = refresh_all(cli, canonical)
+    assert by_file(out)[T3]["status"] == "kept"
+    assert (canonical / "stack/patches" / T3).read_bytes() == before
+    verifies(cli, canonical)

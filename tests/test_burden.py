@@ -389,3 +389,34 @@ def test_upstream_status_reports_statuses_when_the_burden_cannot_be_had(project,
     assert r.code == 0
     assert "0001-a-six.patch" in r.out and "burden:" not in r.out
     assert "burden not shown: pin " in r.err and "is not in upstream" in r.err
+
+
+def test_hunks_say_where_each_patch_burden_sits(built, project, cli) -> None:
+    """--hunks: each hunk's commits, its lines followed back to the pin as the patch's are;
+    a patch's commits are the union of its hunks'."""
+    from patchctl.burden.engine import hunk_burden
+
+    up, _ = built
+    hunks, known = hunk_burden(find_stack(project), up.path)
+    by = {(h.patch, h.path): h.commits for h in hunks}
+    assert by == {(1, "lib/a.c"): _ids(up, "C"), (3, "lib/a.c"): _ids(up, "G"),
+                  (3, "lib/b.c"): _ids(up, "D"), (4, "tests/t.c"): _ids(up, "E"),
+                  (4, "lib/b.c"): _ids(up, "D")}  # the added file has no hunk to blame
+    assert [h.source_start for h in hunks if h.patch == 3 and h.path == "lib/a.c"] == [23]
+    report = burden(find_stack(project), up.path)
+    for p in report.patches:
+        assert set(p.commits) == {c for h in hunks if h.patch == p.index for c in h.commits}
+    assert known[up.commits["G"]].subject == "change G (#4)"
+    r = cli("-C", str(project), "burden", "--upstream", str(up.path), "--hunks")
+    assert r.code == 0, r.err
+    line = next(x for x in r.out.splitlines() if x.startswith("  3  lib/a.c:23 "))
+    assert f"{up.commits['G'][:12]} change G (#4)" in line
+    assert r.out.splitlines()[-1] == "5 hunks of 5 stand on commits of the window; 0 on older lines"
+    doc = json.loads(cli("-C", str(project), "burden", "--upstream", str(up.path), "--hunks",
+                         "--json").out)
+    validate(doc, SCHEMA)
+    first = doc["hunks"][0]
+    assert (first["patch"], first["path"], first["commits"]) == \
+        (1, "lib/a.c", _ids(up, "C"))
+    assert "hunks" not in json.loads(cli("-C", str(project), "burden", "--upstream",
+                                         str(up.path), "--json").out)

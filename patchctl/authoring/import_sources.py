@@ -59,6 +59,9 @@ def collect(sources: list[str], tmp: Path, *, from_repo: Path | None = None) -> 
     return out
 
 
+_CONFLICTS_NOTE = re.compile(r"\n# Conflicts:\n(?:#\t[^\n]*(?:\n|$))+")
+
+
 def _from_commits(repo: Path, spec: str, work: Path) -> list[Candidate]:
     git_dir = gitrepo.git_dir(repo)
     out = []
@@ -73,8 +76,12 @@ def _from_commits(repo: Path, spec: str, work: Path) -> list[Candidate]:
 
 def commit_candidate(info: gitrepo.CommitInfo, source: str, diff: Path) -> Candidate:
     """A commit as a patch to write: its subject, body and trailers (the message's last
-    paragraph of `Key: value` lines), author and date; ``diff`` holds its diff."""
-    subject, _, rest = info.message.partition("\n")
+    paragraph of `Key: value` lines), author and date; ``diff`` holds its diff.
+
+    The `# Conflicts:` note git adds to the message of a step that stopped on a conflict
+    is dropped, as git drops it from a message edited in an editor: `git commit --no-edit`
+    keeps it, and it would end the message after the trailers."""
+    subject, _, rest = _CONFLICTS_NOTE.sub("\n", info.message).partition("\n")
     body, trailers = patchtext.split_trailers(rest)
     return Candidate(source, subject.strip(), info.author, info.date, body, trailers, diff)
 

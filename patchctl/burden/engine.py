@@ -84,14 +84,7 @@ class BurdenReport:
 def burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS,
            progress: Progress | None = None, cache_dir: Path | None = None) -> BurdenReport:
     started = time.perf_counter()
-    if days < 0:
-        raise InputError(f"--days {days}: give 0 or more days")
-    pin = stack.pin()
-    repo = gitrepo.git_dir(upstream)
-    pin_time = gitrepo.committer_time(repo, pin.commit)
-    if pin_time is None:
-        raise InputError(f"pin {pin.commit} is not in upstream {repo}; "
-                         "fetch it there or fix stack/upstream.toml")
+    pin, repo, pin_time = _window(stack, upstream, days)
     since = pin_time - days * 86400
     calls = 2  # rev-parse for the git dir, the pin's date
     entries = stack.series()
@@ -132,6 +125,19 @@ def burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS,
         seconds=round(time.perf_counter() - started, 4))
 
 
+def _window(stack: Stack, upstream: Path, days: int) -> tuple[Pin, Path, int]:
+    """The pin, the upstream's git dir and the pin's committer time."""
+    if days < 0:
+        raise InputError(f"--days {days}: give 0 or more days")
+    pin = stack.pin()
+    repo = gitrepo.git_dir(upstream)
+    pin_time = gitrepo.committer_time(repo, pin.commit)
+    if pin_time is None:
+        raise InputError(f"pin {pin.commit} is not in upstream {repo}; "
+                         "fetch it there or fix stack/upstream.toml")
+    return pin, repo, pin_time
+
+
 def _compute(repo: Path, pin: Pin, patches: Sequence[Patch], todo: Sequence[int], since: int,
              progress: Progress | None) -> tuple[dict[int, Row], int]:
     """The rows of the patches at positions ``todo``, and how many git calls that took."""
@@ -153,6 +159,48 @@ def _compute(repo: Path, pin: Pin, patches: Sequence[Patch], todo: Sequence[int]
         out[k] = _row(patches[k], pin, sum(len(n) for n in stands[k].values()),
                       [blame.commits[c] for c in shown])
     return out, len(wanted)
+
+
+@dataclass
+class HunkBurden:
+    patch: int  # series position, 1-based
+    path: str
+    line: int  # the hunk's `@@` line in the patch file
+    source_start: int  # its first pre-image line, as the patches before it left the file
+    commits: list[str]  # upstream commits of the window on the pin lines it stands on
+
+
+def hunk_burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS) -> tuple[
+        list[HunkBurden], dict[str, gitrepo.BlamedCommit]]:
+    """Each hunk's commits, so a patch's burden can be traced to where it sits. Not cached:
+    one ``git blame`` per pin file, as a cold ``burden`` run."""
+    pin, repo, pin_time = _window(stack, upstream, days)
+    patches = [patchfile.parse_patch(patchfile.patch_bytes(stack.patches_dir / e.name),
+                                     path=stack.patches_dir / e.name, name=e.name, strip=e.strip)
+               for e in stack.series()]
+    written = lines.writers(patches)
+    spots: list[tuple[HunkBurden, str, set[int]]] = []
+    wanted: dict[str, set[int]] = {}
+    for k, patch in enumerate(patches):
+        for f in patch.files:
+            if f.source is None or f.binary:
+                continue
+            for h in f.hunks:
+                pin_path, found = f.source, set()
+                for n in lines.old_side([h]):
+                    if (at := lines.to_pin(f.source, n, k, written)) is not None:
+                        pin_path = at[0]
+                        found.add(at[1])
+                wanted.setdefault(pin_path, set()).update(found)
+                spots.append((HunkBurden(k + 1, f.source, h.line, h.source_start, []),
+                              pin_path, found))
+    blame = gitrepo.blame_recent(repo, pin.commit, {p: lines.ranges(n) for p, n in
+                                                    sorted(wanted.items()) if n},
+                                 since=pin_time - days * 86400)
+    for spot, pin_path, found in spots:
+        hits = {c for n in found if (c := blame.lines.get(pin_path, {}).get(n)) is not None}
+        spot.commits = sorted(hits, key=lambda c: (-blame.commits[c].time, c))
+    return [s for s, _, _ in spots], blame.commits
 
 
 def _row(patch: Patch, pin: Pin, standing: int, commits: list[gitrepo.BlamedCommit]) -> Row:

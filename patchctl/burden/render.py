@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from patchctl.burden.engine import BurdenReport
+from patchctl import gitrepo
+from patchctl.burden.engine import BurdenReport, HunkBurden
 from patchctl.model import schemas
 from patchctl.textout import count, table
 from patchctl.untrusted import printable
@@ -66,4 +67,20 @@ def burden_text(report: BurdenReport, *, commits: bool = False) -> str:
                f"{count(len(report.patches), 'patch')}; {count(report.files, 'distinct file')}, "
                f"library ±{library}, tests ±{tests} (tests: "
                f"{', '.join(printable(t) for t in report.test_paths) or 'none'})")
+    return "\n".join(out) + "\n"
+
+
+def hunks_text(hunks: list[HunkBurden], commits: dict[str, gitrepo.BlamedCommit]) -> str:
+    """One line per hunk that stands on a commit of the window: where a patch's burden sits
+    (patch, file, the hunk's first pre-image line, its `@@` line in the patch file)."""
+    out = []
+    for h in hunks:
+        if h.commits:
+            named = ", ".join(f"{c[:12]} {printable(commits[c].subject)[:48]}"
+                              for c in h.commits)
+            out.append(f"  {h.patch}  {printable(h.path)}:{h.source_start} "
+                       f"(patch line {h.line}): {len(h.commits)}: {named}")
+    quiet = sum(1 for h in hunks if not h.commits)
+    out.append(f"{count(len(hunks) - quiet, 'hunk')} of {len(hunks)} stand on commits of the "
+               f"window; {quiet} on older lines")
     return "\n".join(out) + "\n"

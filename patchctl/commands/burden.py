@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import click
 
 from patchctl.commands._common import (
@@ -21,12 +23,15 @@ DAYS_HELP = "The window: the days before the pin's committer date."
               help=DAYS_HELP)
 @click.option("--commits", "-v", "show_commits", is_flag=True,
               help="List each patch's upstream commits (id and subject).")
+@click.option("--hunks", "show_hunks", is_flag=True,
+              help="Also list each hunk that stands on a commit of the window, and which: "
+                   "where a patch's burden sits (not cached).")
 @upstream_option
 @json_option
 @quiet_option
 @click.pass_context
-def burden(ctx: click.Context, days: int, show_commits: bool, upstream: str | None,
-           as_json: bool) -> int:
+def burden(ctx: click.Context, days: int, show_commits: bool, show_hunks: bool,
+           upstream: str | None, as_json: bool) -> int:
     """What carrying each patch costs: the upstream commits of the N days before the pin
     that last changed the lines its hunks stand on.
 
@@ -38,13 +43,20 @@ def burden(ctx: click.Context, days: int, show_commits: bool, upstream: str | No
     """
     from patchctl.burden import render
     from patchctl.burden.engine import burden as run_burden
+    from patchctl.burden.engine import hunk_burden
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
     report = run_burden(stack, repo, days=days, progress=progress)
+    hunks = hunk_burden(stack, repo, days=days) if show_hunks else None
     end_progress()
     if as_json:
-        emit_json(report.to_dict())
+        data = report.to_dict()
+        if hunks is not None:
+            data["hunks"] = [asdict(h) for h in hunks[0]]
+        emit_json(data)
     else:
         click.echo(render.burden_text(report, commits=show_commits), nl=False)
+        if hunks is not None:
+            click.echo(render.hunks_text(*hunks), nl=False)
     return 0
