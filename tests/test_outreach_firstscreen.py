@@ -243,8 +243,12 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     bench.write_text("#!/bin/sh\necho '| model | test | t/s |'\n")
     bench.chmod(0o755)
     ev = project / "evidence" / "cube"
+    scripts = project / "scripts"
+    scripts.mkdir()
+    (scripts / "says.sh").write_text("#!/bin/sh\n# would run llama-perplexity\necho PPL = 1.0\n")
     for name, command in (("cube-llama-bench", [str(bench), "-m", "tiny.gguf", "-r", "3"]),
-                          ("cube-llama-perplexity", ["sh", "-c", "echo PPL = 1.0"])):
+                          ("cube-llama-perplexity", ["sh", "-c", "echo PPL = 1.0"]),
+                          ("cube-says", ["sh", str(scripts / "says.sh")])):
         r = cli("-C", str(project), "record", "--name", name, "--evidence-dir", str(ev), "--",
                 *command)
         assert r.code == 0, r.err
@@ -258,6 +262,16 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     assert "\\`llama-...: no evidence record runs llama-perplexity\n" in actions
     assert "5. Policy lint" in actions
     assert prose_problems(text) == []
+    # a script of the project whose own lines run the tool covers it (its comments do not)
+    (scripts / "ppl.sh").write_text('#!/bin/sh\n"$1/bin/llama-perplexity" -m "$2" -f t.txt\n')
+    r = cli("-C", str(project), "record", "--name", "cube-ppl", "--evidence-dir", str(ev),
+            "--", "sh", str(scripts / "ppl.sh"), str(tmp_path), "tiny.gguf")
+    assert r.code != 0  # no such binary: the record says how it ended, it still counts
+    text = _render(cli, project, up.path, tmp_path / "out2")["0001-tiny-add-tiny_cube.md"]
+    actions = text.split("## Next actions")[1].split("## Facts")[0]
+    assert "no evidence record runs llama-perplexity" not in actions
+    assert f"`evidence/cube/cube-ppl.json`, rerun: `sh {scripts}/ppl.sh {tmp_path} tiny.gguf`" \
+        in actions
 
 
 def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:

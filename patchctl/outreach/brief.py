@@ -312,7 +312,8 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         assistance=assistance, coauthors=coauthors, lint=lint, reviewers=reviewers,
         authors=authors, missing=missing, results=firstscreen.results(evidence),
         post_first=firstscreen.post_first(outreach, forms, rules_all),
-        gaps=firstscreen.gaps(rules_all, template, template_path, evidence, assistance, touched),
+        gaps=firstscreen.gaps(rules_all, template, template_path, evidence, assistance, touched,
+                              project),
         guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch),
         unowned=more.unowned, discussions=more.discussions, subsystems=more.subsystems,
         manual=more.manual)

@@ -299,6 +299,7 @@ class EvidenceRun:
     totals: list[str] = field(default_factory=list)  # the log's own result totals lines
     backend: str | None = None  # the record's backend name (cpu, cuda, ...)
     match: str = ""  # how the record was matched to this patch's digest, in words
+    cwd: str = ""  # where the command ran, as recorded
     # upstream's ctest at the pin and at each prefix, compared (ctest.py), if the log has it
     compare: ctest.Comparison | None = None
 
@@ -403,7 +404,8 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
             started=str(data.get("started", "")), pin=stack.get("pin"),
             fingerprint=stack.get("fingerprint"), current=current,
             outcome=entry.get("outcome") if entry else None,
-            steps=_reproduce_steps(entry) if entry else [], match=match)
+            steps=_reproduce_steps(entry) if entry else [], match=match,
+            cwd=str(data.get("cwd") or ""))
         log = path.parent / str(data.get("output_file", ""))
         if data.get("output_file") and log.is_file():
             text = log.read_text(encoding="utf-8", errors="replace")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from patchctl.model.patchfile import Hunk, Patch
 from patchctl.outreach import facts, policy
@@ -231,12 +231,22 @@ _TOOLS = re.compile(r"\bci/|llama-[\w-]+|test-[\w-]+|\bperplexity\b|\bbench\b", 
 _IF_MODIFIED = re.compile(r"^\W*if you modified (?:the |a |an )?`?([\w./-]+)`?", re.I)
 
 
-def runs(command: Sequence[str], tool: str) -> bool:
+def runs(command: Sequence[str], tool: str, root: Path | None = None, cwd: str = "") -> bool:
     """Whether a recorded command runs ``tool``: a word of it (``bash -c`` text split too)
     is the program (``/build/bin/llama-bench``; ``llama-perplexity`` for ``perplexity``) or,
-    for a directory such as ``ci/``, a path in it. A record's name says nothing: a
-    wrapper script's record does not count, only the command as run."""
-    for word in (w for arg in command for w in arg.split()):
+    for a directory such as ``ci/``, a path in it. A record's name says nothing; a wrapper
+    script counts when it is a file of the project at ``root`` (a relative name is taken
+    from ``cwd``, the record's, else ``root``) whose own lines (comments aside) run the
+    tool, as scripts/perf-prefixes.sh runs llama-bench."""
+    words = [w for arg in command for w in arg.split()]
+    if _names(words, tool):
+        return True
+    return root is not None and any(_names(_script_words(root, Path(cwd or root) / w), tool)
+                                    for w in words)
+
+
+def _names(words: Sequence[str], tool: str) -> bool:
+    for word in words:
         name = PurePosixPath(word).name.lower()
         if tool.endswith("/"):
             if word.lower().startswith(tool) or f"/{tool}" in word.lower():
@@ -246,9 +256,28 @@ def runs(command: Sequence[str], tool: str) -> bool:
     return False
 
 
+_SCRIPT_MAX = 256 * 1024
+
+
+def _script_words(root: Path, named: Path) -> list[str]:
+    """The words of the script at ``named``, when it is a text file of the project at
+    ``root`` (outside it, or a binary, or a large file: none)."""
+    try:
+        path = named.resolve()
+        if not path.is_relative_to(root.resolve()) or not path.is_file() or \
+                path.stat().st_size > _SCRIPT_MAX:
+            return []
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return []
+    lines = (ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
+    return [w for ln in lines for w in re.split(r"[\s\"'`();|&<>=]+", ln) if w]
+
+
 def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection],
          template_path: str | None, evidence: Sequence[facts.EvidenceRun],
-         assistance: Sequence[facts.Assistance], touched: Sequence[str]) -> list[Gap]:
+         assistance: Sequence[facts.Assistance], touched: Sequence[str],
+         root: Path | None = None) -> list[Gap]:
     """The tests the rules ask for: covered by the records of the patch as it is that run
     them (with their commands), else not covered (and which records of other stacks run
     them); and the template's disclosure item when the patch records no Assisted-by
@@ -267,7 +296,7 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
             where = f"{c.file}:{c.line}"
             missing, older = [], []
             for t in tools:
-                ran = [e for e in evidence if runs(e.command, t)]
+                ran = [e for e in evidence if runs(e.command, t, root, e.cwd)]
                 now = [e for e in ran if e.current]
                 if now:
                     out.append(Gap(c.text, where, f"run by a record of this patch: {t}", True,
