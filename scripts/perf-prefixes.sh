@@ -8,8 +8,8 @@
 #   scripts/perf-prefixes.sh SRC WORK BENCH_MODEL PPL_MODEL TEXT ROUNDS LABEL=COMMIT...
 #
 # SRC is a git repository of the upstream holding the stack's patches as commits (`patchctl edit
-# LAST --full` makes one); each COMMIT is checked out into WORK/LABEL/src (models/*.gguf and
-# docs/ops/* left out), built in WORK/LABEL/build-tools (llama-bench, llama-perplexity) and, with
+# LAST --full` makes one); each COMMIT is checked out into WORK/LABEL/src (the files whose blobs a
+# partial clone lacks left out, as `patchctl edit --full` leaves them), built in WORK/LABEL/build-tools (llama-bench, llama-perplexity) and, with
 # CTEST=1, WORK/LABEL/build-tests (upstream's tests on, tools off). The first LABEL is the
 # baseline. CCACHE=1 compiles through ccache, with the trees' paths made relative so that the
 # files a prefix leaves alone hit the cache. Writes WORK/perf.json for `patchctl record --metrics`.
@@ -31,14 +31,24 @@ for spec in "$@"; do
     labels+=("$label")
     tree=$work/$label/src
     echo "== $label: $(git -C "$src" log -1 --format='%h %s' "$commit")"
-    if [ ! -f "$tree/CMakeLists.txt" ]; then
-        mkdir -p "$tree"
-        export GIT_INDEX_FILE=$work/$label/index
-        git -C "$src" read-tree "$commit"
-        git -C "$src" ls-files -z -- . ':!models/*.gguf' ':!docs/ops/*' \
-            | git -C "$src" --work-tree="$tree" checkout-index -z --stdin
-        unset GIT_INDEX_FILE
-    fi
+    # every file the upstream clone has (a partial clone lacks its largest blobs: they are left
+    # out); a file already in the tree is kept, so a rerun only adds what is missing
+    mkdir -p "$tree"
+    export GIT_INDEX_FILE=$work/$label/index
+    git -C "$src" read-tree "$commit"
+    python3 - "$src" "$commit" "$tree" <<'EOF_PRESENT' | git -C "$src" --work-tree="$tree" checkout-index -z --stdin
+import os, subprocess, sys
+src, commit, tree = sys.argv[1:]
+def git(*args):
+    return subprocess.run(["git", "-C", src, *args], check=True, capture_output=True).stdout
+missing = {ln[1:] for ln in git("rev-list", "--objects", "--missing=print", "--no-walk",
+                                commit).splitlines() if ln.startswith(b"?")}
+entries = [e.split(b"\t", 1) for e in git("ls-files", "-s", "-z").split(b"\0") if e]
+sys.stdout.buffer.write(b"".join(path + b"\0" for meta, path in entries
+                                 if meta.split()[1] not in missing and
+                                 not os.path.lexists(os.path.join(tree.encode(), path))))
+EOF_PRESENT
+    unset GIT_INDEX_FILE
     t0=$(date +%s)
     cmake -S "$tree" -B "$work/$label/build-tools" "${common[@]}" -DLLAMA_BUILD_TESTS=OFF \
         -DLLAMA_BUILD_TOOLS=ON >/dev/null
