@@ -90,7 +90,9 @@ def _why_missing(name: str) -> str | None:
         source.mkdir()
         (source / "CMakeLists.txt").write_text(
             "cmake_minimum_required(VERSION 3.21)\n"
-            "project(probe LANGUAGES NONE)\n"
+            # a language, as the worker's configure has: it sets the multiarch directory
+            # (lib/x86_64-linux-gnu) where find_package looks for libvulkan.so
+            "project(probe LANGUAGES C)\n"
             f'list(APPEND CMAKE_MODULE_PATH "{MODULES.as_posix()}")\n'
             f"{check}\n")
         env = {k: v for k, v in os.environ.items() if not k.startswith("CMAKE_")}
