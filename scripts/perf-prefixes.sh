@@ -77,11 +77,13 @@ EOF_PRESENT
     fi
 done
 
-# perplexity: one run per tree; the lines with the chunks' values and the final estimate
+# perplexity: one run per tree; the chunks' values and the final estimate
 for label in "${labels[@]}"; do
     "$work/$label/build-tools/bin/llama-perplexity" -m "$ppl_model" -f "$text" -c 128 -b 128 \
         -t "$threads" --no-warmup > "$work/$label/perplexity.log" 2>&1
-    grep -E '^\[[0-9]+\]|Final estimate' "$work/$label/perplexity.log" > "$work/$label/perplexity.txt"
+    # the values only: a log line's prefix holds its timestamp
+    { grep -E '^\[[0-9]+\]' "$work/$label/perplexity.log" || true
+      grep -oE 'Final estimate: .*' "$work/$label/perplexity.log" || true; } > "$work/$label/perplexity.txt"
     echo "perplexity $label: $(grep 'Final estimate' "$work/$label/perplexity.txt")"
 done
 
