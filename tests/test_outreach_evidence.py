@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -69,3 +70,21 @@ def test_committed_briefs_have_a_short_first_screen_and_no_prose() -> None:
                              "## Facts and sources"], (path.name, heads)
         assert prose_problems(text) == [], path.name
     assert prose_problems((BRIEFS / "series.md").read_text(encoding="utf-8")) == []
+
+
+def test_committed_briefs_answer_the_first_screen_findings() -> None:
+    """Issue 36 #3 on the real stack: the first screens of the patches after the fixture
+    say that upstream's ctest fails the same tests at the pin as after the patch, count
+    CONTRIBUTING's perplexity and performance ask as covered by the record that runs
+    llama-perplexity and llama-bench at every prefix (one entry for both), and show each
+    patch's burden."""
+    for path in sorted(BRIEFS.glob("0*.md"))[1:]:
+        first = path.read_text(encoding="utf-8").split("\n## Facts and sources\n")[0]
+        assert re.search(r"upstream ctest, pin and \d+ prefixes: the same (\d+) of \d+ fail "
+                         r"at each; 0 changed by the patch", first), path.name
+        covered = first.split("Asked upstream, covered by records of this patch:")[1]
+        assert "`llama-perplexity`, `llama-bench`\n     - `evidence/perf-prefixes.json`" \
+            in covered, path.name
+        assert "perplexity" not in first.split("Asked upstream, not covered yet:")[1] \
+            .split("Asked upstream, covered")[0], path.name
+        assert re.search(r"upstream churn: \d+ commit\(s\) of the 90 days", first), path.name

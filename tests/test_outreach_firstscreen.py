@@ -232,7 +232,8 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     and a record that ran the tool made the line vanish without naming the record. A record
     of the patch as it is whose command runs llama-bench (written by `patchctl record`)
     now lists the ask as covered, with the record and its rerun command; a record whose
-    name says llama-perplexity but whose command is a wrapper covers nothing."""
+    name says llama-perplexity but whose command is a wrapper covers nothing, nor does
+    a file the command is given to read (issue 36 #3: the text a perplexity run scores)."""
     with system_config_off():
         up = policy_upstream(tmp_path / "up", CONTRIBUTING, template=TEMPLATE)
         patch = api_patch(up, tmp_path / "scratch")
@@ -246,9 +247,13 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     scripts = project / "scripts"
     scripts.mkdir()
     (scripts / "says.sh").write_text("#!/bin/sh\n# would run llama-perplexity\necho PPL = 1.0\n")
+    # a file the command reads is not a script it runs, whatever its lines say
+    (scripts / "reads.txt").write_text("Run llama-perplexity -f text.txt to score a text.\n")
     for name, command in (("cube-llama-bench", [str(bench), "-m", "tiny.gguf", "-r", "3"]),
                           ("cube-llama-perplexity", ["sh", "-c", "echo PPL = 1.0"]),
-                          ("cube-says", ["sh", str(scripts / "says.sh")])):
+                          ("cube-says", ["sh", str(scripts / "says.sh")]),
+                          ("cube-reads", ["sh", str(scripts / "says.sh"),
+                                          str(scripts / "reads.txt")])):
         r = cli("-C", str(project), "record", "--name", name, "--evidence-dir", str(ev), "--",
                 *command)
         assert r.code == 0, r.err

@@ -224,7 +224,7 @@ class Gap:
     covered: bool = False  # a record of the patch as it is runs what is asked
     records: list[str] = field(default_factory=list)  # those records, or of other stacks
     reruns: list[list[str]] = field(default_factory=list)  # their commands, as recorded
-    tool: str = ""  # what a covering record runs
+    tools: list[str] = field(default_factory=list)  # what the covering records run
 
 
 _TOOLS = re.compile(r"\bci/|llama-[\w-]+|test-[\w-]+|\bperplexity\b|\bbench\b", re.I)
@@ -235,14 +235,36 @@ def runs(command: Sequence[str], tool: str, root: Path | None = None, cwd: str =
     """Whether a recorded command runs ``tool``: a word of it (``bash -c`` text split too)
     is the program (``/build/bin/llama-bench``; ``llama-perplexity`` for ``perplexity``) or,
     for a directory such as ``ci/``, a path in it. A record's name says nothing; a wrapper
-    script counts when it is a file of the project at ``root`` (a relative name is taken
+    script counts when it is the program run (the command's first word, or an
+    interpreter's script) and a file of the project at ``root`` (a relative name is taken
     from ``cwd``, the record's, else ``root``) whose own lines (comments aside) run the
-    tool, as scripts/perf-prefixes.sh runs llama-bench."""
+    tool, as scripts/perf-prefixes.sh runs llama-bench; a file it is given to read does
+    not (the text llama-perplexity scores)."""
     words = [w for arg in command for w in arg.split()]
     if _names(words, tool):
         return True
     return root is not None and any(_names(_script_words(root, Path(cwd or root) / w), tool)
-                                    for w in words)
+                                    for w in _programs(command))
+
+
+_INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "env", "python", "python3"})
+
+
+def _programs(command: Sequence[str]) -> list[str]:
+    """The programs a command runs: its first word and, after an interpreter, the script
+    it is given (the first word of ``-c`` text, or the first argument not an option)."""
+    out: list[str] = []
+    args = list(command)
+    while args:
+        out.append(args[0])
+        if PurePosixPath(args[0]).name not in _INTERPRETERS:
+            break
+        rest = args[1:]
+        if "-c" in rest and rest.index("-c") + 1 < len(rest):
+            args = rest[rest.index("-c") + 1].split()
+        else:
+            args = [a for a in rest if not a.startswith("-")][:1]
+    return out
 
 
 def _names(words: Sequence[str], tool: str) -> bool:
@@ -298,9 +320,14 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
             for t in tools:
                 ran = [e for e in evidence if runs(e.command, t, root, e.cwd)]
                 now = [e for e in ran if e.current]
-                if now:
+                files = [e.file for e in now]
+                if now and out and out[-1].covered and out[-1].source == where and \
+                        out[-1].records == files:
+                    out[-1].tools.append(t)  # the same records run both: one entry
+                    out[-1].status += f", {t}"
+                elif now:
                     out.append(Gap(c.text, where, f"run by a record of this patch: {t}", True,
-                                   [e.file for e in now], [e.command for e in now], t))
+                                   files, [e.command for e in now], [t]))
                 else:
                     missing.append(t)
                     older += [e.file for e in ran if e.file not in older]
