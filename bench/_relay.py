@@ -15,6 +15,7 @@ import asyncio
 import contextlib
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 WINDOW_S = 0.05  # serialisation backlog a direction buffers before it stops reading
@@ -26,6 +27,15 @@ PLAIN_CHUNK = 1 << 20  # read size without one
 class Counter:
     up: int = 0    # client -> process
     down: int = 0  # process -> client
+    # One-way trips: runs of bytes in one direction of one connection, a new one each time
+    # bytes move anywhere else through the relays first (their one event loop orders them).
+    # Over a link each pays half a round trip of latency, however many reads it took, and
+    # a reply on another connection (a chain's last stage answering its driver) counts.
+    trips: int = 0
+
+    @property
+    def round_trips(self) -> float:
+        return self.trips / 2
 
     @property
     def total(self) -> int:
@@ -60,6 +70,16 @@ def parse_link(text: str) -> Link:
     return link
 
 
+def parse_profile(text: str) -> Link | None:
+    """A link profile: `loopback` (no model) or `RTT_MS:MBIT`."""
+    return None if text == "loopback" else parse_link(text)
+
+
+def profile_label(link: Link | None) -> str:
+    """`loopback`, `1ms`, `20ms`: how targets name a profile."""
+    return "loopback" if link is None else f"{link.rtt_ms:g}ms"
+
+
 class Relays:
     """TCP proxies on 127.0.0.1, one per upstream process, on one asyncio loop in a
     thread; each counts the bytes it forwards each way, over all its connections,
@@ -71,9 +91,11 @@ class Relays:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.servers: list[asyncio.base_events.Server] = []
+        self._last_flow: tuple[int, bool] | None = None  # (connection, upward) last moved
+        self._connections = 0
 
     async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter, counter: Counter,
-                    up: bool) -> None:
+                    flow: tuple[int, bool]) -> None:
         loop = asyncio.get_running_loop()
         link = self.link
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
@@ -90,10 +112,13 @@ class Relays:
         free_at = 0.0  # when this direction has serialised all it was given
         try:
             while data := await r.read(CHUNK if link is not None else PLAIN_CHUNK):
-                if up:
+                if flow[1]:
                     counter.up += len(data)
                 else:
                     counter.down += len(data)
+                if flow != self._last_flow:
+                    counter.trips += 1
+                    self._last_flow = flow
                 if link is None:
                     w.write(data)
                     await w.drain()
@@ -124,9 +149,11 @@ class Relays:
                 sock = w.get_extra_info("socket")
                 if sock is not None:
                     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            self._connections += 1
+            conn = self._connections
             try:
-                await asyncio.gather(self._pipe(cr, uw, counter, True),
-                                     self._pipe(ur, cw, counter, False))
+                await asyncio.gather(self._pipe(cr, uw, counter, (conn, True)),
+                                     self._pipe(ur, cw, counter, (conn, False)))
             except asyncio.CancelledError:
                 # close(): ending normally, since Python 3.11's stream callback
                 # reports a cancelled connection task as an error.
@@ -157,15 +184,32 @@ class Relays:
 def start_echo() -> socket.socket:
     """A TCP echo server on 127.0.0.1 (one thread per connection), to measure a relay
     against; its port is `getsockname()[1]`, and closing it stops it."""
+    def echo(c: socket.socket) -> None:
+        while data := c.recv(1 << 20):
+            c.sendall(data)
+
+    return _serve(echo)
+
+
+def start_sink() -> socket.socket:
+    """A TCP server on 127.0.0.1 that reads everything and answers nothing, as a stage
+    of a direct chain answers its previous hop; closing it stops it."""
+    def swallow(c: socket.socket) -> None:
+        while c.recv(1 << 20):
+            pass
+
+    return _serve(swallow)
+
+
+def _serve(handle: Callable[[socket.socket], None]) -> socket.socket:
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
     srv.listen(4)
 
-    def echo(c: socket.socket) -> None:
+    def run(c: socket.socket) -> None:
         with c:
             c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            while data := c.recv(1 << 20):
-                c.sendall(data)
+            handle(c)
 
     def serve() -> None:
         while True:
@@ -173,7 +217,7 @@ def start_echo() -> socket.socket:
                 c, _ = srv.accept()
             except OSError:
                 return
-            threading.Thread(target=echo, args=(c,), daemon=True).start()
+            threading.Thread(target=run, args=(c,), daemon=True).start()
 
     threading.Thread(target=serve, daemon=True).start()
     return srv

@@ -11,7 +11,10 @@ same seed), kept in --model-dir outside the repository. For 1, 2 and 3
 processes it measures:
 
   ours: `worker --stage` processes on loopback (one per layer range), driven by
-        `worker --drive --connect`; 1 process is `worker --drive --local`;
+        `worker --drive --connect` as a direct chain: each stage forwards its state
+        and the last answers the driver on its own link (`--direct`, `--answers`);
+        with --relayed also as a chain whose stages relay each reply back up;
+        1 process is `worker --drive --local`;
   rpc:  `ggml-rpc-server` processes on loopback driven by upstream's own
         `llama-bench -ngl 99 --rpc A,B,... -ts ...`, the tensor split chosen so
         that each server holds exactly the same layers as our stage (the output
@@ -24,21 +27,24 @@ pipelines RPC ubatches as it can.
 
 Every process that takes connections sits behind a byte-counting relay (an
 asyncio TCP proxy in this process, the same code for both designs, bench/_relay.py).
-With `--link RTT_MS:MBIT` every relay also models a network link, the same for
-both designs: each direction paced at MBIT megabit/s and delayed by RTT_MS / 2
-(e.g. `0.5:1000` a LAN, `40:100` a WAN), so loopback stands in for machines
-apart; RPC's weight upload then pays the bandwidth too. Reported
-for each: prompt tokens/s (--prompt tokens), generation tokens/s (--steps),
-time to first token, wire bytes per generated token and wire bytes at load.
-Bytes per generated token and at load come from two short runs that differ in
-their generation steps only: (B_long - B_short) / (steps difference), and
-B_short minus its tokens' share. Our logits are checked bit-identical to the
+Each `--link RTT_MS:MBIT` (repeatable; `loopback` is no model) is a profile: the
+relays of every design then model that network link, each direction paced at
+MBIT megabit/s and delayed by RTT_MS / 2 (e.g. `1:1000` a LAN, `20:100` a WAN),
+so loopback stands in for machines apart; RPC's weight upload then pays the
+bandwidth too. All profiles are measured in one run, one after the other (1
+process, which crosses no link, on the first only). Reported for each: prompt
+tokens/s (--prompt tokens), generation tokens/s (--steps), time to first token,
+wire bytes and round trips per generated token and wire bytes at load (a round
+trip: a request on a connection, bytes sent after bytes came back). Per
+generated token and at load come from two short runs that differ in their
+generation steps only: (B_long - B_short) / (steps difference), and B_short
+minus its tokens' share. Our logits are checked bit-identical to the
 full model in every run (the digest of every reply row against `--local`),
 and once per split with every row's full logits (`--reply all --check-local`).
 Nothing about speed is asserted: the targets are printed as in bench/verify.py.
 
-    python bench/pipeline_vs_rpc.py --build BUILD [--model-dir DIR] [--link RTT_MS:MBIT]
-        [--json] [--out FILE]
+    python bench/pipeline_vs_rpc.py --build BUILD [--model-dir DIR]
+        [--link loopback --link 1:1000 --link 5:1000 --link 20:100] [--json] [--out FILE]
 """
 
 from __future__ import annotations
@@ -59,7 +65,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, loadavg, machine_facts
-from _relay import Counter, Link, Relays, parse_link, start_echo
+from _relay import Counter, Link, Relays, parse_profile, profile_label, start_echo
 
 # About 0.5 B parameters: 24 x (4 x 1024^2 / (1, 2, 2, 1) + 3 x 1024 x 4864) + 2 x 32000 x 1024.
 SHAPE = {"n-layer": 24, "n-embd": 1024, "n-head": 16, "n-head-kv": 8, "n-ff": 4864,
@@ -67,23 +73,21 @@ SHAPE = {"n-layer": 24, "n-embd": 1024, "n-head": 16, "n-head-kv": 8, "n-ff": 48
 SEED = 26
 SPLITS = {1: [(0, 24)], 2: [(0, 12), (12, 24)], 3: [(0, 8), (8, 16), (16, 24)]}
 
-# target: (what, limit, "min" or "max")
+# target: (what, limit, "min" or "max"); {n} processes, {at} the link profile
 TARGETS = {
-    "gen-tps/rpc@2": ("generation tokens/s, ours / llama.cpp RPC, 2 processes", 1.1, "min"),
-    "gen-tps/rpc@3": ("generation tokens/s, ours / llama.cpp RPC, 3 processes", 1.1, "min"),
-    "gen-tps/local@2": ("generation tokens/s, ours 2 stages / in-process full model", 0.9, "min"),
-    "gen-tps/local@3": ("generation tokens/s, ours 3 stages / in-process full model", 0.9, "min"),
-    # Not the issue's targets: the prompt streams through our chain (state parts, protocol 3),
-    # RPC gets the same micro-batch (-ub = our --batch).
-    "prompt-tps/rpc@2": ("prompt tokens/s, ours / llama.cpp RPC, 2 processes", 1.1, "min"),
-    "prompt-tps/rpc@3": ("prompt tokens/s, ours / llama.cpp RPC, 3 processes", 1.1, "min"),
-    "wire-bytes/rpc@2": ("wire bytes per generated token, ours / RPC, 2 processes", 0.1, "max"),
-    "wire-bytes/rpc@3": ("wire bytes per generated token, ours / RPC, 3 processes", 0.1, "max"),
+    "gen-tps/rpc@{n}/{at}": ("generation tokens/s, ours / llama.cpp RPC", 1.0, "min"),
+    "ttft/rpc@{n}/{at}": ("time to first token, ours / llama.cpp RPC", 1.0, "max"),
+    # The prompt streams through our chain (state parts, protocol 3); RPC gets the same
+    # micro-batch (-ub = our --batch).
+    "prompt-tps/rpc@{n}/{at}": ("prompt tokens/s, ours / llama.cpp RPC", 1.1, "min"),
+    "wire-bytes/rpc@{n}/{at}": ("wire bytes per generated token, ours / RPC", 0.1, "max"),
+}
+# Where a link's latency shows, the chain's fewer round trips per token must pay twice over.
+WAN_RTT_MS, WAN_GEN_TPS = 20.0, 2.0
+LOCAL_TARGETS = {  # loopback only: the full model in one process crosses no link
+    "gen-tps/local@{n}": ("generation tokens/s, ours / in-process full model", 0.9, "min"),
     # Bytes of a run that are not per token (load, setup, close): no weights, under 1 KiB.
-    "load-wire-bytes@2": ("bytes over the wire not per token (load), ours, 2 processes", 1024,
-                          "max"),
-    "load-wire-bytes@3": ("bytes over the wire not per token (load), ours, 3 processes", 1024,
-                          "max"),
+    "load-wire-bytes@{n}": ("bytes over the wire not per token (load), ours", 1024, "max"),
 }
 
 
@@ -208,8 +212,11 @@ def write_model(tools: Tools, model_dir: Path, kind: str) -> tuple[Path, str]:
 
 
 def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relays: Relays,
-               *, reply: str | None = None, check_local: bool = False) -> dict:
-    """One sequence through our stages (n >= 2, behind relays) or in-process (n == 1)."""
+               *, reply: str | None = None, check_local: bool = False,
+               direct: bool = True) -> dict:
+    """One sequence through our stages (n >= 2, behind relays) or in-process (n == 1).
+    Direct: the last stage answers the driver on its own link (--direct, --answers);
+    else every stage relays the reply back up the chain."""
     reply = reply or tools.reply
     common = ["--threads", str(tools.threads), "--ctx", str(max(256, prompt + steps)),
               "--batch", str(tools.batch), "--reply", reply, "--timeout-ms", "600000"]
@@ -229,6 +236,8 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
                         f"{a}:{b}", "--listen", "127.0.0.1:0", *common]
                 if nxt is not None:
                     argv += ["--next", f"127.0.0.1:{nxt}"]
+                if direct:
+                    argv += ["--direct"] if nxt is not None else ["--answers", "127.0.0.1:0"]
                 p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
                 procs.append(p)
@@ -236,6 +245,14 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
                 if not line.startswith("listening "):
                     raise BenchError(f"stage {a}:{b} did not start: {line!r} "
                                      f"{p.stderr.read() if p.stderr else ''}")
+                if direct and nxt is None:
+                    answers = p.stdout.readline() if p.stdout else ""
+                    if not answers.startswith("answers "):
+                        raise BenchError(f"stage {a}:{b} did not say where it answers: "
+                                         f"{answers!r}")
+                    port, counter = relays.add(int(answers.split(":")[-1]))
+                    drive += ["--answers", f"127.0.0.1:{port}"]
+                    counters.append(counter)
                 port = int(line.split(":")[-1])
                 nxt, counter = relays.add(port)
                 counters.append(counter)
@@ -250,18 +267,21 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
     finally:
         stop(procs)
     result["wire_bytes"] = sum(c.total for c in counters)
+    result["round_trips"] = sum(c.round_trips for c in counters)
     return result
 
 
 def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relays: Relays,
-                 reference: dict | None) -> dict:
-    runs = [drive_ours(tools, model, n, a.prompt, a.steps, relays) for _ in range(a.reps)]
+                 reference: dict | None, *, direct: bool = True) -> dict:
+    design = "ours" if direct or n == 1 else "ours, relayed replies"
+    runs = [drive_ours(tools, model, n, a.prompt, a.steps, relays, direct=direct)
+            for _ in range(a.reps)]
     for timed in runs:
         if reference is not None and timed["logits_fnv1a64"] != reference["logits_fnv1a64"]:
-            raise BenchError(f"ours@{n}: the reply digests differ from the full model's")
+            raise BenchError(f"{design}@{n}: the reply digests differ from the full model's")
     ttft = statistics.median(r["prompt_seconds"] for r in runs)
     gen = [r["steps_per_s"] for r in runs]
-    row = {"design": "ours", "processes": n,
+    row = {"design": design, "processes": n,
            "prompt_tps": a.prompt / ttft,
            "gen_tps": statistics.median(gen),
            "gen_tps_stddev": statistics.stdev(gen) if len(gen) > 1 else 0.0,
@@ -270,20 +290,25 @@ def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relay
            "identical_to_local": reference is None or
            timed["logits_fnv1a64"] == reference["logits_fnv1a64"]}
     if n >= 2:
-        short = drive_ours(tools, model, n, 1, a.short_steps, relays)
-        long = drive_ours(tools, model, n, 1, a.short_steps + a.bytes_steps, relays)
+        short = drive_ours(tools, model, n, 1, a.short_steps, relays, direct=direct)
+        long = drive_ours(tools, model, n, 1, a.short_steps + a.bytes_steps, relays,
+                          direct=direct)
         per = (long["wire_bytes"] - short["wire_bytes"]) / a.bytes_steps
         row["wire_bytes_per_gen_token"] = per
+        row["round_trips_per_gen_token"] = (long["round_trips"] - short["round_trips"]) \
+            / a.bytes_steps
         # What is not per token: nothing at load (each stage reads its own file), the
         # `end` handshake (a 48-byte frame each way per hop) at the close.
         row["load_wire_bytes"] = short["wire_bytes"] - per * (1 + a.short_steps)
-        full = drive_ours(tools, model, n, 8, 4, relays, reply="all", check_local=True)
+        full = drive_ours(tools, model, n, 8, 4, relays, reply="all", check_local=True,
+                          direct=direct)
         row["full_logits_identical"] = full["identical_to_local"]
         if full["identical_to_local"] is not True:
-            raise BenchError(f"ours@{n}: full logits differ from the full model")
+            raise BenchError(f"{design}@{n}: full logits differ from the full model")
         row["stage_stats"] = [s.get("stats") for s in timed.get("stages", [])]
     else:
         row["wire_bytes_per_gen_token"] = 0.0
+        row["round_trips_per_gen_token"] = 0.0
         row["load_wire_bytes"] = 0.0
     return row
 
@@ -345,18 +370,21 @@ def measure_rpc(tools: Tools, model: Path, n: int, a: argparse.Namespace,
                "ttft_s": a.prompt / pp["avg_ts"],
                "tensor_split": tensor_split(n) if servers else None}
         if servers:
-            def wire(steps: int) -> int:
-                before = sum(c.total for c in counters)
+            def wire(steps: int) -> tuple[int, float]:
+                before = (sum(c.total for c in counters), sum(c.round_trips for c in counters))
                 llama_bench(tools, model, endpoints, n, 0, steps, warmup=False, reps=1)
-                return sum(c.total for c in counters) - before
+                return (sum(c.total for c in counters) - before[0],
+                        sum(c.round_trips for c in counters) - before[1])
 
             short = wire(a.short_steps)
             long = wire(a.short_steps + a.bytes_steps)
-            per = (long - short) / a.bytes_steps
+            per = (long[0] - short[0]) / a.bytes_steps
             row["wire_bytes_per_gen_token"] = per
-            row["load_wire_bytes"] = short - per * a.short_steps
+            row["round_trips_per_gen_token"] = (long[1] - short[1]) / a.bytes_steps
+            row["load_wire_bytes"] = short[0] - per * a.short_steps
         else:
             row["wire_bytes_per_gen_token"] = 0.0
+            row["round_trips_per_gen_token"] = 0.0
             row["load_wire_bytes"] = 0.0
         return row
     finally:
@@ -366,27 +394,36 @@ def measure_rpc(tools: Tools, model: Path, n: int, a: argparse.Namespace,
 # -- the result -----------------------------------------------------------------------------
 
 
-def evaluate(rows: list[dict]) -> dict[str, dict[str, object]]:
+def evaluate(rows: list[dict], link: Link | None) -> dict[str, dict[str, object]]:
+    """The targets of one profile's rows, named by process count and profile."""
+    at = profile_label(link)
     by = {(r["design"], r["processes"]): r for r in rows}
-    values: dict[str, float | None] = {}
+    values: dict[str, float] = {}
     local = by.get(("ours", 1))
     for n in (2, 3):
         ours, rpc = by.get(("ours", n)), by.get(("rpc", n))
         if ours and rpc:
-            values[f"gen-tps/rpc@{n}"] = ours["gen_tps"] / rpc["gen_tps"]
-            values[f"prompt-tps/rpc@{n}"] = ours["prompt_tps"] / rpc["prompt_tps"]
-            values[f"wire-bytes/rpc@{n}"] = (ours["wire_bytes_per_gen_token"]
-                                             / rpc["wire_bytes_per_gen_token"])
+            values[f"gen-tps/rpc@{n}/{at}"] = ours["gen_tps"] / rpc["gen_tps"]
+            values[f"ttft/rpc@{n}/{at}"] = ours["ttft_s"] / rpc["ttft_s"]
+            values[f"prompt-tps/rpc@{n}/{at}"] = ours["prompt_tps"] / rpc["prompt_tps"]
+            values[f"wire-bytes/rpc@{n}/{at}"] = (ours["wire_bytes_per_gen_token"]
+                                                  / rpc["wire_bytes_per_gen_token"])
         if ours and local:
             values[f"gen-tps/local@{n}"] = ours["gen_tps"] / local["gen_tps"]
-        if ours:
+        if ours and link is None:
             values[f"load-wire-bytes@{n}"] = ours["load_wire_bytes"]
     out: dict[str, dict[str, object]] = {}
-    for key, (what, limit, sense) in TARGETS.items():
-        v = values.get(key)
-        ok = None if v is None else (v >= limit if sense == "min" else v <= limit)
-        out[key] = {"what": what, "value": None if v is None else round(v, 4), "limit": limit,
-                    "sense": sense, "pass": ok}
+    table = {**TARGETS, **(LOCAL_TARGETS if link is None else {})}
+    for n in (2, 3):
+        for pattern, (what, limit, sense) in table.items():
+            key = pattern.format(n=n, at=at)
+            if key.startswith("gen-tps/rpc@") and link is not None and \
+                    link.rtt_ms >= WAN_RTT_MS:
+                limit = WAN_GEN_TPS
+            v = values.get(key)
+            ok = None if v is None else (v >= limit if sense == "min" else v <= limit)
+            out[key] = {"what": f"{what}, {n} processes, {at}", "limit": limit, "sense": sense,
+                        "value": None if v is None else round(v, 4), "pass": ok}
     return out
 
 
@@ -401,24 +438,27 @@ def render(result: dict) -> str:
            f"load {p['load_start']} -> {p['load_end']}; "
            f"relay: {result['relay']['rtt_direct_us']:.0f} us direct / "
            f"{result['relay']['rtt_relayed_us']:.0f} us relayed round trip, "
-           f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk"
-           + (f"; modelled link behind every relay: {Link(**p['link'])}" if p.get("link") else ""),
+           f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk",
+           "profiles (the link modelled behind every relay): "
+           + "; ".join(f"{profile_label(lk)}: {lk or 'plain loopback'}"
+                       for lk in (None if q is None else Link(**q) for q in p["links"])),
            "",
-           f"{'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} {'TTFT s':>8} "
-           f"{'wire B/gen tok':>15} {'load wire B':>13}",
+           f"{'profile':9} {'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} "
+           f"{'TTFT s':>8} {'wire B/gen tok':>15} {'RT/gen tok':>10} {'load wire B':>13}",
            f"(t/s: median of {p['reps']} runs for ours, llama-bench's mean of -r {p['reps']}; "
            f"the median of {p.get('rounds', 1)} round(s) of every design in turn)"]
     for r in result["rows"]:
-        out.append(f"{r['design']:22} {r['processes']:>5} {r['prompt_tps']:>11.1f} "
-                   f"{r['gen_tps']:>9.2f} {r['ttft_s']:>8.2f} "
-                   f"{r['wire_bytes_per_gen_token']:>15,.0f} {r['load_wire_bytes']:>13,.0f}")
+        out.append(f"{r['profile']:9} {r['design']:22} {r['processes']:>5} "
+                   f"{r['prompt_tps']:>11.1f} {r['gen_tps']:>9.2f} {r['ttft_s']:>8.2f} "
+                   f"{r['wire_bytes_per_gen_token']:>15,.0f} "
+                   f"{r['round_trips_per_gen_token']:>10.1f} {r['load_wire_bytes']:>13,.0f}")
     out.append("")
-    out.append(f"{'target':<44} {'value':>10} {'limit':>10}  result")
+    out.append(f"{'target':<30} {'value':>10} {'limit':>10}  result")
     for key, t in result["targets"].items():
         val = "-" if t["value"] is None else f"{t['value']:.3f}"
         lim = ("<= " if t["sense"] == "max" else ">= ") + str(t["limit"])
         res = "n/a" if t["pass"] is None else ("PASS" if t["pass"] else "FAIL")
-        out.append(f"{key:<44} {val:>10} {lim:>10}  {res}")
+        out.append(f"{key:<30} {val:>10} {lim:>10}  {res}")
     return "\n".join(out)
 
 
@@ -470,14 +510,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--cpus", help="run everything (this process, its relay, every stage, "
                     "server and driver of both designs) on these CPUs, e.g. 0 or 0-1: "
                     "shows what the processes' placement on the cores costs")
-    ap.add_argument("--link", type=parse_link, metavar="RTT_MS:MBIT",
-                    help="model a network behind every relay, for both designs: each direction "
-                         "paced at MBIT megabit/s and delayed by RTT_MS / 2 (e.g. 0.5:1000 a "
-                         "LAN, 40:100 a WAN); default: plain loopback")
+    ap.add_argument("--link", type=parse_profile, action="append", metavar="RTT_MS:MBIT",
+                    help="a link profile, repeatable, measured in turn: a network modelled "
+                         "behind every relay, for both designs, each direction paced at MBIT "
+                         "megabit/s and delayed by RTT_MS / 2 (e.g. 1:1000 a LAN, 20:100 a "
+                         "WAN), or `loopback` (no model); default: loopback only")
+    ap.add_argument("--relayed", action="store_true",
+                    help="also measure our chain with every stage relaying the reply back up "
+                         "(without --direct): what the last stage answering the driver saves")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
-    link: Link | None = a.link
+    links: list[Link | None] = a.link or [None]
+    labels = [profile_label(lk) for lk in links]
+    if len(set(labels)) != len(labels):
+        ap.error(f"--link: two profiles with the same round trip ({', '.join(labels)})")
     b = a.build.resolve()
     tools = Tools(b / "bin" / "worker", b / "bin" / "llama-bench",
                   b / "bin" / "ggml-rpc-server", a.threads, a.batch, a.reply)
@@ -490,34 +537,49 @@ def main(argv: list[str] | None = None) -> int:
         # children inherit the affinity: the same placement for both designs
         os.sched_setaffinity(0, parse_cpus(a.cpus))
     load_start = loadavg()
-    relays = Relays(link)
+    rows: list[dict] = []
+    targets: dict[str, dict[str, object]] = {}
+    loads: dict[str, list[list[float] | None]] = {}
     try:
         relay = relay_overhead()
-        if link is not None:
-            log(f"link: {link}")
         log(f"relay: {relay}")
         model, sha = write_model(tools, a.model_dir, a.type)
-        rounds: list[list[dict]] = []
         reference: dict | None = None
-        for k in range(a.rounds):
-            rows: list[dict] = []
-            for n in [int(x) for x in a.processes.split(",")]:
-                if n == 1 and reference is None:
-                    reference = drive_ours(tools, model, 1, a.prompt, a.steps, relays)
-                log(f"round {k + 1}: ours@{n}")
-                rows.append(measure_ours(tools, model, n, a, relays, reference))
-                log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
-                log(f"round {k + 1}: rpc@{n}")
-                rows.append(measure_rpc(tools, model, n, a, relays))
-                log(f"  {rows[-1]['gen_tps']:.2f} gen t/s")
-            rounds.append(rows)
-        rows = combine(rounds)
+        for i, link in enumerate(links):
+            at = profile_label(link)
+            log(f"profile {at}: {link or 'plain loopback'}")
+            loads[at] = [loadavg()]
+            relays = Relays(link)
+            try:
+                rounds: list[list[dict]] = []
+                for k in range(a.rounds):
+                    done: list[dict] = []
+                    for n in [int(x) for x in a.processes.split(",")]:
+                        if n == 1 and i > 0:
+                            continue  # crosses no link: measured with the first profile
+                        if n == 1 and reference is None:
+                            reference = drive_ours(tools, model, 1, a.prompt, a.steps, relays)
+                        designs = ["ours", "rpc"] + (["relayed"] if n > 1 and a.relayed else [])
+                        for design in designs:
+                            log(f"{at} round {k + 1}: {design}@{n}")
+                            done.append(measure_rpc(tools, model, n, a, relays)
+                                        if design == "rpc" else
+                                        measure_ours(tools, model, n, a, relays, reference,
+                                                     direct=design == "ours"))
+                            log(f"  {done[-1]['gen_tps']:.2f} gen t/s, "
+                                f"{done[-1]['round_trips_per_gen_token']:.1f} round trips "
+                                f"per generated token")
+                    rounds.append(done)
+            finally:
+                relays.close()
+            profile_rows = [{"profile": at, **r} for r in combine(rounds)]
+            rows += profile_rows
+            targets.update(evaluate(profile_rows, link))
+            loads[at].append(loadavg())
     except (BenchError, subprocess.SubprocessError, OSError, StopIteration) as e:
         print(f"pipeline_vs_rpc: {e}", file=sys.stderr)
         return 3
-    finally:
-        relays.close()
-    result = {"schema": "patchctl.bench-pipeline-vs-rpc/1",
+    result = {"schema": "patchctl.bench-pipeline-vs-rpc/2",
               "model": {"name": model.name, "bytes": model.stat().st_size, "sha256": sha,
                         "shape": SHAPE, "seed": SEED, "type": a.type},
               "params": {"prompt": a.prompt, "steps": a.steps, "threads": a.threads,
@@ -526,10 +588,11 @@ def main(argv: list[str] | None = None) -> int:
                          "bytes_steps": a.bytes_steps, "short_steps": a.short_steps,
                          "splits": {str(k): v for k, v in SPLITS.items()},
                          "cpus": sorted(os.sched_getaffinity(0)),
-                         "link": None if link is None else {"rtt_ms": link.rtt_ms,
-                                                            "mbit": link.mbit},
-                         "load_start": load_start, "load_end": loadavg()},
-              "relay": relay, "rows": rows, "targets": evaluate(rows),
+                         "links": [None if lk is None else {"rtt_ms": lk.rtt_ms,
+                                                            "mbit": lk.mbit} for lk in links],
+                         "load_start": load_start, "load_end": loadavg(),
+                         "load_per_profile": loads},
+              "relay": relay, "rows": rows, "targets": targets,
               "machine": machine_facts()}
     if a.out:
         a.out.write_text(json.dumps(result, indent=2) + "\n")

@@ -13,7 +13,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from _relay import Link, Relays, parse_link, start_echo
+from _relay import Link, Relays, parse_link, parse_profile, profile_label, start_echo, start_sink
 
 
 @pytest.fixture
@@ -23,17 +23,22 @@ def echo_port() -> Iterator[int]:
     srv.close()
 
 
+def exchange(s: socket.socket, size: int) -> None:
+    """Sends `size` bytes and reads them all back."""
+    s.sendall(b"x" * size)
+    got = 0
+    while got < size:
+        chunk = s.recv(1 << 16)
+        assert chunk, "the relay closed early"
+        got += len(chunk)
+
+
 def round_trip(port: int, size: int) -> float:
     """Seconds from sending `size` bytes to having them all back."""
     with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         t0 = time.perf_counter()
-        s.sendall(b"x" * size)
-        got = 0
-        while got < size:
-            chunk = s.recv(1 << 16)
-            assert chunk, "the relay closed early"
-            got += len(chunk)
+        exchange(s, size)
         return time.perf_counter() - t0
 
 
@@ -74,3 +79,51 @@ def test_bad_link_is_refused(text: str) -> None:
 def test_link_parses() -> None:
     assert parse_link("0.5:1000") == Link(0.5, 1000.0)
     assert str(parse_link("40:100")) == "40 ms round trip, 100 Mbit/s each way"
+
+
+def test_relay_counts_requests_not_reads(echo_port: int) -> None:
+    """Issue 35 #3: round trips per token are what a link's latency prices. Three
+    request/reply exchanges on one connection count three, and a second connection's
+    exchange one more; bytes alone would not tell three requests from one. A reply that
+    comes back on another connection, as a chain's last stage answers its driver, is
+    half a round trip per one-way trip: sent up two relays, back down a third, 1.5."""
+    relays = Relays(None)
+    try:
+        rport, counter = relays.add(echo_port)
+        with socket.create_connection(("127.0.0.1", rport), timeout=30) as s:
+            for _ in range(3):
+                exchange(s, 64)
+        round_trip(rport, 64)
+    finally:
+        relays.close()
+    assert counter.round_trips == 4, counter
+    assert counter.up == counter.down == 4 * 64
+
+
+@pytest.mark.parametrize(("text", "label"), [("loopback", "loopback"), ("1:1000", "1ms"),
+                                             ("20:100", "20ms"), ("0.5:1000", "0.5ms")])
+def test_profiles_parse_and_name_their_targets(text: str, label: str) -> None:
+    assert profile_label(parse_profile(text)) == label
+
+
+def test_relay_counts_a_reply_on_another_connection() -> None:
+    """Bytes that move on one connection after bytes moved on another are a new one-way
+    trip, as a chain's last stage answering its driver on a link of its own is: up one
+    relay, up a second, then the first again is three (1.5 round trips); two writes in a
+    row on one connection, nothing between, are one."""
+    sink = start_sink()
+    relays = Relays(None)
+    try:
+        (pa, ca), (pb, cb) = relays.add(sink.getsockname()[1]), relays.add(sink.getsockname()[1])
+        with socket.create_connection(("127.0.0.1", pa), timeout=30) as a, \
+                socket.create_connection(("127.0.0.1", pb), timeout=30) as b:
+            for s_, n in ((a, 2), (b, 1), (a, 1)):
+                for _ in range(n):
+                    s_.sendall(b"z" * 32)
+                    time.sleep(0.1)
+            time.sleep(0.1)
+    finally:
+        relays.close()
+        sink.close()
+    assert (ca.trips, cb.trips) == (2, 1), (ca, cb)
+    assert ca.round_trips + cb.round_trips == 1.5

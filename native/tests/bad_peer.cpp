@@ -37,6 +37,12 @@
 //   tls-drive                              --drive --split --key: every link TLS, the logits
 //                                          bit-identical, the key in no output
 //   key-mode                               a key file readable by others is refused
+//   direct-connect                         a direct chain started by hand (--direct,
+//                                          --answers) driven with --connect --answers:
+//                                          bit-identical, each stage's frames counted
+//   direct-error                           a direct chain whose first stage refuses a
+//                                          token: the error comes down the chain to the
+//                                          driver's answer link
 
 #include <fcntl.h>
 #include <poll.h>
@@ -49,6 +55,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -80,6 +87,20 @@ Child start_stage(const std::string& exe, const std::string& model, const std::s
     return c;
   }
   endpoint = line.substr(std::string("listening ").size());
+  return c;
+}
+
+// The last stage of a direct chain: also reads the `answers HOST:PORT` line.
+Child start_last(const std::string& exe, const std::string& model, const std::string& layers,
+                 std::string& endpoint, std::string& answers) {
+  Child c = start_stage(exe, model, layers, {"--answers", "127.0.0.1:0", "--timeout-ms", "5000", "--batch", "16"},
+                        endpoint);
+  std::string line, error;
+  if (c.pid >= 0 && worker::read_line(c.stdout_fd, kWait, line, error) && line.rfind("answers ", 0) == 0) {
+    answers = line.substr(std::string("answers ").size());
+  } else {
+    std::printf("stage %s did not say where it answers: %s%s\n", layers.c_str(), line.c_str(), error.c_str());
+  }
   return c;
 }
 
@@ -386,6 +407,48 @@ int key_mode(const std::string& exe, const std::string& model) {
   return 0;
 }
 
+int direct_connect(const std::string& exe, const std::string& model) {
+  std::string last_ep, answers, mid_ep, head_ep;
+  Child last = start_last(exe, model, "3:4", last_ep, answers);
+  Child mid = start_stage(exe, model, "1:3", {"--direct", "--next", last_ep, "--batch", "16"}, mid_ep);
+  Child head = start_stage(exe, model, "0:1", {"--direct", "--next", mid_ep, "--batch", "16"}, head_ep);
+  if (last.pid < 0 || mid.pid < 0 || head.pid < 0 || answers.empty()) return 1;
+  std::string error;
+  Child d = worker::spawn_child({exe, "--drive", "--model", model, "--connect", head_ep, "--answers", answers,
+                                 "--prompt", "40", "--batch", "16", "--steps", "5", "--check-local", "--json"},
+                                true, error);
+  const std::string out = worker::read_all(d.stdout_fd, kWait);
+  const std::string err = worker::read_all(d.stderr_fd, kWait);
+  std::printf("driver exit %d%s\n", worker::wait_child(d, kWait), err.empty() ? "" : (": " + err).c_str());
+  std::printf("bit-identical: %s\n", out.find("\"identical_to_local\": true") != std::string::npos ? "yes" : "no");
+  std::printf("direct: %s\n", out.find("\"direct\": true") != std::string::npos ? "yes" : "no");
+  for (auto* c : {&head, &mid, &last}) {
+    // Each stage prints its statistics at the end: the first two send on
+    // 8 frames (a 40-token prompt in 3 parts and its state, 5 steps' states).
+    const std::string stats = worker::read_all(c->stdout_fd, kWait);
+    const std::size_t at = stats.find("\"frames_to_next\":");
+    std::printf("frames_to_next %ld, ", at == std::string::npos ? -1L : std::strtol(stats.c_str() + at + 17, nullptr, 10));
+    report(*c, "stage");
+  }
+  return 0;
+}
+
+int direct_error(const std::string& exe, const std::string& model) {
+  std::string last_ep, answers, head_ep;
+  Child last = start_last(exe, model, "2:4", last_ep, answers);
+  Child head = start_stage(exe, model, "0:2", {"--direct", "--next", last_ep, "--timeout-ms", "5000"}, head_ep);
+  if (last.pid < 0 || head.pid < 0 || answers.empty()) return 1;
+  worker::net::Socket s = dial(head_ep);
+  worker::net::Socket a = dial(answers);
+  worker::net::write_frame(s, worker::tokens_frame(0, 0, 0, {1, 2, 70000}), kWait);
+  worker::net::FrameRead r = worker::net::read_frame(a, kWait, "the answer link");
+  std::printf("answer: %s%s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str(),
+              r.frame && r.frame->kind == worker::FrameKind::kError ? (" frame: " + r.frame->text).c_str() : "");
+  report(head, "first stage");
+  report(last, "last stage");
+  return 0;
+}
+
 std::string frame_list(const std::vector<worker::Frame>& frames) {
   std::string out;
   for (const worker::Frame& f : frames) {
@@ -519,6 +582,8 @@ int main(int argc, char** argv) {
     return rc;
   }
   if (scenario == "slow") return slow_peer(exe, model);
+  if (scenario == "direct-connect") return direct_connect(exe, model);
+  if (scenario == "direct-error") return direct_error(exe, model);
   if (scenario == "second-peer") return second_peer(exe, model);
   if (scenario == "nan" || scenario == "inf" || scenario == "positions" || scenario == "past-ctx" ||
       scenario == "vocab") {

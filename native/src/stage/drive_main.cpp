@@ -22,8 +22,9 @@ const char* const kStageUsage =
     "         [--next HOST:PORT] [--threads N] [--ctx N] [--timeout-ms MS]\n"
     "         [--recover-ms MS] [--checkpoint FILE] [--resume FILE]\n"
     "         [--batch N] [--reply all|last|digest] [--n-gpu-layers N]\n"
-    "         [--key FILE | --insecure-plain]\n"
-    "  worker --drive --model FILE (--local | --split A:B,B:C,... | --connect HOST:PORT)\n"
+    "         [--direct | --answers HOST:PORT] [--key FILE | --insecure-plain]\n"
+    "  worker --drive --model FILE (--local | --split A:B,B:C,... [--direct] |\n"
+    "         --connect HOST:PORT [--answers HOST:PORT])\n"
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
     "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
     "         [--logits-out FILE] [--json] [--batch N] [--reply all|last|digest]\n"
@@ -40,6 +41,14 @@ const char* const kStageUsage =
     "                   (default 127.0.0.1:0: a port the OS picks); the stage\n"
     "                   prints `listening HOST:PORT` once the model is loaded\n"
     "  --next HOST:PORT the next stage (omit on the last stage)\n"
+    "  --direct         a direct chain (a stage with --next): forward the state\n"
+    "                   and never wait for a reply; the last stage answers the\n"
+    "                   driver itself, one hop per stage fewer per step\n"
+    "  --answers HOST:PORT  the last stage of a direct chain: where to accept the\n"
+    "                   driver's answer link (port 0: the OS picks; the stage\n"
+    "                   prints `answers HOST:PORT` after `listening`); a failure\n"
+    "                   anywhere in the chain comes down it to the driver.\n"
+    "                   Neither takes --recover-ms, --checkpoint or --resume\n"
     "  --threads N      compute threads (default 1)\n"
     "  --ctx N          context size in tokens (default 256)\n"
     "  --batch N        llama.cpp's n_batch and n_ubatch (default 64); a longer\n"
@@ -82,8 +91,10 @@ const char* const kStageUsage =
     "  --drive          run a prompt, then greedy single-token steps, through a\n"
     "                   pipeline and report logits, tokens and timings\n"
     "  --local          the whole model in this process (the reference)\n"
-    "  --split A:B,...  spawn one stage process per range (ports from the OS)\n"
-    "  --connect HOST:PORT  a running pipeline's first stage\n"
+    "  --split A:B,...  spawn one stage process per range (ports from the OS);\n"
+    "                   with --direct as a direct chain\n"
+    "  --connect HOST:PORT  a running pipeline's first stage; with --answers\n"
+    "                   HOST:PORT, a direct chain's last stage answers there\n"
     "  --prompt N       prompt tokens (default 8), drawn from SplitMix64(--seed)\n"
     "  --steps N        greedy single-token steps after the prompt (default 4)\n"
     "  --step-delay-ms MS  pause before each step (default 0)\n"
@@ -162,6 +173,13 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
       o.connect = *ep;
       o.mode = DriveOptions::kConnect;
       ++modes;
+    } else if (flag == "--answers") {
+      if (!a.value(flag, text)) return usage(a.error);
+      auto ep = net::parse_endpoint(text, a.error);
+      if (!ep) return usage("--answers: " + a.error);
+      o.answers = *ep;
+    } else if (flag == "--direct") {
+      o.direct = true;
     } else if (flag == "--prompt" || flag == "--steps") {
       if (!a.integer(flag, flag == "--prompt" ? 1 : 0, 4096, n)) return usage(a.error);
       (flag == "--prompt" ? o.prompt : o.steps) = static_cast<int>(n);
@@ -206,8 +224,16 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
   }
   if (o.model.empty()) return usage("--drive needs --model FILE");
   if (modes != 1) return usage("--drive needs exactly one of --local, --split and --connect");
+  if (o.direct && o.mode != DriveOptions::kSpawn) {
+    return usage("--direct spawns a direct chain and needs --split (with --connect, name the last stage's --answers)");
+  }
+  if (o.answers && o.mode != DriveOptions::kConnect) return usage("--answers needs --connect");
+  if ((o.direct || o.answers) && o.recover_ms > 0) {
+    return usage("a direct chain keeps no reply to replay: --recover-ms needs replies relayed");
+  }
   std::vector<std::pair<std::string, net::Endpoint>> links;
   if (o.mode == DriveOptions::kConnect) links.emplace_back("--connect", o.connect);
+  if (o.answers) links.emplace_back("--answers", *o.answers);
   if (std::string why = link_security(o.key_file, insecure_plain, links, o.key); !why.empty()) {
     std::cerr << "worker: drive: " << why << "\n";
     return 2;
@@ -289,6 +315,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
   }
   const char* mode = o.mode == DriveOptions::kLocal ? "local" : o.mode == DriveOptions::kSpawn ? "spawn" : "connect";
   json::Object doc{{"mode", mode},
+                   {"direct", o.direct || o.answers.has_value()},
                    {"model", o.model},
                    {"n_layer", static_cast<std::int64_t>(r.n_layer)},
                    {"n_vocab", static_cast<std::int64_t>(r.n_vocab)},

@@ -47,16 +47,18 @@ class LocalHop : public Hop {
 
 class SocketHop : public Hop {
  public:
-  SocketHop(net::Endpoint head, const DriveOptions& o, FrameLimits limits)
-      : head_(std::move(head)), who_("the stage at " + net::to_string(head_)),
+  SocketHop(net::Endpoint head, std::optional<net::Endpoint> answers, const DriveOptions& o,
+            FrameLimits limits)
+      : head_(std::move(head)), answers_at_(std::move(answers)),
+        who_("the stage at " + net::to_string(head_)),
+        who_answers_(answers_at_ ? "the last stage at " + net::to_string(*answers_at_) : who_),
         timeout_ms_(o.timeout_ms), recover_ms_(o.recover_ms), key_(o.key ? &*o.key : nullptr),
         limits_(limits) {}
-  // Connects to the first stage (with --key, and the TLS handshake).
+  // Connects to the first stage and, for a direct chain, to the last stage's
+  // answer endpoint (with --key, each with the TLS handshake).
   std::optional<WireError> open(int timeout_ms) {
-    WireError e;
-    s_ = net::connect_to(head_, timeout_ms, e);
-    if (!s_.valid()) return e;
-    if (key_ != nullptr) return net::start_tls(s_, *key_, false, timeout_ms_, who_);
+    if (auto e = connect(s_, head_, who_, timeout_ms)) return e;
+    if (answers_at_) return connect(answers_, *answers_at_, who_answers_, timeout_ms);
     return std::nullopt;
   }
   std::optional<WireError> request(const Frame& in, Frame& reply) override {
@@ -64,7 +66,8 @@ class SocketHop : public Hop {
     for (;;) {
       std::optional<WireError> e = net::write_frame(s_, in, timeout_ms_);
       if (!e) {
-        net::FrameRead r = net::read_frame(s_, timeout_ms_, who_, limits_);
+        net::FrameRead r = answers_at_ ? net::read_frame(answers_, timeout_ms_, who_answers_, limits_)
+                                       : net::read_frame(s_, timeout_ms_, who_, limits_);
         if (r.frame) {
           reply = std::move(*r.frame);
           if (recovery) reconnects += 1;  // once per recovery, however many tries
@@ -99,9 +102,19 @@ class SocketHop : public Hop {
   int reconnects = 0;
 
  private:
-  net::Socket s_;
+  std::optional<WireError> connect(net::Socket& s, const net::Endpoint& at, const std::string& who,
+                                   int timeout_ms) {
+    WireError e;
+    s = net::connect_to(at, timeout_ms, e);
+    if (!s.valid()) return e;
+    if (key_ != nullptr) return net::start_tls(s, *key_, false, timeout_ms_, who);
+    return std::nullopt;
+  }
+
+  net::Socket s_, answers_;
   net::Endpoint head_;
-  std::string who_;
+  std::optional<net::Endpoint> answers_at_;
+  std::string who_, who_answers_;
   int timeout_ms_;
   int recover_ms_;
   const net::TlsKey* key_;
@@ -162,6 +175,7 @@ std::optional<WireError> run_sequence(Hop& hop, const DriveOptions& o, std::uint
 struct Pipeline {
   std::vector<Child> children;  // last stage first
   net::Endpoint head;
+  std::optional<net::Endpoint> answers;  // a direct chain's last stage
   ~Pipeline() {
     for (Child& c : children) kill_child(c);
   }
@@ -182,6 +196,10 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
     if (next) {
       argv.push_back("--next");
       argv.push_back(net::to_string(*next));
+    }
+    if (o.direct) {
+      argv.push_back(next ? "--direct" : "--answers");
+      if (!next) argv.push_back("127.0.0.1:0");
     }
     if (!o.key_file.empty()) {
       argv.push_back("--key");  // the file's name, never its bytes, on the command line
@@ -206,6 +224,15 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
     std::string bad;
     auto ep = net::parse_endpoint(line.substr(10), bad);
     if (!ep) return WireError{kExitPeer, "stage " + range + " printed `" + line + "`"};
+    if (o.direct && !next) {
+      std::string answers;
+      std::optional<net::Endpoint> at;
+      if (read_line(c.stdout_fd, o.timeout_ms, answers, error) && answers.rfind("answers ", 0) == 0) {
+        at = net::parse_endpoint(answers.substr(8), bad);
+      }
+      if (!at) return WireError{kExitPeer, "stage " + range + " did not say where it answers: `" + answers + "`"};
+      p.answers = *at;
+    }
     next = *ep;
     r.stages.push_back({it->first, it->second, n_gpu, net::to_string(*ep), -1, ""});
   }
@@ -288,13 +315,15 @@ std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, Dr
   }
   Pipeline p;
   net::Endpoint head = o.connect;
+  std::optional<net::Endpoint> answers = o.answers;
   if (o.mode == DriveOptions::kSpawn) {
     if (auto e = spawn_pipeline(exe, o, p, r)) return e;
     head = p.head;
+    answers = p.answers;
   }
   // A reply has at most a step's rows (--ctx) of logits or digests.
   const std::uint32_t width = o.reply == EngineOptions::Reply::kDigest ? kDigestWidth : summary.n_vocab;
-  SocketHop hop(head, o, FrameLimits{o.n_ctx, width});
+  SocketHop hop(head, answers, o, FrameLimits{o.n_ctx, width});
   if (auto e = hop.open(o.timeout_ms)) return e;
   std::optional<WireError> failed = run_sequence(hop, o, summary.n_vocab, r);
   r.reconnects = hop.reconnects;

@@ -19,6 +19,11 @@ struct DriveOptions {
   std::string model;
   std::vector<std::pair<std::int32_t, std::int32_t>> split;  // kSpawn
   net::Endpoint connect;                                      // kConnect
+  // A direct chain: the last stage answers the driver itself, on its
+  // --answers endpoint, instead of each stage relaying the reply back.
+  // kSpawn: `direct` spawns one; kConnect: `answers` is the last stage's.
+  bool direct = false;
+  std::optional<net::Endpoint> answers;
   int prompt = 8;
   int steps = 4;
   std::uint64_t seed = 0x5eed;

@@ -11,6 +11,10 @@
 // it is decoded (never answered), so the stages work on a prompt at once.
 // `end` shuts the chain down in order (each stage forwards it and waits for
 // the acknowledgement).
+//
+// A direct chain (--direct on every stage but the last, --answers on the
+// last) sends nothing back up: the last stage answers the driver on a link
+// of its own, and errors travel down the chain to it.
 #pragma once
 
 #include <cstdint>

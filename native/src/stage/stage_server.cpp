@@ -23,6 +23,10 @@ struct StageOptions {
   EngineOptions engine;
   net::Endpoint listen{"127.0.0.1", 0};
   std::optional<net::Endpoint> next;
+  // --direct (a stage with --next): forward the state, never wait for a reply;
+  // --answers (the last stage of such a chain): where the driver takes the replies.
+  bool direct = false;
+  std::optional<net::Endpoint> answers;
   int timeout_ms = 30000;
   int recover_ms = 0;
   std::string checkpoint;
@@ -64,10 +68,17 @@ class Stage {
   std::optional<WireError> decode(const Frame& in, Frame& out);
   std::string who_up() const { return engine_->first() ? "the driver" : "the previous stage"; }
   std::string who_down() const { return "the next stage at " + net::to_string(*o_.next); }
+  bool direct() const { return o_.direct || o_.answers.has_value(); }
+  // Where this stage's replies (and its error, on failure) go: the driver's
+  // answer link on the last stage of a direct chain, else the previous hop.
+  net::Socket& reply_link() { return o_.answers ? answers_ : up_; }
+  // Sends a frame to the next stage without waiting for a reply, and counts it.
+  std::optional<WireError> forward(const Frame& out);
 
   StageOptions o_;
   std::unique_ptr<Engine> engine_;
   net::Socket listener_, up_, down_;
+  net::Socket answers_listener_, answers_;
   Stats stats_;
   Replay replay_;
   // With --recover-ms, the parts of the current step sent to the next stage:
@@ -81,10 +92,10 @@ class Stage {
 int Stage::fail(const WireError& e) {
   const std::string prefix = "stage " + engine_->range_text() + ": ";
   const std::string line = e.message.rfind(prefix, 0) == 0 ? e.message : prefix + e.message;
-  if (up_.valid()) {
-    // Best effort: the peer upstream learns why, then sees the disconnect.
-    net::write_frame(up_, error_frame(0, line), 1000);
-  }
+  // Best effort: whoever waits for this stage's reply learns why, then sees
+  // the disconnect; in a direct chain that is down the chain, to the driver.
+  net::Socket& to = o_.direct ? down_ : reply_link();
+  if (to.valid()) net::write_frame(to, error_frame(0, line), 1000);
   std::cerr << "worker: " << line << "\n";
   return e.code;
 }
@@ -135,13 +146,18 @@ std::optional<WireError> Stage::exchange(const Frame& out, Frame& reply, std::si
   }
 }
 
-std::optional<WireError> Stage::send_part(const Frame& part) {
+std::optional<WireError> Stage::forward(const Frame& out) {
   std::size_t sent = 0;
-  std::optional<WireError> e = net::write_frame(down_, part, o_.timeout_ms, &sent);
+  std::optional<WireError> e = net::write_frame(down_, out, o_.timeout_ms, &sent);
   if (!e) {
     stats_.bytes_to_next += static_cast<std::int64_t>(sent);
     stats_.frames_to_next += 1;
   }
+  return e;
+}
+
+std::optional<WireError> Stage::send_part(const Frame& part) {
+  std::optional<WireError> e = forward(part);
   if (o_.recover_ms > 0) parts_sent_.push_back(part);
   if (!e || e->code != kExitPeer) return e;
   // A next stage that went away is reconnected to in exchange(), which
@@ -185,6 +201,11 @@ int Stage::serve() {
   listener_ = net::listen_on(o_.listen, e);
   if (!listener_.valid()) return fail(e);
   std::cout << "listening " << o_.listen.host << ":" << net::local_port(listener_) << std::endl;
+  if (o_.answers) {
+    answers_listener_ = net::listen_on(*o_.answers, e);
+    if (!answers_listener_.valid()) return fail(e);
+    std::cout << "answers " << o_.answers->host << ":" << net::local_port(answers_listener_) << std::endl;
+  }
   if (o_.next) {
     down_ = net::connect_to(*o_.next, o_.timeout_ms, e);
     if (!down_.valid()) return fail(e);
@@ -193,6 +214,12 @@ int Stage::serve() {
   up_ = net::accept_one(listener_, o_.timeout_ms, e);
   if (!up_.valid()) return fail(e);
   if (auto bad = secure(up_, true, who_up())) return fail(*bad);
+  if (o_.answers) {
+    answers_ = net::accept_one(answers_listener_, o_.timeout_ms, e);
+    if (!answers_.valid()) return fail(e);
+    if (auto bad = secure(answers_, true, "the driver's answer link")) return fail(*bad);
+    answers_listener_.close();
+  }
   // One peer at a time: without --recover-ms nobody else is ever accepted, so
   // the port closes and a second connection is refused at once; with it, a
   // successor waits in the listener's backlog of 1 until the peer goes away.
@@ -214,14 +241,19 @@ int Stage::serve() {
     const Frame& in = *r.frame;
     if (in.kind == FrameKind::kEnd) {
       Frame ack = end_frame(in.seq_id);
-      if (o_.next) {
+      if (o_.direct) {
+        // The last stage acknowledges to the driver; this one is done once it is sent on.
+        if (auto err = net::write_frame(down_, in, o_.timeout_ms)) return fail(*err);
+      } else if (o_.next) {
         if (auto err = exchange(in, ack)) return fail(*err);
         if (ack.kind != FrameKind::kEnd) {
           return fail(WireError{kExitFrame, who_down() + " answered end with a " +
                                                 std::string(kind_name(ack.kind)) + " frame"});
         }
       }
-      if (auto err = net::write_frame(up_, ack, o_.timeout_ms)) return fail(*err);
+      if (!o_.direct) {
+        if (auto err = net::write_frame(reply_link(), ack, o_.timeout_ms)) return fail(*err);
+      }
       json::Object stats{{"stage", engine_->range_text()},
                          {"requests", stats_.requests},
                          {"tokens", stats_.tokens},
@@ -236,10 +268,24 @@ int Stage::serve() {
       return 0;
     }
     if (in.kind == FrameKind::kError) {
+      if (direct()) {
+        // In a direct chain an earlier stage's failure comes down the chain: passed on as it is.
+        net::Socket& to = o_.direct ? down_ : answers_;
+        if (to.valid()) net::write_frame(to, in, 1000);
+        std::cerr << "worker: stage " << engine_->range_text() << ": an earlier stage reported: " << in.text << "\n";
+        return kExitRemote;
+      }
       return fail(WireError{kExitFrame, who_up() + " sent an error frame: " + in.text});
     }
     if (in.kind == FrameKind::kStatePart) {
       if (auto err = take_part(in)) return fail(*err);
+      continue;
+    }
+    if (o_.direct) {
+      Frame out;
+      if (auto err = decode(in, out)) return fail(*err);
+      stats_.requests += 1;
+      if (auto err = forward(out)) return fail(*err);
       continue;
     }
     const std::uint64_t hash = frame_hash(in);
@@ -284,7 +330,7 @@ int Stage::serve() {
         }
       }
     }
-    if (auto err = net::write_frame(up_, reply, o_.timeout_ms)) return fail(*err);
+    if (auto err = net::write_frame(reply_link(), reply, o_.timeout_ms)) return fail(*err);
   }
 }
 
@@ -313,11 +359,13 @@ int stage_main(const std::vector<std::string>& args) {
       o.engine.layer_start = r->first;
       o.engine.layer_end = r->second;
       have_layers = true;
-    } else if (flag == "--listen" || flag == "--next") {
+    } else if (flag == "--listen" || flag == "--next" || flag == "--answers") {
       if (!a.value(flag, text)) return usage(a.error);
       auto ep = net::parse_endpoint(text, a.error);
       if (!ep) return usage(flag + ": " + a.error);
-      (flag == "--listen" ? o.listen : o.next.emplace()) = *ep;
+      (flag == "--listen" ? o.listen : flag == "--next" ? o.next.emplace() : o.answers.emplace()) = *ep;
+    } else if (flag == "--direct") {
+      o.direct = true;
     } else if (flag == "--threads") {
       if (!a.integer(flag, 1, 256, n)) return usage(a.error);
       o.engine.threads = static_cast<int>(n);
@@ -350,8 +398,17 @@ int stage_main(const std::vector<std::string>& args) {
     }
   }
   if (!have_model || !have_layers) return usage("--stage needs --model FILE and --layers START:END");
+  if (o.direct && !o.next) {
+    return usage("--direct is for a stage with --next; the last stage of a direct chain takes --answers HOST:PORT");
+  }
+  if (o.answers && o.next) return usage("--answers is the last stage's (no --next); the others take --direct");
+  if ((o.direct || o.answers) && (o.recover_ms > 0 || !o.checkpoint.empty() || !o.resume.empty())) {
+    return usage("a direct chain (--direct, --answers) keeps no reply to replay: "
+                 "--recover-ms, --checkpoint and --resume need replies relayed");
+  }
   std::vector<std::pair<std::string, net::Endpoint>> links = {{"--listen", o.listen}};
   if (o.next) links.emplace_back("--next", *o.next);
+  if (o.answers) links.emplace_back("--answers", *o.answers);
   if (std::string why = link_security(key_file, insecure_plain, links, o.key); !why.empty()) {
     std::cerr << "worker: stage: " << why << "\n";
     return 2;
