@@ -275,8 +275,11 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     text = _render(cli, project, up.path, tmp_path / "out2")["0001-tiny-add-tiny_cube.md"]
     actions = text.split("## Next actions")[1].split("## Facts")[0]
     assert "no evidence record runs llama-perplexity" not in actions
-    assert f"`evidence/cube/cube-ppl.json`, rerun: `sh {scripts}/ppl.sh {tmp_path} tiny.gguf`" \
-        in actions
+    # one entry for the ask: each record once, with the tools it runs when not all of them
+    assert "(use ...: `llama-perplexity`, `llama-bench`\n" in actions
+    assert ("`evidence/cube/cube-ppl.json` (`llama-perplexity` only), rerun: "
+            f"`sh {scripts}/ppl.sh {tmp_path} tiny.gguf`") in actions
+    assert "`evidence/cube/cube-llama-bench.json` (`llama-bench` only)" in actions
 
 
 def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:
@@ -388,8 +391,8 @@ def test_a_patch_of_many_different_files_lists_ten_and_points_to_the_guide(cli,
 def test_totals_of_other_stacks_fold_once_the_patch_has_its_own() -> None:
     """Issue 26: the first screen leads with what holds for the patch as it is. Once a
     record of this patch states totals, lines that only other stacks' records state become
-    one line (their records stay under Evidence records); with no current totals, every
-    line stays."""
+    one line (their records stay under Evidence records), as do other stacks' records of a
+    line the patch's own record states; with no current totals, every line stays."""
     from patchctl.outreach import facts, firstscreen
 
     def run(file: str, current: bool, totals: list[str]) -> facts.EvidenceRun:
@@ -404,10 +407,13 @@ def test_totals_of_other_stacks_fold_once_the_patch_has_its_own() -> None:
     bare_vk = run("evidence/x/bare-vulkan.json", True, [])
     bare_vk.backend = "vulkan"  # records without totals share one line, whatever the backend
     now = run("evidence/hooks/now.json", True, ["x: 3 ok, 0 failed"])
-    lines = firstscreen.results([*old, bare, bare_vk, now])
+    # an older record of the same totals is folded too: the line names the current one
+    same = run("evidence/x/old-same.json", False, ["x: 3 ok, 0 failed"])
+    lines = firstscreen.results([*old, same, bare, bare_vk, now])
     assert [(r.text, r.records) for r in lines] == [
         ("x: 3 ok, 0 failed", ["evidence/hooks/now.json"]),
-        (firstscreen.OTHER_STACKS, ["evidence/x/old-a.json", "evidence/x/old-b.json"]),
+        (firstscreen.OTHER_STACKS, ["evidence/x/old-a.json", "evidence/x/old-b.json",
+                                    "evidence/x/old-same.json"]),
         (firstscreen.NO_TOTALS, ["evidence/x/bare.json", "evidence/x/bare-vulkan.json"])]
     assert [r.text for r in firstscreen.results([*old, bare])] == [
         "x: 1 ok, 0 failed", "x: 2 ok, 0 failed", firstscreen.NO_TOTALS]

@@ -40,7 +40,8 @@ def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
     stating the same line on the same backend share it, and the records without any totals
     share one line. Once a record of the patch as it is states totals, the lines only
     records of other stacks state are folded into one (OTHER_STACKS: their records, listed
-    under Evidence records)."""
+    under Evidence records), and so are the other stacks' records of a line that a record
+    of the patch as it is states too."""
     out: dict[tuple[str, str | None], ResultLine] = {}
     for e in evidence:
         lines = [f"reproduce: {e.outcome}"] if e.outcome else \
@@ -62,10 +63,15 @@ def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
     older = [r for r in totals if len(r.other_stack) == len(r.records)]
     if len(older) == len(totals):
         return totals + rest
-    files = sorted({f for r in older for f in r.records})
-    folded = [ResultLine(OTHER_STACKS, None, files, files,
-                         sorted({f for r in older for f in r.not_as_expected}))] if older else []
-    return [r for r in totals if r not in older] + folded + rest
+    current = [r for r in totals if r not in older]
+    files = sorted({f for r in totals for f in r.other_stack})
+    wrong = sorted({f for r in totals for f in r.not_as_expected if f in r.other_stack})
+    for r in current:
+        r.records = [f for f in r.records if f not in r.other_stack]
+        r.not_as_expected = [f for f in r.not_as_expected if f not in r.other_stack]
+        r.other_stack = []
+    folded = [ResultLine(OTHER_STACKS, None, files, files, wrong)] if files else []
+    return current + folded + rest
 
 
 # -- where to post first --------------------------------------------------------------------
@@ -225,6 +231,8 @@ class Gap:
     records: list[str] = field(default_factory=list)  # those records, or of other stacks
     reruns: list[list[str]] = field(default_factory=list)  # their commands, as recorded
     tools: list[str] = field(default_factory=list)  # what the covering records run
+    # per record, the asked tools it runs, where that is not all of them
+    partial: list[list[str]] = field(default_factory=list)
 
 
 _TOOLS = re.compile(r"\bci/|llama-[\w-]+|test-[\w-]+|\bperplexity\b|\bbench\b", re.I)
@@ -317,20 +325,17 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
             tools = [t for t in named if not any(t != u and t in u for u in named)]
             where = f"{c.file}:{c.line}"
             missing, older = [], []
+            covering: list[tuple[str, list[facts.EvidenceRun]]] = []
             for t in tools:
                 ran = [e for e in evidence if runs(e.command, t, root, e.cwd)]
                 now = [e for e in ran if e.current]
-                files = [e.file for e in now]
-                if now and out and out[-1].covered and out[-1].source == where and \
-                        out[-1].records == files:
-                    out[-1].tools.append(t)  # the same records run both: one entry
-                    out[-1].status += f", {t}"
-                elif now:
-                    out.append(Gap(c.text, where, f"run by a record of this patch: {t}", True,
-                                   files, [e.command for e in now], [t]))
+                if now:
+                    covering.append((t, now))
                 else:
                     missing.append(t)
                     older += [e.file for e in ran if e.file not in older]
+            if covering:
+                out.append(_covered(c.text, where, covering))
             if missing:
                 status = "no evidence record runs " + ", ".join(missing) if not older else \
                     "no record of this patch as it is runs " + ", ".join(missing) + \
@@ -342,6 +347,24 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
                 out.append(Gap(item.rstrip(": "), f"{template_path}:{s.line} ({s.heading})",
                                "the patch records no Assisted-by trailer: yours to state"))
     return out
+
+
+def _covered(ask: str, where: str,
+             covering: Sequence[tuple[str, Sequence[facts.EvidenceRun]]]) -> Gap:
+    """One entry for an ask's covered tools: every record that runs one of them, once,
+    with the tools it runs when it does not run them all."""
+    tools = [t for t, _ in covering]
+    runs_of: dict[str, list[str]] = {}
+    records: list[facts.EvidenceRun] = []
+    for t, now in covering:
+        for e in now:
+            if e.file not in runs_of:
+                runs_of[e.file] = []
+                records.append(e)
+            runs_of[e.file].append(t)
+    return Gap(ask, where, "run by a record of this patch: " + ", ".join(tools), True,
+               [e.file for e in records], [e.command for e in records], tools,
+               [[] if len(runs_of[e.file]) == len(tools) else runs_of[e.file] for e in records])
 
 
 # -- the guide: one entry for the same change in many files ---------------------------------
