@@ -24,6 +24,10 @@ from typing import Any
 def main() -> None:
     target = int(sys.argv[1])
     sig = getattr(signal, os.environ.get("KILLER_SIGNAL", "SIGKILL"))
+    if sig == signal.SIGINT:
+        # Ctrl-C reaches a foreground process, whose Python turns it into KeyboardInterrupt;
+        # a test run started in the background (`... &` in a script) passes SIGINT on ignored.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     count = 0
 
     def hook(fn: Callable[..., Any]) -> Callable[..., Any]:

@@ -980,9 +980,12 @@ def test_verify_removes_its_temp_folder_when_interrupted(tmp_path: Path) -> None
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp), "PYTHONPATH": str(REPO)}
+    # As Ctrl-C reaches a foreground process: SIGINT not ignored, even where this run was
+    # started in the background (which passes it on ignored).
     proc = subprocess.Popen([sys.executable, "-m", "patchctl", "release", "verify",
                              str(archive)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         deadline = time.monotonic() + 30
         while not started.exists() and time.monotonic() < deadline:
