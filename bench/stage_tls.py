@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BenchError, loadavg, machine_facts
+from _common import BenchError, loadavg, machine_facts, run
 from pipeline_vs_rpc import SPLITS, Tools, write_model
 
 CONFIGS = [(tls, direct) for direct in (False, True) for tls in (False, True)]
@@ -47,10 +47,7 @@ def drive(worker: Path, model: Path, a: argparse.Namespace, key: Path | None,
             "--ctx", str(max(256, a.prompt + a.steps)), "--reply", "digest", "--json"]
     argv += ["--key", str(key)] if key is not None else []
     argv += ["--direct"] if direct else []
-    proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
-    if proc.returncode != 0:
-        raise BenchError(f"`{' '.join(argv)}` exited {proc.returncode}: {proc.stderr.strip()}")
-    result: dict = json.loads(proc.stdout)
+    result: dict = json.loads(run(argv, env=dict(os.environ)))
     return result
 
 

@@ -43,6 +43,9 @@
 //   direct-error                           a direct chain whose first stage refuses a
 //                                          token: the error comes down the chain to the
 //                                          driver's answer link
+//   direct-no-driver                       the last stage of a direct chain whose previous
+//                                          stage connects but nobody takes the answers:
+//                                          cut at --timeout-ms
 
 #include <fcntl.h>
 #include <poll.h>
@@ -433,6 +436,15 @@ int direct_connect(const std::string& exe, const std::string& model) {
   return 0;
 }
 
+int direct_no_driver(const std::string& exe, const std::string& model) {
+  std::string last_ep, answers;
+  Child last = start_last(exe, model, "2:4", last_ep, answers);
+  if (last.pid < 0 || answers.empty()) return 1;
+  worker::net::Socket s = dial(last_ep);
+  report(last, "last stage");
+  return 0;
+}
+
 int direct_error(const std::string& exe, const std::string& model) {
   std::string last_ep, answers, head_ep;
   Child last = start_last(exe, model, "2:4", last_ep, answers);
@@ -584,6 +596,7 @@ int main(int argc, char** argv) {
   if (scenario == "slow") return slow_peer(exe, model);
   if (scenario == "direct-connect") return direct_connect(exe, model);
   if (scenario == "direct-error") return direct_error(exe, model);
+  if (scenario == "direct-no-driver") return direct_no_driver(exe, model);
   if (scenario == "second-peer") return second_peer(exe, model);
   if (scenario == "nan" || scenario == "inf" || scenario == "positions" || scenario == "past-ctx" ||
       scenario == "vocab") {

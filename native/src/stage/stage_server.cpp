@@ -72,6 +72,9 @@ class Stage {
   // Where this stage's replies (and its error, on failure) go: the driver's
   // answer link on the last stage of a direct chain, else the previous hop.
   net::Socket& reply_link() { return o_.answers ? answers_ : up_; }
+  // Where a failure is reported: whoever waits for this stage's reply, which
+  // in a direct chain is down the chain, towards the driver.
+  net::Socket& error_link() { return o_.direct ? down_ : reply_link(); }
   // Sends a frame to the next stage without waiting for a reply, and counts it.
   std::optional<WireError> forward(const Frame& out);
 
@@ -92,10 +95,8 @@ class Stage {
 int Stage::fail(const WireError& e) {
   const std::string prefix = "stage " + engine_->range_text() + ": ";
   const std::string line = e.message.rfind(prefix, 0) == 0 ? e.message : prefix + e.message;
-  // Best effort: whoever waits for this stage's reply learns why, then sees
-  // the disconnect; in a direct chain that is down the chain, to the driver.
-  net::Socket& to = o_.direct ? down_ : reply_link();
-  if (to.valid()) net::write_frame(to, error_frame(0, line), 1000);
+  // Best effort: the peer learns why, then sees the disconnect.
+  if (error_link().valid()) net::write_frame(error_link(), error_frame(0, line), 1000);
   std::cerr << "worker: " << line << "\n";
   return e.code;
 }
@@ -270,8 +271,7 @@ int Stage::serve() {
     if (in.kind == FrameKind::kError) {
       if (direct()) {
         // In a direct chain an earlier stage's failure comes down the chain: passed on as it is.
-        net::Socket& to = o_.direct ? down_ : answers_;
-        if (to.valid()) net::write_frame(to, in, 1000);
+        if (error_link().valid()) net::write_frame(error_link(), in, 1000);
         std::cerr << "worker: stage " << engine_->range_text() << ": an earlier stage reported: " << in.text << "\n";
         return kExitRemote;
       }
