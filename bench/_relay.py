@@ -31,6 +31,9 @@ class Counter:
     # bytes move anywhere else through the relays first (their one event loop orders them).
     # Over a link each pays half a round trip of latency, however many reads it took, and
     # a reply on another connection (a chain's last stage answering its driver) counts.
+    # Bytes a process sends on several connections at once (relays given the same
+    # `owner`: a ring's last stage feeding its first and answering its driver) leave
+    # together, one trip: they cross the links side by side, not one after the other.
     trips: int = 0
 
     @property
@@ -91,11 +94,12 @@ class Relays:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.servers: list[asyncio.base_events.Server] = []
-        self._last_flow: tuple[int, bool] | None = None  # (connection, upward) last moved
+        # what moved last: (connection, upward), or (owner, False) for a process's replies
+        self._last_flow: tuple[object, bool] | None = None
         self._connections = 0
 
     async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter, counter: Counter,
-                    flow: tuple[int, bool]) -> None:
+                    flow: tuple[object, bool]) -> None:
         loop = asyncio.get_running_loop()
         link = self.link
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
@@ -136,7 +140,9 @@ class Relays:
                     await sender
             w.close()
 
-    def add(self, port: int) -> tuple[int, Counter]:
+    def add(self, port: int, owner: str | None = None) -> tuple[int, Counter]:
+        """A relay to the process listening on `port`; the relays of one `owner` (a
+        process with several listeners) count what it sends on all of them as one flow."""
         counter = Counter()
 
         async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
@@ -153,7 +159,8 @@ class Relays:
             conn = self._connections
             try:
                 await asyncio.gather(self._pipe(cr, uw, counter, (conn, True)),
-                                     self._pipe(ur, cw, counter, (conn, False)))
+                                     self._pipe(ur, cw, counter,
+                                                (conn if owner is None else owner, False)))
             except asyncio.CancelledError:
                 # close(): ending normally, since Python 3.11's stream callback
                 # reports a cancelled connection task as an error.

@@ -11,10 +11,13 @@ same seed), kept in --model-dir outside the repository. For 1, 2 and 3
 processes it measures:
 
   ours: `worker --stage` processes on loopback (one per layer range), driven by
-        `worker --drive --connect` as a direct chain: each stage forwards its state
-        and the last answers the driver on its own link (`--direct`, `--answers`);
-        with --relayed also as a chain whose stages relay each reply back up;
-        1 process is `worker --drive --local`;
+        `worker --drive --connect ... --ring` as a ring: each stage forwards its
+        state, the last answers the driver on its own link (`--direct`, `--answers`)
+        and feeds each greedy token straight back to the first stage (`--ring`), so
+        the driver sends the prompt and only reads; with --direct also as a direct
+        chain without the ring (the driver sends each step), with --relayed also as
+        a chain whose stages relay each reply back up; 1 process is
+        `worker --drive --local`;
   rpc:  `ggml-rpc-server` processes on loopback driven by upstream's own
         `llama-bench -ngl 99 --rpc A,B,... -ts ...`, the tensor split chosen so
         that each server holds exactly the same layers as our stage (the output
@@ -211,12 +214,21 @@ def write_model(tools: Tools, model_dir: Path, kind: str) -> tuple[Path, str]:
 # -- ours -----------------------------------------------------------------------------------
 
 
+CHAINS = {  # our chain's designs: the row's name, and what the stages run with
+    "ring": "ours",                     # --direct, --answers, and --ring
+    "direct": "ours, direct answers",   # --direct and --answers
+    "relayed": "ours, relayed replies",  # every stage relays the reply back up
+}
+
+
 def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relays: Relays,
                *, reply: str | None = None, check_local: bool = False,
-               direct: bool = True) -> dict:
+               chain: str = "ring") -> dict:
     """One sequence through our stages (n >= 2, behind relays) or in-process (n == 1).
-    Direct: the last stage answers the driver on its own link (--direct, --answers);
-    else every stage relays the reply back up the chain."""
+    ring: the last stage answers the driver on its own link (--direct, --answers) and
+    feeds each greedy token straight back to the first stage (--ring); direct: the
+    driver sends every step; relayed: every stage relays the reply back up the chain."""
+    direct = chain in ("ring", "direct")
     reply = reply or tools.reply
     common = ["--threads", str(tools.threads), "--ctx", str(max(256, prompt + steps)),
               "--batch", str(tools.batch), "--reply", reply, "--timeout-ms", "600000"]
@@ -224,6 +236,8 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
              "--steps", str(steps), "--json", *common]
     if check_local:
         drive.append("--check-local")
+    if chain == "ring" and n > 1:
+        drive.append("--ring")
     counters: list[Counter] = []
     procs: list[subprocess.Popen] = []
     try:
@@ -231,6 +245,7 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
             drive.append("--local")
         else:
             nxt: int | None = None
+            ring: int | None = None  # the relay to the last stage's --ring listener
             for a, b in reversed(SPLITS[n]):
                 argv = [str(tools.worker), "--stage", "--model", str(model), "--layers",
                         f"{a}:{b}", "--listen", "127.0.0.1:0", *common]
@@ -238,6 +253,8 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
                     argv += ["--next", f"127.0.0.1:{nxt}"]
                 if direct:
                     argv += ["--direct"] if nxt is not None else ["--answers", "127.0.0.1:0"]
+                if chain == "ring" and (nxt is None or a == 0):
+                    argv += ["--ring", "127.0.0.1:0" if nxt is None else f"127.0.0.1:{ring}"]
                 p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True)
                 procs.append(p)
@@ -250,11 +267,18 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
                     if not answers.startswith("answers "):
                         raise BenchError(f"stage {a}:{b} did not say where it answers: "
                                          f"{answers!r}")
-                    port, counter = relays.add(int(answers.split(":")[-1]))
+                    port, counter = relays.add(int(answers.split(":")[-1]), owner=f"{a}:{b}")
                     drive += ["--answers", f"127.0.0.1:{port}"]
                     counters.append(counter)
+                    if chain == "ring":
+                        joins = p.stdout.readline() if p.stdout else ""
+                        if not joins.startswith("ring "):
+                            raise BenchError(f"stage {a}:{b} did not say where its ring is: "
+                                             f"{joins!r}")
+                        ring, counter = relays.add(int(joins.split(":")[-1]), owner=f"{a}:{b}")
+                        counters.append(counter)
                 port = int(line.split(":")[-1])
-                nxt, counter = relays.add(port)
+                nxt, counter = relays.add(port, owner=f"{a}:{b}")
                 counters.append(counter)
             drive += ["--connect", f"127.0.0.1:{nxt}"]
         proc = subprocess.run(drive, capture_output=True, text=True, timeout=1800, check=False)
@@ -272,9 +296,9 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
 
 
 def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relays: Relays,
-                 reference: dict | None, *, direct: bool = True) -> dict:
-    design = "ours" if direct or n == 1 else "ours, relayed replies"
-    runs = [drive_ours(tools, model, n, a.prompt, a.steps, relays, direct=direct)
+                 reference: dict | None, *, chain: str = "ring") -> dict:
+    design = "ours" if n == 1 else CHAINS[chain]
+    runs = [drive_ours(tools, model, n, a.prompt, a.steps, relays, chain=chain)
             for _ in range(a.reps)]
     for timed in runs:
         if reference is not None and timed["logits_fnv1a64"] != reference["logits_fnv1a64"]:
@@ -290,9 +314,9 @@ def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relay
            "identical_to_local": reference is None or
            timed["logits_fnv1a64"] == reference["logits_fnv1a64"]}
     if n >= 2:
-        short = drive_ours(tools, model, n, 1, a.short_steps, relays, direct=direct)
+        short = drive_ours(tools, model, n, 1, a.short_steps, relays, chain=chain)
         long = drive_ours(tools, model, n, 1, a.short_steps + a.bytes_steps, relays,
-                          direct=direct)
+                          chain=chain)
         per = (long["wire_bytes"] - short["wire_bytes"]) / a.bytes_steps
         row["wire_bytes_per_gen_token"] = per
         row["round_trips_per_gen_token"] = (long["round_trips"] - short["round_trips"]) \
@@ -301,7 +325,7 @@ def measure_ours(tools: Tools, model: Path, n: int, a: argparse.Namespace, relay
         # `end` handshake (a 48-byte frame each way per hop) at the close.
         row["load_wire_bytes"] = short["wire_bytes"] - per * (1 + a.short_steps)
         full = drive_ours(tools, model, n, 8, 4, relays, reply="all", check_local=True,
-                          direct=direct)
+                          chain=chain)
         row["full_logits_identical"] = full["identical_to_local"]
         if full["identical_to_local"] is not True:
             raise BenchError(f"{design}@{n}: full logits differ from the full model")
@@ -518,6 +542,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--relayed", action="store_true",
                     help="also measure our chain with every stage relaying the reply back up "
                          "(without --direct): what the last stage answering the driver saves")
+    ap.add_argument("--direct", action="store_true",
+                    help="also measure our chain as a direct chain without the ring (the "
+                         "driver sends every step): what feeding the tokens back saves")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
@@ -559,13 +586,16 @@ def main(argv: list[str] | None = None) -> int:
                             continue  # crosses no link: measured with the first profile
                         if n == 1 and reference is None:
                             reference = drive_ours(tools, model, 1, a.prompt, a.steps, relays)
-                        designs = ["ours", "rpc"] + (["relayed"] if n > 1 and a.relayed else [])
+                        designs = ["ring", "rpc"]
+                        if n > 1:
+                            designs += (["direct"] if a.direct else []) + \
+                                (["relayed"] if a.relayed else [])
                         for design in designs:
                             log(f"{at} round {k + 1}: {design}@{n}")
                             done.append(measure_rpc(tools, model, n, a, relays)
                                         if design == "rpc" else
                                         measure_ours(tools, model, n, a, relays, reference,
-                                                     direct=design == "ours"))
+                                                     chain=design))
                             log(f"  {done[-1]['gen_tps']:.2f} gen t/s, "
                                 f"{done[-1]['round_trips_per_gen_token']:.1f} round trips "
                                 f"per generated token")

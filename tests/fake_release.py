@@ -36,7 +36,7 @@ def identity() -> dict[str, Any]:
     """What a release worker of this host's cpu lane says to ``--version --json``."""
     fingerprint = "f" * 64
     return {
-        "protocol_version": 3, "engine_version": "0.1.0",
+        "protocol_version": 4, "engine_version": "0.1.0",
         "stack": {"algorithm": "pcfp2", "name": "tiny", "pin": "a" * 40,
                   "fingerprint": fingerprint, "short": fingerprint[:16],
                   "patches": [{"file": PATCH, "strip": 1, "digest": "d" * 64}]},
@@ -70,7 +70,7 @@ def make_package(root: Path, marker: Path, **script: Any) -> Path:
     (root / LICENSE).write_text(MIT)
     write_json(root / layout.MANIFEST, manifest(root.name))
     write_json(root / layout.RECIPE, {
-        "schema": layout.RECIPE_SCHEMA, "protocol_version": 3, "pin": ident["stack"]["pin"],
+        "schema": layout.RECIPE_SCHEMA, "protocol_version": 4, "pin": ident["stack"]["pin"],
         "stack_fingerprint": ident["stack"]["fingerprint"], "lane": "cpu", "artifacts": []})
     (root / layout.BUILDINFO).write_text("# BUILDINFO for a fake package\n")
     write_json(root / layout.SBOM, document(SbomInputs(

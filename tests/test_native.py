@@ -212,7 +212,7 @@ def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
         "short": FINGERPRINT[:16],
         "patches": [{"file": f, "strip": s, "digest": d} for f, s, d in PATCHES],
     }
-    assert identity["protocol_version"] == 3
+    assert identity["protocol_version"] == 4
     assert identity["engine_version"] == "0.1.0"
     assert identity["build_type"] == "Release"
     assert identity["compiler"]["id"] and identity["compiler"]["version"]
@@ -232,7 +232,7 @@ def test_identity_json_matches_the_lock(cpu_lane: Lane) -> None:
 @pytest.mark.slow
 def test_version_text_names_the_fingerprint(cpu_lane: Lane) -> None:
     text = run([cpu_lane.build / "bin" / "worker", "--version"]).stdout
-    assert text.startswith("worker 0.1.0 (protocol 3)\n")
+    assert text.startswith("worker 0.1.0 (protocol 4)\n")
     assert f"stack: {FINGERPRINT[:16]} (pcfp2 {FINGERPRINT}), 2 patches" in text
     assert "upstream build: none (standalone CPU lane)" in text
 
@@ -311,11 +311,11 @@ def test_compute_smoke_constants_match_an_independent_reference() -> None:
         z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
         z ^= z >> 31
         values.append(((z >> 40) - (1 << 23)) / 8388608.0)
-    # Protocol 3: a boundary-state frame (kind 2, float32) of sequence 0, step 0,
-    # next token -1, whose payload is the positions 0..n_tokens-1, then the values.
+    # Protocol 4: a boundary-state frame (kind 2, float32) of sequence 0, step 0,
+    # ring steps -1, whose payload is the positions 0..n_tokens-1, then the values.
     payload = b"".join(struct.pack("<i", i) for i in range(n_tokens))
     payload += b"".join(struct.pack("<f", v) for v in values)
-    header = b"WKHS" + struct.pack("<HHHHIIIIiQ", 3, 1, 2, 0, n_tokens, n_embd, 0, 0, -1,
+    header = b"WKHS" + struct.pack("<HHHHIIIIiQ", 4, 1, 2, 0, n_tokens, n_embd, 0, 0, -1,
                                    len(payload))
     assert fnv1a64(payload, fnv1a64(header)) == constant("kExpectedFrameChecksum")
 

@@ -212,7 +212,7 @@ def test_manifest_recipe_and_buildinfo_describe_the_build(release: Release,
                                           "spdx": "MIT"}
     assert man["source"]["commit"] == git(release.checkout, "rev-parse", "HEAD").strip()
     recipe = json.loads((unpacked / "recipe.json").read_text())
-    assert recipe == {"schema": "worker.recipe/1", "protocol_version": 3,
+    assert recipe == {"schema": "worker.recipe/1", "protocol_version": 4,
                       "pin": man["stack"]["pin"], "stack_fingerprint": man["stack"]["fingerprint"],
                       "lane": "cpu", "artifacts": []}
     info = (unpacked / "BUILDINFO").read_text()

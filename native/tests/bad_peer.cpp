@@ -46,6 +46,13 @@
 //   direct-no-driver                       the last stage of a direct chain whose previous
 //                                          stage connects but nobody takes the answers:
 //                                          cut at --timeout-ms
+//   ring-connect                           a ring started by hand (--ring on the first and
+//                                          last stage) driven with --connect --answers
+//                                          --ring: bit-identical, each token fed back once
+//   ring-out-of-order                      a first stage whose ring link sends a token for
+//                                          another step: refused, the error down the chain
+//   ring-missing                           a direct chain without --ring asked for steps
+//                                          fed back: refused, the error down the chain
 
 #include <fcntl.h>
 #include <poll.h>
@@ -93,18 +100,30 @@ Child start_stage(const std::string& exe, const std::string& model, const std::s
   return c;
 }
 
-// The last stage of a direct chain: also reads the `answers HOST:PORT` line.
+// The last stage of a direct chain: also reads the `answers HOST:PORT` line
+// and, given ring, runs with --ring and reads the `ring HOST:PORT` line.
 Child start_last(const std::string& exe, const std::string& model, const std::string& layers,
-                 std::string& endpoint, std::string& answers) {
-  Child c = start_stage(exe, model, layers, {"--answers", "127.0.0.1:0", "--timeout-ms", "5000", "--batch", "16"},
-                        endpoint);
+                 std::string& endpoint, std::string& answers, std::string* ring = nullptr) {
+  std::vector<std::string> extra = {"--answers", "127.0.0.1:0", "--timeout-ms", "5000", "--batch", "16"};
+  if (ring != nullptr) extra.insert(extra.end(), {"--ring", "127.0.0.1:0"});
+  Child c = start_stage(exe, model, layers, extra, endpoint);
   std::string line, error;
   if (c.pid >= 0 && worker::read_line(c.stdout_fd, kWait, line, error) && line.rfind("answers ", 0) == 0) {
     answers = line.substr(std::string("answers ").size());
   } else {
     std::printf("stage %s did not say where it answers: %s%s\n", layers.c_str(), line.c_str(), error.c_str());
   }
+  if (ring != nullptr && c.pid >= 0 && worker::read_line(c.stdout_fd, kWait, line, error) &&
+      line.rfind("ring ", 0) == 0) {
+    *ring = line.substr(std::string("ring ").size());
+  }
   return c;
+}
+
+// The number after "KEY": in a stage's statistics line, -1 when absent.
+long stat_of(const std::string& stats, const std::string& key) {
+  const std::size_t at = stats.find("\"" + key + "\":");
+  return at == std::string::npos ? -1L : std::strtol(stats.c_str() + at + key.size() + 3, nullptr, 10);
 }
 
 int report(Child& c, const char* who) {
@@ -436,6 +455,83 @@ int direct_connect(const std::string& exe, const std::string& model) {
   return 0;
 }
 
+int ring_connect(const std::string& exe, const std::string& model) {
+  std::string last_ep, answers, ring, mid_ep, head_ep;
+  Child last = start_last(exe, model, "3:4", last_ep, answers, &ring);
+  Child mid = start_stage(exe, model, "1:3", {"--direct", "--next", last_ep, "--batch", "16"}, mid_ep);
+  Child head = start_stage(exe, model, "0:1", {"--direct", "--next", mid_ep, "--ring", ring, "--batch", "16"},
+                           head_ep);
+  if (last.pid < 0 || mid.pid < 0 || head.pid < 0 || answers.empty() || ring.empty()) return 1;
+  std::string error;
+  Child d = worker::spawn_child({exe, "--drive", "--model", model, "--connect", head_ep, "--answers", answers,
+                                 "--ring", "--prompt", "40", "--batch", "16", "--steps", "5", "--check-local",
+                                 "--json"},
+                                true, error);
+  const std::string out = worker::read_all(d.stdout_fd, kWait);
+  const std::string err = worker::read_all(d.stderr_fd, kWait);
+  std::printf("driver exit %d%s\n", worker::wait_child(d, kWait), err.empty() ? "" : (": " + err).c_str());
+  std::printf("bit-identical: %s\n", out.find("\"identical_to_local\": true") != std::string::npos ? "yes" : "no");
+  std::printf("ring: %s\n", out.find("\"ring\": true") != std::string::npos ? "yes" : "no");
+  for (auto* c : {&head, &mid, &last}) {
+    // The first two send on 8 frames (a 40-token prompt in 3 parts and its
+    // state, 5 steps' states); the last feeds 5 tokens back, one per step.
+    const std::string stats = worker::read_all(c->stdout_fd, kWait);
+    std::printf("frames_to_next %ld, fed_back %ld, ", stat_of(stats, "frames_to_next"), stat_of(stats, "fed_back"));
+    report(*c, "stage");
+  }
+  return 0;
+}
+
+// The first stage [0, 2) of a ring whose next stage and last stage are this
+// program: the prompt asks for 3 steps; the ring then sends step 5's token.
+int ring_out_of_order(const std::string& exe, const std::string& model) {
+  worker::WireError e;
+  worker::net::Socket next_listener = worker::net::listen_on({"127.0.0.1", 0}, e);
+  worker::net::Socket ring_listener = worker::net::listen_on({"127.0.0.1", 0}, e);
+  const std::string next = "127.0.0.1:" + std::to_string(worker::net::local_port(next_listener));
+  const std::string ring = "127.0.0.1:" + std::to_string(worker::net::local_port(ring_listener));
+  std::string head_ep;
+  Child head = start_stage(exe, model, "0:2", {"--direct", "--next", next, "--ring", ring, "--timeout-ms", "5000"},
+                           head_ep);
+  if (head.pid < 0) return 1;
+  worker::net::Socket down = worker::net::accept_one(next_listener, kWait, e);
+  worker::net::Socket fed = worker::net::accept_one(ring_listener, kWait, e);
+  worker::net::Socket s = dial(head_ep);
+  worker::Frame prompt = worker::tokens_frame(0, 0, 0, {1, 2, 3});
+  prompt.ring_steps = 3;
+  worker::net::write_frame(s, prompt, kWait);
+  worker::net::FrameRead state = worker::net::read_frame(down, kWait, "the first stage");
+  std::printf("state: %s, ring steps %d\n", state.frame ? worker::kind_name(state.frame->kind) : state.error.message.c_str(),
+              state.frame ? state.frame->ring_steps : -2);
+  worker::Frame wrong = worker::tokens_frame(0, 5, 3, {7});
+  wrong.ring_steps = 2;
+  worker::net::write_frame(fed, wrong, kWait);
+  worker::net::FrameRead r = worker::net::read_frame(down, kWait, "the first stage");
+  std::printf("down the chain: %s%s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str(),
+              r.frame && r.frame->kind == worker::FrameKind::kError ? (" frame: " + r.frame->text).c_str() : "");
+  report(head, "first stage");
+  return 0;
+}
+
+// A direct chain without --ring, asked for 3 steps fed back.
+int ring_missing(const std::string& exe, const std::string& model) {
+  std::string last_ep, answers, head_ep;
+  Child last = start_last(exe, model, "2:4", last_ep, answers);
+  Child head = start_stage(exe, model, "0:2", {"--direct", "--next", last_ep, "--timeout-ms", "5000"}, head_ep);
+  if (last.pid < 0 || head.pid < 0 || answers.empty()) return 1;
+  worker::net::Socket s = dial(head_ep);
+  worker::net::Socket a = dial(answers);
+  worker::Frame prompt = worker::tokens_frame(0, 0, 0, {1, 2, 3});
+  prompt.ring_steps = 3;
+  worker::net::write_frame(s, prompt, kWait);
+  worker::net::FrameRead r = worker::net::read_frame(a, kWait, "the answer link");
+  std::printf("answer: %s%s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str(),
+              r.frame && r.frame->kind == worker::FrameKind::kError ? (" frame: " + r.frame->text).c_str() : "");
+  report(head, "first stage");
+  report(last, "last stage");
+  return 0;
+}
+
 int direct_no_driver(const std::string& exe, const std::string& model) {
   std::string last_ep, answers;
   Child last = start_last(exe, model, "2:4", last_ep, answers);
@@ -597,6 +693,9 @@ int main(int argc, char** argv) {
   if (scenario == "direct-connect") return direct_connect(exe, model);
   if (scenario == "direct-error") return direct_error(exe, model);
   if (scenario == "direct-no-driver") return direct_no_driver(exe, model);
+  if (scenario == "ring-connect") return ring_connect(exe, model);
+  if (scenario == "ring-out-of-order") return ring_out_of_order(exe, model);
+  if (scenario == "ring-missing") return ring_missing(exe, model);
   if (scenario == "second-peer") return second_peer(exe, model);
   if (scenario == "nan" || scenario == "inf" || scenario == "positions" || scenario == "past-ctx" ||
       scenario == "vocab") {

@@ -1,4 +1,4 @@
-// The wire frame (protocol 3) and its socket transport, model-free: every
+// The wire frame (protocol 4) and its socket transport, model-free: every
 // kind round-trips bit for bit; malformed, truncated, corrupt and wrong-width
 // frames, a silent peer and a peer that disconnects each give their own
 // error, never a hang or a crash.
@@ -43,7 +43,17 @@ void test_round_trips() {
   using worker::Frame;
   const std::vector<Frame> frames = {
       worker::tokens_frame(1, 0, 0, {5, 17, 0, 127}),
+      [] {
+        Frame f = worker::tokens_frame(1, 0, 0, {5, 17});
+        f.ring_steps = 63;  // a ring's prompt: 63 greedy steps fed back after it
+        return f;
+      }(),
       sample_state(),
+      [] {
+        Frame f = sample_state();
+        f.ring_steps = 0;
+        return f;
+      }(),
       worker::state_frame(worker::FrameKind::kStatePart, 7, 0, 0,
                           worker::make_test_hidden_state(3, 5, 43)),
       [] {
@@ -63,7 +73,8 @@ void test_round_trips() {
     if (!d.frame) continue;
     const Frame& g = *d.frame;
     check(g.kind == f.kind && g.seq_id == f.seq_id && g.step == f.step &&
-              g.next_token == f.next_token && g.n_tokens == f.n_tokens && g.n_embd == f.n_embd &&
+              g.next_token == f.next_token && g.ring_steps == f.ring_steps &&
+              g.n_tokens == f.n_tokens && g.n_embd == f.n_embd &&
               g.positions == f.positions && g.tokens == f.tokens && g.text == f.text,
           name + " round trip: fields differ");
     check(g.values.size() == f.values.size() &&
@@ -93,10 +104,13 @@ void test_rejections() {
   expect_error(w, "bad magic", "magic");
   w = good;
   w[4] = 1;
-  expect_error(w, "protocol 1 frame", "protocol version 1, expected 3");
+  expect_error(w, "protocol 1 frame", "protocol version 1, expected 4");
   w = good;
   w[4] = 2;
-  expect_error(w, "protocol 2 frame", "protocol version 2, expected 3");
+  expect_error(w, "protocol 2 frame", "protocol version 2, expected 4");
+  w = good;
+  w[4] = 3;
+  expect_error(w, "protocol 3 frame", "protocol version 3, expected 4");
   w = good;
   w[8] = 0;
   expect_error(w, "kind 0", "unknown frame kind");

@@ -18,7 +18,10 @@
 //                 in bytes for an error)
 //       20     4  sequence id
 //       24     4  step (0 for the prompt, then one per generated token)
-//       28     4  next token: the greedy choice of a logits frame, else -1
+//       28     4  a logits frame's next token (its greedy choice); a tokens
+//                 or state frame's ring steps (the greedy steps a ring still
+//                 generates after this one: the last stage feeds its choice
+//                 back to the first stage while they are > 0); else -1
 //       32     8  payload size in bytes
 //       40     8  checksum: FNV-1a 64 of bytes 0..39, then of the payload
 //       48     -  payload: n_tokens int32 positions, then n_tokens * n_embd
@@ -40,7 +43,8 @@ namespace worker {
 // `worker --version` reports it so peers can refuse a mismatch.
 // 1: hidden-state frames only. 2: kinds, positions, sequence id and step.
 // 3: state parts (a step's boundary state streamed as it is decoded).
-inline constexpr std::uint16_t kProtocolVersion = 3;
+// 4: ring steps (a chain that feeds its greedy tokens back to its first stage).
+inline constexpr std::uint16_t kProtocolVersion = 4;
 
 inline constexpr std::array<std::uint8_t, 4> kFrameMagic{'W', 'K', 'H', 'S'};
 inline constexpr std::size_t kFrameHeaderSize = 48;
@@ -73,7 +77,8 @@ struct Frame {
   FrameKind kind = FrameKind::kEnd;
   std::uint32_t seq_id = 0;
   std::uint32_t step = 0;
-  std::int32_t next_token = -1;
+  std::int32_t next_token = -1;  // logits
+  std::int32_t ring_steps = -1;  // tokens, state: greedy steps to generate after this one
   std::uint32_t n_tokens = 0;
   std::uint32_t n_embd = 0;
   std::vector<std::int32_t> positions;  // n_tokens
@@ -106,7 +111,7 @@ struct FrameHeader {
   std::uint32_t n_embd = 0;
   std::uint32_t seq_id = 0;
   std::uint32_t step = 0;
-  std::int32_t next_token = -1;
+  std::int32_t next_token = -1;  // offset 28, raw: a logits frame's next token, else ring steps
   std::uint64_t payload = 0;
   std::uint64_t checksum = 0;
 };

@@ -167,7 +167,8 @@ std::vector<std::uint8_t> encode_frame(const Frame& f) {
   put_le(p + kOffEmbd, f.n_embd, 4);
   put_le(p + kOffSeq, f.seq_id, 4);
   put_le(p + kOffStep, f.step, 4);
-  put_le(p + kOffNext, static_cast<std::uint32_t>(f.next_token), 4);
+  const bool ring = f.kind == FrameKind::kTokens || f.kind == FrameKind::kState;
+  put_le(p + kOffNext, static_cast<std::uint32_t>(ring ? f.ring_steps : f.next_token), 4);
   put_le(p + kOffPayload, payload, 8);
   std::uint8_t* out = p + kFrameHeaderSize;
   for (std::int32_t pos : f.positions) {
@@ -284,7 +285,8 @@ DecodedFrame decode_frame(const std::uint8_t* data, std::size_t size) {
   f.kind = h.kind;
   f.seq_id = h.seq_id;
   f.step = h.step;
-  f.next_token = h.next_token;
+  (f.kind == FrameKind::kTokens || f.kind == FrameKind::kState ? f.ring_steps : f.next_token) =
+      h.next_token;
   f.n_tokens = h.n_tokens;
   f.n_embd = h.n_embd;
   const std::uint8_t* in = data + kFrameHeaderSize;

@@ -22,9 +22,10 @@ const char* const kStageUsage =
     "         [--next HOST:PORT] [--threads N] [--ctx N] [--timeout-ms MS]\n"
     "         [--recover-ms MS] [--checkpoint FILE] [--resume FILE]\n"
     "         [--batch N] [--reply all|last|digest] [--n-gpu-layers N]\n"
-    "         [--direct | --answers HOST:PORT] [--key FILE | --insecure-plain]\n"
-    "  worker --drive --model FILE (--local | --split A:B,B:C,... [--direct] |\n"
-    "         --connect HOST:PORT [--answers HOST:PORT])\n"
+    "         [--direct | --answers HOST:PORT] [--ring HOST:PORT]\n"
+    "         [--key FILE | --insecure-plain]\n"
+    "  worker --drive --model FILE (--local | --split A:B,B:C,... [--direct] [--ring] |\n"
+    "         --connect HOST:PORT [--answers HOST:PORT [--ring]])\n"
     "         [--prompt N] [--steps N] [--seed N] [--threads N] [--ctx N]\n"
     "         [--timeout-ms MS] [--recover-ms MS] [--step-delay-ms MS] [--check-local]\n"
     "         [--logits-out FILE] [--json] [--batch N] [--reply all|last|digest]\n"
@@ -49,6 +50,12 @@ const char* const kStageUsage =
     "                   prints `answers HOST:PORT` after `listening`); a failure\n"
     "                   anywhere in the chain comes down it to the driver.\n"
     "                   Neither takes --recover-ms, --checkpoint or --resume\n"
+    "  --ring HOST:PORT a direct chain that feeds itself: the last stage listens\n"
+    "                   there (port 0: the OS picks; it prints `ring HOST:PORT`\n"
+    "                   after `answers`) and sends each greedy token straight to\n"
+    "                   the first stage (--direct, layers from 0), which connects\n"
+    "                   to it; the driver sends the prompt with the step count\n"
+    "                   and only reads the replies: one hop per step fewer again\n"
     "  --threads N      compute threads (default 1)\n"
     "  --ctx N          context size in tokens (default 256)\n"
     "  --batch N        llama.cpp's n_batch and n_ubatch (default 64); a longer\n"
@@ -92,9 +99,10 @@ const char* const kStageUsage =
     "                   pipeline and report logits, tokens and timings\n"
     "  --local          the whole model in this process (the reference)\n"
     "  --split A:B,...  spawn one stage process per range (ports from the OS);\n"
-    "                   with --direct as a direct chain\n"
+    "                   with --direct as a direct chain, with --ring as a ring\n"
     "  --connect HOST:PORT  a running pipeline's first stage; with --answers\n"
-    "                   HOST:PORT, a direct chain's last stage answers there\n"
+    "                   HOST:PORT, a direct chain's last stage answers there;\n"
+    "                   --ring: its stages run with --ring\n"
     "  --prompt N       prompt tokens (default 8), drawn from SplitMix64(--seed)\n"
     "  --steps N        greedy single-token steps after the prompt (default 4)\n"
     "  --step-delay-ms MS  pause before each step (default 0)\n"
@@ -180,6 +188,8 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
       o.answers = *ep;
     } else if (flag == "--direct") {
       o.direct = true;
+    } else if (flag == "--ring") {
+      o.ring = true;
     } else if (flag == "--prompt" || flag == "--steps") {
       if (!a.integer(flag, flag == "--prompt" ? 1 : 0, 4096, n)) return usage(a.error);
       (flag == "--prompt" ? o.prompt : o.steps) = static_cast<int>(n);
@@ -224,6 +234,16 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
   }
   if (o.model.empty()) return usage("--drive needs --model FILE");
   if (modes != 1) return usage("--drive needs exactly one of --local, --split and --connect");
+  if (o.ring) {
+    if (o.mode == DriveOptions::kLocal || (o.mode == DriveOptions::kConnect && !o.answers)) {
+      return usage("--ring needs a direct chain: --split (2 stages or more), or --connect with the last stage's --answers");
+    }
+    if (o.mode == DriveOptions::kSpawn && o.split.size() < 2) {
+      return usage("--ring joins the last stage to the first: --split needs 2 stages or more");
+    }
+    if (o.step_delay_ms > 0) return usage("--step-delay-ms pauses the driver's steps, and a ring feeds them itself");
+    o.direct = o.mode == DriveOptions::kSpawn;  // a ring is a direct chain
+  }
   if (o.direct && o.mode != DriveOptions::kSpawn) {
     return usage("--direct spawns a direct chain and needs --split (with --connect, name the last stage's --answers)");
   }
@@ -274,6 +294,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
   if (check_local) {
     DriveOptions lo = o;
     lo.mode = DriveOptions::kLocal;
+    lo.ring = false;
     lo.step_delay_ms = 0;
     lo.n_gpu_layers = reference_gpu_layers;
     lo.op_offload = reference_op_offload;
@@ -316,6 +337,7 @@ int drive_main(const std::vector<std::string>& args, const std::string& exe) {
   const char* mode = o.mode == DriveOptions::kLocal ? "local" : o.mode == DriveOptions::kSpawn ? "spawn" : "connect";
   json::Object doc{{"mode", mode},
                    {"direct", o.direct || o.answers.has_value()},
+                   {"ring", o.ring},
                    {"model", o.model},
                    {"n_layer", static_cast<std::int64_t>(r.n_layer)},
                    {"n_vocab", static_cast<std::int64_t>(r.n_vocab)},

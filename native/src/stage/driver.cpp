@@ -32,6 +32,8 @@ class Hop {
  public:
   virtual ~Hop() = default;
   virtual std::optional<WireError> request(const Frame& in, Frame& reply) = 0;
+  // A ring's later steps: the reply to a step the chain fed itself.
+  virtual std::optional<WireError> receive(Frame& reply) = 0;
 };
 
 class LocalHop : public Hop {
@@ -39,6 +41,9 @@ class LocalHop : public Hop {
   explicit LocalHop(Engine& e) : engine_(e) {}
   std::optional<WireError> request(const Frame& in, Frame& reply) override {
     return engine_.run(in, reply);
+  }
+  std::optional<WireError> receive(Frame&) override {
+    return WireError{kExitFrame, "the whole model in one process has no ring"};
   }
 
  private:
@@ -66,15 +71,10 @@ class SocketHop : public Hop {
     for (;;) {
       std::optional<WireError> e = net::write_frame(s_, in, timeout_ms_);
       if (!e) {
-        net::FrameRead r = answers_at_ ? net::read_frame(answers_, timeout_ms_, who_answers_, limits_)
-                                       : net::read_frame(s_, timeout_ms_, who_, limits_);
+        net::FrameRead r = read();
         if (r.frame) {
-          reply = std::move(*r.frame);
           if (recovery) reconnects += 1;  // once per recovery, however many tries
-          if (reply.kind == FrameKind::kError) {
-            return WireError{kExitRemote, "a stage reported: " + reply.text};
-          }
-          return std::nullopt;
+          return take(std::move(*r.frame), reply);
         }
         e = r.error;
       }
@@ -99,9 +99,24 @@ class SocketHop : public Hop {
       }
     }
   }
+  std::optional<WireError> receive(Frame& reply) override {
+    net::FrameRead r = read();
+    if (!r.frame) return r.error;
+    return take(std::move(*r.frame), reply);
+  }
   int reconnects = 0;
 
  private:
+  // A reply comes on the answer link of a direct chain, else on the request's.
+  net::FrameRead read() {
+    return answers_at_ ? net::read_frame(answers_, timeout_ms_, who_answers_, limits_)
+                       : net::read_frame(s_, timeout_ms_, who_, limits_);
+  }
+  static std::optional<WireError> take(Frame&& in, Frame& reply) {
+    reply = std::move(in);
+    if (reply.kind == FrameKind::kError) return WireError{kExitRemote, "a stage reported: " + reply.text};
+    return std::nullopt;
+  }
   std::optional<WireError> connect(net::Socket& s, const net::Endpoint& at, const std::string& who,
                                    int timeout_ms) {
     WireError e;
@@ -136,9 +151,12 @@ std::optional<WireError> run_sequence(Hop& hop, const DriveOptions& o, std::uint
       std::this_thread::sleep_for(std::chrono::milliseconds(o.step_delay_ms));
     }
     std::vector<std::int32_t> batch = step == 0 ? prompt : std::vector<std::int32_t>{r.tokens.back()};
-    const Frame req = tokens_frame(o.seq_id, static_cast<std::uint32_t>(step), pos, batch);
+    Frame req = tokens_frame(o.seq_id, static_cast<std::uint32_t>(step), pos, batch);
     Frame reply;
-    if (auto e = hop.request(req, reply)) return e;
+    // A ring takes the prompt with the number of steps and feeds each
+    // greedy token back itself: every later step is only read.
+    if (o.ring && step == 0) req.ring_steps = o.steps;
+    if (auto e = o.ring && step > 0 ? hop.receive(reply) : hop.request(req, reply)) return e;
     if (std::string bad = check_frame(reply, FrameKind::kLogits, width); !bad.empty()) {
       return WireError{kExitFrame, "reply to step " + std::to_string(step) + ": " + bad};
     }
@@ -183,7 +201,7 @@ struct Pipeline {
 
 std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptions& o,
                                         Pipeline& p, DriveResult& r) {
-  std::optional<net::Endpoint> next;
+  std::optional<net::Endpoint> next, ring;
   for (auto it = o.split.rbegin(); it != o.split.rend(); ++it) {
     const std::int32_t n_gpu = stage_gpu_layers(o, static_cast<std::size_t>(o.split.rend() - it) - 1);
     const std::string range = std::to_string(it->first) + ":" + std::to_string(it->second);
@@ -200,6 +218,10 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
     if (o.direct) {
       argv.push_back(next ? "--direct" : "--answers");
       if (!next) argv.push_back("127.0.0.1:0");
+    }
+    if (o.ring && (!next || it->first == 0)) {
+      argv.push_back("--ring");
+      argv.push_back(next ? net::to_string(*ring) : "127.0.0.1:0");
     }
     if (!o.key_file.empty()) {
       argv.push_back("--key");  // the file's name, never its bytes, on the command line
@@ -232,6 +254,13 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
       }
       if (!at) return WireError{kExitPeer, "stage " + range + " did not say where it answers: `" + answers + "`"};
       p.answers = *at;
+      if (o.ring) {
+        std::string joins;
+        if (read_line(c.stdout_fd, o.timeout_ms, joins, error) && joins.rfind("ring ", 0) == 0) {
+          ring = net::parse_endpoint(joins.substr(5), bad);
+        }
+        if (!ring) return WireError{kExitPeer, "stage " + range + " did not say where its ring is: `" + joins + "`"};
+      }
     }
     next = *ep;
     r.stages.push_back({it->first, it->second, n_gpu, net::to_string(*ep), -1, ""});

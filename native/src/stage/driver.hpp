@@ -24,6 +24,10 @@ struct DriveOptions {
   // kSpawn: `direct` spawns one; kConnect: `answers` is the last stage's.
   bool direct = false;
   std::optional<net::Endpoint> answers;
+  // A ring (a direct chain whose last stage feeds each greedy token back to
+  // its first stage): the driver sends the prompt with the step count and
+  // reads every reply; kSpawn spawns the stages with --ring.
+  bool ring = false;
   int prompt = 8;
   int steps = 4;
   std::uint64_t seed = 0x5eed;

@@ -209,6 +209,8 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out, const PartSink
   out.kind = last() ? FrameKind::kLogits : part ? FrameKind::kStatePart : FrameKind::kState;
   out.seq_id = in.seq_id;
   out.step = in.step;
+  // A ring's count travels down the chain with the step's state frame.
+  if (out.kind == FrameKind::kState) out.ring_steps = in.ring_steps;
   // The rows handed on: all of them, or (last, not all) the last one of a
   // step (none of a part).
   const bool one_row = last() && reply_ != EngineOptions::Reply::kAll;

@@ -27,6 +27,10 @@ struct StageOptions {
   // --answers (the last stage of such a chain): where the driver takes the replies.
   bool direct = false;
   std::optional<net::Endpoint> answers;
+  // --ring (a direct chain's first and last stage): the last stage listens
+  // there and feeds each greedy token of a ring's steps back to the first,
+  // which connects to it; the driver sends the prompt and only reads replies.
+  std::optional<net::Endpoint> ring;
   int timeout_ms = 30000;
   int recover_ms = 0;
   std::string checkpoint;
@@ -36,7 +40,7 @@ struct StageOptions {
 
 struct Stats {
   std::int64_t requests = 0, tokens = 0, bytes_in = 0, bytes_to_next = 0, frames_to_next = 0;
-  std::int64_t compute_us = 0, replays = 0, reconnects = 0;
+  std::int64_t compute_us = 0, replays = 0, reconnects = 0, fed_back = 0;
 };
 
 std::uint64_t frame_hash(const Frame& f) {
@@ -69,6 +73,13 @@ class Stage {
   std::string who_up() const { return engine_->first() ? "the driver" : "the previous stage"; }
   std::string who_down() const { return "the next stage at " + net::to_string(*o_.next); }
   bool direct() const { return o_.direct || o_.answers.has_value(); }
+  // The last stage of a ring: the step's token goes back to the first stage
+  // before the reply goes to the driver, so the next step starts at once.
+  std::optional<WireError> feed_back(const Frame& in, const Frame& reply);
+  // The first stage of a ring: after a step that asks for more, the next
+  // frame comes from the last stage's ring link, not from the driver.
+  std::optional<WireError> expect_ring(const Frame& step);
+  std::optional<WireError> check_ring(const Frame& in);
   // Where this stage's replies (and its error, on failure) go: the driver's
   // answer link on the last stage of a direct chain, else the previous hop.
   net::Socket& reply_link() { return o_.answers ? answers_ : up_; }
@@ -82,6 +93,10 @@ class Stage {
   std::unique_ptr<Engine> engine_;
   net::Socket listener_, up_, down_;
   net::Socket answers_listener_, answers_;
+  net::Socket ring_listener_, ring_;
+  // The first stage of a ring, between steps: the step and count the ring's
+  // next frame must carry (reading from ring_ while set).
+  std::optional<std::pair<std::uint32_t, std::int32_t>> ring_next_;
   Stats stats_;
   Replay replay_;
   // With --recover-ms, the parts of the current step sent to the next stage:
@@ -182,6 +197,42 @@ std::optional<WireError> Stage::decode(const Frame& in, Frame& out) {
   return e;
 }
 
+std::optional<WireError> Stage::feed_back(const Frame& in, const Frame& reply) {
+  if (in.ring_steps <= 0) return std::nullopt;
+  if (!ring_.valid()) {
+    return WireError{kExitFrame, "the driver asked for " + std::to_string(in.ring_steps) +
+                                     " greedy steps fed back, and this stage has no --ring"};
+  }
+  Frame next = tokens_frame(in.seq_id, in.step + 1, in.positions.back() + 1, {reply.next_token});
+  next.ring_steps = in.ring_steps - 1;
+  std::optional<WireError> e = net::write_frame(ring_, next, o_.timeout_ms);
+  if (!e) stats_.fed_back += 1;
+  return e;
+}
+
+std::optional<WireError> Stage::expect_ring(const Frame& step) {
+  ring_next_.reset();
+  if (step.ring_steps <= 0) return std::nullopt;
+  if (!ring_.valid()) {
+    return WireError{kExitFrame, who_up() + " asked for " + std::to_string(step.ring_steps) +
+                                     " greedy steps fed back, and this stage has no --ring"};
+  }
+  ring_next_.emplace(step.step + 1, step.ring_steps - 1);
+  return std::nullopt;
+}
+
+std::optional<WireError> Stage::check_ring(const Frame& in) {
+  const auto [step, steps] = *ring_next_;
+  if (in.kind == FrameKind::kTokens && in.n_tokens == 1 && in.step == step && in.ring_steps == steps) {
+    return std::nullopt;
+  }
+  return WireError{kExitFrame, "the ring link sent a " + std::string(kind_name(in.kind)) + " frame of " +
+                                   std::to_string(in.n_tokens) + " row(s) for step " +
+                                   std::to_string(in.step) + " with " + std::to_string(in.ring_steps) +
+                                   " steps to go; expected one token for step " + std::to_string(step) +
+                                   " with " + std::to_string(steps)};
+}
+
 std::optional<WireError> Stage::take_part(const Frame& in) {
   // After a reconnect or a resume, the previous stage resends the parts of
   // its step; those this stage decoded before are skipped.
@@ -207,14 +258,33 @@ int Stage::serve() {
     if (!answers_listener_.valid()) return fail(e);
     std::cout << "answers " << o_.answers->host << ":" << net::local_port(answers_listener_) << std::endl;
   }
+  if (o_.ring && o_.answers) {
+    ring_listener_ = net::listen_on(*o_.ring, e);
+    if (!ring_listener_.valid()) return fail(e);
+    std::cout << "ring " << o_.ring->host << ":" << net::local_port(ring_listener_) << std::endl;
+  }
   if (o_.next) {
     down_ = net::connect_to(*o_.next, o_.timeout_ms, e);
     if (!down_.valid()) return fail(e);
     if (auto bad = secure(down_, false, who_down())) return fail(*bad);
   }
+  const std::string who_ring = o_.answers ? "the first stage's ring link" : "the last stage's ring link";
+  if (o_.ring && !o_.answers) {
+    ring_ = net::connect_to(*o_.ring, o_.timeout_ms, e);
+    if (!ring_.valid()) return fail(e);
+    if (auto bad = secure(ring_, false, who_ring)) return fail(*bad);
+  }
   up_ = net::accept_one(listener_, o_.timeout_ms, e);
   if (!up_.valid()) return fail(e);
   if (auto bad = secure(up_, true, who_up())) return fail(*bad);
+  // The ring before the answer link: the first stage joins it before it
+  // takes the driver, which connects to the answer link last.
+  if (ring_listener_.valid()) {
+    ring_ = net::accept_one(ring_listener_, o_.timeout_ms, e);
+    if (!ring_.valid()) return fail(e);
+    if (auto bad = secure(ring_, true, who_ring)) return fail(*bad);
+    ring_listener_.close();
+  }
   if (o_.answers) {
     answers_ = net::accept_one(answers_listener_, o_.timeout_ms, e);
     if (!answers_.valid()) return fail(e);
@@ -226,7 +296,12 @@ int Stage::serve() {
   // successor waits in the listener's backlog of 1 until the peer goes away.
   if (o_.recover_ms <= 0) listener_.close();
   for (;;) {
-    net::FrameRead r = net::read_frame(up_, o_.timeout_ms, who_up(), engine_->limits_up());
+    const bool from_ring = ring_next_.has_value();
+    net::FrameRead r = from_ring ? net::read_frame(ring_, o_.timeout_ms, who_ring, engine_->limits_up())
+                                 : net::read_frame(up_, o_.timeout_ms, who_up(), engine_->limits_up());
+    if (r.frame && from_ring) {
+      if (auto err = check_ring(*r.frame)) return fail(*err);
+    }
     if (!r.frame) {
       if (o_.recover_ms > 0 && r.error.code == kExitPeer) {
         // The previous stage went away; wait for its successor.
@@ -264,7 +339,8 @@ int Stage::serve() {
                          {"n_embd_boundary", static_cast<std::int64_t>(engine_->n_embd_boundary())},
                          {"compute_us", stats_.compute_us},
                          {"replays", stats_.replays},
-                         {"reconnects", stats_.reconnects}};
+                         {"reconnects", stats_.reconnects},
+                         {"fed_back", stats_.fed_back}};
       std::cout << json::dump(json::Value(std::move(stats))) << std::endl;
       return 0;
     }
@@ -282,6 +358,10 @@ int Stage::serve() {
       continue;
     }
     if (o_.direct) {
+      // Checked before anything goes on: the refusal is the one error down the chain.
+      if (engine_->first()) {
+        if (auto err = expect_ring(in)) return fail(*err);
+      }
       Frame out;
       if (auto err = decode(in, out)) return fail(*err);
       stats_.requests += 1;
@@ -322,6 +402,7 @@ int Stage::serve() {
           reply.n_tokens = static_cast<std::uint32_t>(reply.positions.size());
         }
         pending_ = Frame();
+        if (auto err = feed_back(in, reply)) return fail(*err);
       }
       replay_ = Replay{true, in.step, in.positions, hash, reply};
       if (!o_.checkpoint.empty()) {
@@ -359,11 +440,14 @@ int stage_main(const std::vector<std::string>& args) {
       o.engine.layer_start = r->first;
       o.engine.layer_end = r->second;
       have_layers = true;
-    } else if (flag == "--listen" || flag == "--next" || flag == "--answers") {
+    } else if (flag == "--listen" || flag == "--next" || flag == "--answers" || flag == "--ring") {
       if (!a.value(flag, text)) return usage(a.error);
       auto ep = net::parse_endpoint(text, a.error);
       if (!ep) return usage(flag + ": " + a.error);
-      (flag == "--listen" ? o.listen : flag == "--next" ? o.next.emplace() : o.answers.emplace()) = *ep;
+      (flag == "--listen"  ? o.listen
+       : flag == "--next"  ? o.next.emplace()
+       : flag == "--ring"  ? o.ring.emplace()
+                           : o.answers.emplace()) = *ep;
     } else if (flag == "--direct") {
       o.direct = true;
     } else if (flag == "--threads") {
@@ -406,9 +490,18 @@ int stage_main(const std::vector<std::string>& args) {
     return usage("a direct chain (--direct, --answers) keeps no reply to replay: "
                  "--recover-ms, --checkpoint and --resume need replies relayed");
   }
+  if (o.ring) {
+    const bool first = o.engine.layer_start == 0;
+    if (o.answers ? first : !(o.direct && first)) {
+      return usage(o.answers ? "--ring joins the last stage to the first: a chain of one stage has no ring"
+                             : "--ring is for a direct chain's first stage (--direct, layers from 0), "
+                               "which connects to it, and its last stage (--answers), which listens there");
+    }
+  }
   std::vector<std::pair<std::string, net::Endpoint>> links = {{"--listen", o.listen}};
   if (o.next) links.emplace_back("--next", *o.next);
   if (o.answers) links.emplace_back("--answers", *o.answers);
+  if (o.ring) links.emplace_back("--ring", *o.ring);
   if (std::string why = link_security(key_file, insecure_plain, links, o.key); !why.empty()) {
     std::cerr << "worker: stage: " << why << "\n";
     return 2;
