@@ -475,7 +475,7 @@ def test_worker_refuses_a_package_that_fails_its_checksums(unpacked: Path) -> No
     (lambda r: r.update(stack_fingerprint="a" * 64), "requires stack fingerprint aaaa"),
     (lambda r: r.update(pin="b" * 40), "requires pin bbbb"),
     (lambda r: r.update(lane="cpu-avx2"), "requires lane cpu-avx2, this worker is cpu"),
-    (lambda r: r.update(protocol_version=1), "requires protocol 1, this worker speaks 3"),
+    (lambda r: r.update(protocol_version=1), "requires protocol 1, this worker speaks 4"),
     (lambda r: r.update(stack_fingerprnt="x"), 'unknown key "stack_fingerprnt"'),
     (lambda r: r.update(artifacts=[{"path": "model.gguf", "sha256": "0" * 64}]),
      "artifact model.gguf has sha256"),
