@@ -127,3 +127,32 @@ def test_relay_counts_a_reply_on_another_connection() -> None:
         sink.close()
     assert (ca.trips, cb.trips) == (2, 1), (ca, cb)
     assert ca.round_trips + cb.round_trips == 1.5
+
+
+@pytest.mark.parametrize(("owner", "trips"), [("last stage", 3), (None, 4)])
+def test_what_one_process_sends_on_two_links_at_once_is_one_trip(owner: str | None,
+                                                                 trips: int) -> None:
+    """A ring's last stage feeds its first stage and answers its driver at once: with
+    both its listeners' relays given one owner, the two writes are one trip, then the
+    peer's next request another (3 in all with the first request); without an owner each
+    write is a trip of its own (4)."""
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    relays = Relays(None)
+    try:
+        (pa, ca), (pb, cb) = (relays.add(s.getsockname()[1], owner=owner) for s in listeners)
+        with socket.create_connection(("127.0.0.1", pa), timeout=30) as a, \
+                socket.create_connection(("127.0.0.1", pb), timeout=30) as b:
+            sa, sb = (s.accept()[0] for s in listeners)
+            with sa, sb:
+                a.sendall(b"q" * 32)  # a request up relay a
+                assert sa.recv(64)
+                sa.sendall(b"t" * 8)  # the process answers on both links, back to back
+                sb.sendall(b"r" * 8)
+                assert a.recv(64) and b.recv(64)
+                a.sendall(b"q" * 32)  # the next request
+                assert sa.recv(64)
+    finally:
+        relays.close()
+        for s in listeners:
+            s.close()
+    assert ca.trips + cb.trips == trips, (ca, cb)

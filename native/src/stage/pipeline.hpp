@@ -14,7 +14,10 @@
 //
 // A direct chain (--direct on every stage but the last, --answers on the
 // last) sends nothing back up: the last stage answers the driver on a link
-// of its own, and errors travel down the chain to it.
+// of its own, and errors travel down the chain to it. A ring (--ring on the
+// first and the last stage of a direct chain) also feeds each greedy token
+// from the last stage straight to the first: the driver sends the prompt
+// with the number of steps and only reads the replies.
 #pragma once
 
 #include <cstdint>
