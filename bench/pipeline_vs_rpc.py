@@ -189,6 +189,7 @@ class Tools:
     threads: int
     batch: int
     reply: str
+    flash_attn: str = "auto"  # llama.cpp's, for both designs
 
 
 def write_model(tools: Tools, model_dir: Path, kind: str) -> tuple[Path, str]:
@@ -231,7 +232,8 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
     direct = chain in ("ring", "direct")
     reply = reply or tools.reply
     common = ["--threads", str(tools.threads), "--ctx", str(max(256, prompt + steps)),
-              "--batch", str(tools.batch), "--reply", reply, "--timeout-ms", "600000"]
+              "--batch", str(tools.batch), "--reply", reply, "--timeout-ms", "600000",
+              "--flash-attn", tools.flash_attn]
     drive = [str(tools.worker), "--drive", "--model", str(model), "--prompt", str(prompt),
              "--steps", str(steps), "--json", *common]
     if check_local:
@@ -352,7 +354,8 @@ def tensor_split(n: int) -> str:
 def llama_bench(tools: Tools, model: Path, endpoints: list[str], n: int, prompt: int, gen: int,
                 *, warmup: bool, reps: int, depth: int = 0) -> list[dict]:
     argv = [str(tools.llama_bench), "-m", str(model), "-t", str(tools.threads), "-p", str(prompt),
-            "-n", str(gen), "-r", str(reps), "-o", "json", "-ub", str(tools.batch)]
+            "-n", str(gen), "-r", str(reps), "-o", "json", "-ub", str(tools.batch),
+            "-fa", tools.flash_attn]
     if depth:
         argv += ["-d", str(depth)]
     if endpoints:
@@ -457,7 +460,8 @@ def render(result: dict) -> str:
     out = [f"pipeline vs llama.cpp RPC: {result['model']['name']} "
            f"({result['model']['bytes'] / 1e6:.0f} MB, sha256 {result['model']['sha256'][:16]}), "
            f"{p['prompt']}-token prompt, {p['steps']} steps, {p['threads']} thread(s) per process, "
-           f"batch {p['batch']}, our reply mode {p['reply']}",
+           f"batch {p['batch']}, our reply mode {p['reply']}, "
+           f"flash attention {p.get('flash_attn', 'auto')}",
            f"machine: {m['nproc']} CPUs ({m.get('cpu')}), run on CPUs {p.get('cpus')}, "
            f"load {p['load_start']} -> {p['load_end']}; "
            f"relay: {result['relay']['rtt_direct_us']:.0f} us direct / "
@@ -525,6 +529,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="our --batch and llama-bench -ub: the prompt goes through both designs "
                          "in chunks of this many tokens (ours streams them down the chain)")
     ap.add_argument("--reply", default="digest", choices=["all", "last", "digest"])
+    ap.add_argument("--flash-attn", default="auto", choices=["auto", "on", "off"],
+                    help="llama.cpp's flash attention for both designs (our --flash-attn, "
+                         "llama-bench -fa); on one CPU thread at a depth of 512, off decodes "
+                         "about 1.7 times as fast in both")
     ap.add_argument("--reps", type=int, default=3,
                     help="timed runs of ours (median) and llama-bench -r (mean)")
     ap.add_argument("--processes", default="1,2,3")
@@ -554,7 +562,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--link: two profiles with the same round trip ({', '.join(labels)})")
     b = a.build.resolve()
     tools = Tools(b / "bin" / "worker", b / "bin" / "llama-bench",
-                  b / "bin" / "ggml-rpc-server", a.threads, a.batch, a.reply)
+                  b / "bin" / "ggml-rpc-server", a.threads, a.batch, a.reply, a.flash_attn)
     for t in (tools.worker, tools.llama_bench, tools.rpc_server):
         if not t.exists():
             print(f"pipeline_vs_rpc: {t} is missing (see the docstring for the build)",
@@ -613,6 +621,7 @@ def main(argv: list[str] | None = None) -> int:
               "model": {"name": model.name, "bytes": model.stat().st_size, "sha256": sha,
                         "shape": SHAPE, "seed": SEED, "type": a.type},
               "params": {"prompt": a.prompt, "steps": a.steps, "threads": a.threads,
+                         "flash_attn": a.flash_attn,
                          "batch": a.batch, "reply": a.reply, "reps": a.reps,
                          "rounds": a.rounds,
                          "bytes_steps": a.bytes_steps, "short_steps": a.short_steps,

@@ -209,6 +209,7 @@ std::optional<WireError> spawn_pipeline(const std::string& exe, const DriveOptio
                                      "--listen", "127.0.0.1:0", "--threads",
                                      std::to_string(o.threads), "--ctx", std::to_string(o.n_ctx),
                                      "--batch", std::to_string(o.n_batch), "--reply", reply_name(o.reply),
+                                     "--flash-attn", flash_attn_name(o.flash_attn),
                                      "--timeout-ms", std::to_string(o.timeout_ms),
                                      "--n-gpu-layers", std::to_string(n_gpu)};
     if (next) {
@@ -337,6 +338,7 @@ std::optional<WireError> drive(const DriveOptions& o, const std::string& exe, Dr
     EngineOptions eo{o.model, 0, 0, o.threads, o.n_ctx, o.n_batch, o.reply};
     eo.n_gpu_layers = o.n_gpu_layers;
     eo.op_offload = o.op_offload;
+    eo.flash_attn = o.flash_attn;
     auto engine = Engine::load(eo, e);
     if (!engine) return e;
     LocalHop hop(*engine);

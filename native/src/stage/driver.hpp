@@ -41,6 +41,7 @@ struct DriveOptions {
   std::vector<std::int32_t> stage_gpu_layers;
   bool op_offload = true;  // kLocal: EngineOptions::op_offload
   EngineOptions::Reply reply = EngineOptions::Reply::kAll;
+  EngineOptions::FlashAttn flash_attn = EngineOptions::FlashAttn::kAuto;  // every stage's, and --local's
   int timeout_ms = 30000;
   int step_delay_ms = 0;
   int recover_ms = 0;  // reconnect to the first stage and resend, within this

@@ -53,6 +53,25 @@ const char* reply_name(EngineOptions::Reply reply) {
   return "all";
 }
 
+const char* flash_attn_name(EngineOptions::FlashAttn mode) {
+  switch (mode) {
+    case EngineOptions::FlashAttn::kAuto: return "auto";
+    case EngineOptions::FlashAttn::kOn: return "on";
+    case EngineOptions::FlashAttn::kOff: return "off";
+  }
+  return "auto";
+}
+
+bool parse_flash_attn(const std::string& text, EngineOptions::FlashAttn& out) {
+  for (auto m : {EngineOptions::FlashAttn::kAuto, EngineOptions::FlashAttn::kOn, EngineOptions::FlashAttn::kOff}) {
+    if (text == flash_attn_name(m)) {
+      out = m;
+      return true;
+    }
+  }
+  return false;
+}
+
 bool parse_reply(const std::string& text, EngineOptions::Reply& out) {
   for (auto r : {EngineOptions::Reply::kAll, EngineOptions::Reply::kLast, EngineOptions::Reply::kDigest}) {
     if (text == reply_name(r)) {
@@ -143,6 +162,9 @@ std::unique_ptr<Engine> Engine::load(const EngineOptions& o, WireError& error) {
   cp.n_threads = o.threads;
   cp.n_threads_batch = o.threads;
   cp.op_offload = o.op_offload;
+  cp.flash_attn_type = o.flash_attn == EngineOptions::FlashAttn::kOn    ? LLAMA_FLASH_ATTN_TYPE_ENABLED
+                       : o.flash_attn == EngineOptions::FlashAttn::kOff ? LLAMA_FLASH_ATTN_TYPE_DISABLED
+                                                                         : LLAMA_FLASH_ATTN_TYPE_AUTO;
   // A stage before the last hands out the boundary state of every token as
   // its embeddings; llama.cpp refuses the context otherwise.
   if (!e->last()) {

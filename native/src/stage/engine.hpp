@@ -46,11 +46,18 @@ struct EngineOptions {
   // kept on the CPU run on the device (--check-local's reference turns it off
   // when the stages holding its CPU layers run without a device).
   bool op_offload = true;
+  // llama.cpp's flash attention (llama_context_params.flash_attn_type): auto
+  // (its default: on where the backends support it), on or off. On a CPU
+  // decoding one token at a depth of hundreds, off can be much faster.
+  enum class FlashAttn { kAuto, kOn, kOff };
+  FlashAttn flash_attn = FlashAttn::kAuto;
 };
 
 inline constexpr std::uint32_t kDigestWidth = 4;
 const char* reply_name(EngineOptions::Reply reply);
 bool parse_reply(const std::string& text, EngineOptions::Reply& out);
+const char* flash_attn_name(EngineOptions::FlashAttn mode);
+bool parse_flash_attn(const std::string& text, EngineOptions::FlashAttn& out);
 // The digest row of one logits row (kDigestWidth floats).
 void digest_row(const float* row, std::uint32_t n, float* out);
 

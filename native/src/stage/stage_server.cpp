@@ -465,6 +465,9 @@ int stage_main(const std::vector<std::string>& args) {
     } else if (flag == "--reply") {
       if (!a.value(flag, text)) return usage(a.error);
       if (!parse_reply(text, o.engine.reply)) return usage("--reply takes all, last or digest, not " + text);
+    } else if (flag == "--flash-attn") {
+      if (!a.value(flag, text)) return usage(a.error);
+      if (!parse_flash_attn(text, o.engine.flash_attn)) return usage("--flash-attn takes auto, on or off, not " + text);
     } else if (flag == "--timeout-ms") {
       if (!a.integer(flag, 1, 86400000, n)) return usage(a.error);
       o.timeout_ms = static_cast<int>(n);
