@@ -455,6 +455,12 @@ int direct_connect(const std::string& exe, const std::string& model) {
   return 0;
 }
 
+// How a frame read from a link ended, on one line after LABEL.
+void print_frame(const char* label, const worker::net::FrameRead& r) {
+  std::printf("%s: %s%s\n", label, r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str(),
+              r.frame && r.frame->kind == worker::FrameKind::kError ? (" frame: " + r.frame->text).c_str() : "");
+}
+
 int ring_connect(const std::string& exe, const std::string& model) {
   std::string last_ep, answers, ring, mid_ep, head_ep;
   Child last = start_last(exe, model, "3:4", last_ep, answers, &ring);
@@ -506,29 +512,8 @@ int ring_out_of_order(const std::string& exe, const std::string& model) {
   worker::Frame wrong = worker::tokens_frame(0, 5, 3, {7});
   wrong.ring_steps = 2;
   worker::net::write_frame(fed, wrong, kWait);
-  worker::net::FrameRead r = worker::net::read_frame(down, kWait, "the first stage");
-  std::printf("down the chain: %s%s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str(),
-              r.frame && r.frame->kind == worker::FrameKind::kError ? (" frame: " + r.frame->text).c_str() : "");
+  print_frame("down the chain", worker::net::read_frame(down, kWait, "the first stage"));
   report(head, "first stage");
-  return 0;
-}
-
-// A direct chain without --ring, asked for 3 steps fed back.
-int ring_missing(const std::string& exe, const std::string& model) {
-  std::string last_ep, answers, head_ep;
-  Child last = start_last(exe, model, "2:4", last_ep, answers);
-  Child head = start_stage(exe, model, "0:2", {"--direct", "--next", last_ep, "--timeout-ms", "5000"}, head_ep);
-  if (last.pid < 0 || head.pid < 0 || answers.empty()) return 1;
-  worker::net::Socket s = dial(head_ep);
-  worker::net::Socket a = dial(answers);
-  worker::Frame prompt = worker::tokens_frame(0, 0, 0, {1, 2, 3});
-  prompt.ring_steps = 3;
-  worker::net::write_frame(s, prompt, kWait);
-  worker::net::FrameRead r = worker::net::read_frame(a, kWait, "the answer link");
-  std::printf("answer: %s%s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str(),
-              r.frame && r.frame->kind == worker::FrameKind::kError ? (" frame: " + r.frame->text).c_str() : "");
-  report(head, "first stage");
-  report(last, "last stage");
   return 0;
 }
 
@@ -541,17 +526,17 @@ int direct_no_driver(const std::string& exe, const std::string& model) {
   return 0;
 }
 
-int direct_error(const std::string& exe, const std::string& model) {
+// A direct chain [0, 2) + [2, 4) whose first stage refuses `request`: the
+// error comes down the chain to the driver's answer link.
+int direct_error(const std::string& exe, const std::string& model, const worker::Frame& request) {
   std::string last_ep, answers, head_ep;
   Child last = start_last(exe, model, "2:4", last_ep, answers);
   Child head = start_stage(exe, model, "0:2", {"--direct", "--next", last_ep, "--timeout-ms", "5000"}, head_ep);
   if (last.pid < 0 || head.pid < 0 || answers.empty()) return 1;
   worker::net::Socket s = dial(head_ep);
   worker::net::Socket a = dial(answers);
-  worker::net::write_frame(s, worker::tokens_frame(0, 0, 0, {1, 2, 70000}), kWait);
-  worker::net::FrameRead r = worker::net::read_frame(a, kWait, "the answer link");
-  std::printf("answer: %s%s\n", r.frame ? worker::kind_name(r.frame->kind) : r.error.message.c_str(),
-              r.frame && r.frame->kind == worker::FrameKind::kError ? (" frame: " + r.frame->text).c_str() : "");
+  worker::net::write_frame(s, request, kWait);
+  print_frame("answer", worker::net::read_frame(a, kWait, "the answer link"));
   report(head, "first stage");
   report(last, "last stage");
   return 0;
@@ -691,11 +676,16 @@ int main(int argc, char** argv) {
   }
   if (scenario == "slow") return slow_peer(exe, model);
   if (scenario == "direct-connect") return direct_connect(exe, model);
-  if (scenario == "direct-error") return direct_error(exe, model);
+  if (scenario == "direct-error") return direct_error(exe, model, worker::tokens_frame(0, 0, 0, {1, 2, 70000}));
   if (scenario == "direct-no-driver") return direct_no_driver(exe, model);
   if (scenario == "ring-connect") return ring_connect(exe, model);
   if (scenario == "ring-out-of-order") return ring_out_of_order(exe, model);
-  if (scenario == "ring-missing") return ring_missing(exe, model);
+  if (scenario == "ring-missing") {
+    // A chain without --ring asked for 3 steps fed back.
+    worker::Frame prompt = worker::tokens_frame(0, 0, 0, {1, 2, 3});
+    prompt.ring_steps = 3;
+    return direct_error(exe, model, prompt);
+  }
   if (scenario == "second-peer") return second_peer(exe, model);
   if (scenario == "nan" || scenario == "inf" || scenario == "positions" || scenario == "past-ctx" ||
       scenario == "vocab") {
