@@ -68,7 +68,16 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, loadavg, machine_facts
-from _relay import Counter, Link, Relays, parse_profile, profile_label, start_echo
+from _relay import (
+    Counter,
+    Link,
+    Relays,
+    echo_rtt,
+    link_fidelity,
+    parse_profile,
+    profile_label,
+    start_echo,
+)
 
 # About 0.5 B parameters: 24 x (4 x 1024^2 / (1, 2, 2, 1) + 3 x 1024 x 4864) + 2 x 32000 x 1024.
 SHAPE = {"n-layer": 24, "n-embd": 1024, "n-head": 16, "n-head-kv": 8, "n-ff": 4864,
@@ -111,17 +120,6 @@ def relay_overhead() -> dict[str, float]:
     port = srv.getsockname()[1]
     rport, _ = relays.add(port)
 
-    def rtt(p: int, n: int = 2000) -> float:
-        with socket.create_connection(("127.0.0.1", p)) as s:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            t0 = time.perf_counter()
-            for _ in range(n):
-                s.sendall(b"x" * 64)
-                got = 0
-                while got < 64:
-                    got += len(s.recv(64 - got))
-            return (time.perf_counter() - t0) / n
-
     def bulk(p: int, total: int = 256 << 20) -> float:
         with socket.create_connection(("127.0.0.1", p)) as s:
             chunk = b"\0" * (1 << 20)
@@ -140,7 +138,8 @@ def relay_overhead() -> dict[str, float]:
             done.wait(120)
             return total / (time.perf_counter() - t0)
 
-    out = {"rtt_direct_us": rtt(port) * 1e6, "rtt_relayed_us": rtt(rport) * 1e6,
+    out = {"rtt_direct_us": statistics.fmean(echo_rtt(port, 2000)) * 1e6,
+           "rtt_relayed_us": statistics.fmean(echo_rtt(rport, 2000)) * 1e6,
            "bulk_relayed_MBps": bulk(rport) / 1e6}
     srv.close()
     relays.close()
@@ -455,6 +454,11 @@ def evaluate(rows: list[dict], link: Link | None) -> dict[str, dict[str, object]
 
 
 def render(result: dict) -> str:
+    def fidelity(lk: Link | None) -> str:
+        f = result.get("link_fidelity", {}).get(profile_label(lk))
+        return "" if f is None else (f" (4 KiB round trip {f['measured_rtt_ms']:.2f} ms, "
+                                     f"the model's {f['model_rtt_ms']:.2f})")
+
     p = result["params"]
     m = result["machine"]
     out = [f"pipeline vs llama.cpp RPC: {result['model']['name']} "
@@ -468,7 +472,7 @@ def render(result: dict) -> str:
            f"{result['relay']['rtt_relayed_us']:.0f} us relayed round trip, "
            f"{result['relay']['bulk_relayed_MBps']:.0f} MB/s relayed bulk",
            "profiles (the link modelled behind every relay): "
-           + "; ".join(f"{profile_label(lk)}: {lk or 'plain loopback'}"
+           + "; ".join(f"{profile_label(lk)}: {lk or 'plain loopback'}{fidelity(lk)}"
                        for lk in (None if q is None else Link(**q) for q in p["links"])),
            "",
            f"{'profile':9} {'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} "
@@ -575,6 +579,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     targets: dict[str, dict[str, object]] = {}
     loads: dict[str, list[list[float] | None]] = {}
+    fidelity: dict[str, dict[str, float]] = {}
     try:
         relay = relay_overhead()
         log(f"relay: {relay}")
@@ -584,6 +589,9 @@ def main(argv: list[str] | None = None) -> int:
             at = profile_label(link)
             log(f"profile {at}: {link or 'plain loopback'}")
             loads[at] = [loadavg()]
+            if link is not None:
+                fidelity[at] = link_fidelity(link)
+                log(f"link {at}: {fidelity[at]}")
             relays = Relays(link)
             try:
                 rounds: list[list[dict]] = []
@@ -631,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
                                                             "mbit": lk.mbit} for lk in links],
                          "load_start": load_start, "load_end": loadavg(),
                          "load_per_profile": loads},
-              "relay": relay, "rows": rows, "targets": targets,
+              "relay": relay, "link_fidelity": fidelity, "rows": rows, "targets": targets,
               "machine": machine_facts()}
     if a.out:
         a.out.write_text(json.dumps(result, indent=2) + "\n")

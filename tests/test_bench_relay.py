@@ -13,7 +13,17 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from _relay import Link, Relays, parse_link, parse_profile, profile_label, start_echo, start_sink
+from _relay import (
+    Link,
+    Relays,
+    echo_rtt,
+    link_fidelity,
+    parse_link,
+    parse_profile,
+    profile_label,
+    start_echo,
+    start_sink,
+)
 
 
 @pytest.fixture
@@ -23,30 +33,11 @@ def echo_port() -> Iterator[int]:
     srv.close()
 
 
-def exchange(s: socket.socket, size: int) -> None:
-    """Sends `size` bytes and reads them all back."""
-    s.sendall(b"x" * size)
-    got = 0
-    while got < size:
-        chunk = s.recv(1 << 16)
-        assert chunk, "the relay closed early"
-        got += len(chunk)
-
-
-def round_trip(port: int, size: int) -> float:
-    """Seconds from sending `size` bytes to having them all back."""
-    with socket.create_connection(("127.0.0.1", port), timeout=30) as s:
-        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        t0 = time.perf_counter()
-        exchange(s, size)
-        return time.perf_counter() - t0
-
-
 def relayed(link: Link | None, port: int, size: int) -> float:
     relays = Relays(link)
     try:
         rport, counter = relays.add(port)
-        seconds = round_trip(rport, size)
+        seconds = echo_rtt(rport, 1, size)[0]
     finally:
         relays.close()
     assert counter.up == size
@@ -59,6 +50,18 @@ def test_link_adds_its_round_trip(echo_port: int) -> None:
     assert relayed(None, echo_port, 64) < 0.05
     seconds = relayed(Link(100, 1000), echo_port, 64)
     assert 0.1 <= seconds < 0.6, seconds
+
+
+def test_link_fidelity_measures_the_model_it_never_beats() -> None:
+    """The bench's record of how closely the relays model a link: a 4 KiB round trip
+    through a 10 ms, 100 Mbit/s link takes at least the model's 10 ms plus 0.33 ms of
+    serialising each way (a relay that delivered early would make every design look
+    faster than the network it claims), and the excess is what was measured above it."""
+    f = link_fidelity(Link(10, 100), n=3)
+    assert f["bytes"] == 4096
+    assert f["model_rtt_ms"] == pytest.approx(10 + 2 * 4096 * 8 / 100e6 * 1e3, abs=1e-3)
+    assert f["measured_rtt_ms"] >= f["model_rtt_ms"], f
+    assert f["excess_ms"] == pytest.approx(f["measured_rtt_ms"] - f["model_rtt_ms"], abs=2e-3)
 
 
 def test_link_paces_at_its_bandwidth(echo_port: int) -> None:
@@ -90,10 +93,8 @@ def test_relay_counts_requests_not_reads(echo_port: int) -> None:
     relays = Relays(None)
     try:
         rport, counter = relays.add(echo_port)
-        with socket.create_connection(("127.0.0.1", rport), timeout=30) as s:
-            for _ in range(3):
-                exchange(s, 64)
-        round_trip(rport, 64)
+        echo_rtt(rport, 3)  # three exchanges on one connection
+        echo_rtt(rport, 1)  # one on another
     finally:
         relays.close()
     assert counter.round_trips == 4, counter
