@@ -7,7 +7,9 @@ then `ninja llama-bench ggml-rpc-server`).
 
 The model is a seeded random llama of about 0.5 B parameters written by the
 worker itself (`worker --write-tiny-model` with a shape; the same bytes from the
-same seed), kept in --model-dir outside the repository. For 1, 2 and 3
+same seed), kept in --model-dir outside the repository; `--n-embd 256` writes the
+same 24 layers four times narrower (about 43 M parameters), where compute per token
+is small beside a link's latency. For 1, 2 and 3
 processes it measures:
 
   ours: `worker --stage` processes on loopback (one per layer range), driven by
@@ -82,6 +84,21 @@ from _relay import (
 # About 0.5 B parameters: 24 x (4 x 1024^2 / (1, 2, 2, 1) + 3 x 1024 x 4864) + 2 x 32000 x 1024.
 SHAPE = {"n-layer": 24, "n-embd": 1024, "n-head": 16, "n-head-kv": 8, "n-ff": 4864,
          "n-vocab": 32000}
+
+
+def shape(n_embd: int) -> dict[str, int]:
+    """SHAPE at another width (--n-embd): heads of 64, half as many KV heads, the
+    feed-forward as wide relative to it; the same layers and vocabulary. A narrower
+    model computes less per token and leaves the links' share of it larger."""
+    if n_embd == SHAPE["n-embd"]:
+        return dict(SHAPE)
+    return {**SHAPE, "n-embd": n_embd, "n-head": n_embd // 64, "n-head-kv": n_embd // 128,
+            "n-ff": SHAPE["n-ff"] * n_embd // SHAPE["n-embd"]}
+
+
+def model_label(n_embd: int) -> str:
+    """`0.5b` for SHAPE, `e256` for --n-embd 256: the model file's name."""
+    return "0.5b" if n_embd == SHAPE["n-embd"] else f"e{n_embd}"
 SEED = 26
 SPLITS = {1: [(0, 24)], 2: [(0, 12), (12, 24)], 3: [(0, 8), (8, 16), (16, 24)]}
 
@@ -191,15 +208,16 @@ class Tools:
     flash_attn: str = "auto"  # llama.cpp's, for both designs
 
 
-def write_model(tools: Tools, model_dir: Path, kind: str) -> tuple[Path, str]:
+def write_model(tools: Tools, model_dir: Path, kind: str,
+                n_embd: int = SHAPE["n-embd"]) -> tuple[Path, str]:
     """The seeded model (written once; the sha256 proves a rebuild is the same bytes)."""
     model_dir.mkdir(parents=True, exist_ok=True)
-    model = model_dir / f"rand-llama-0.5b-{kind}-seed{SEED}.gguf"
+    model = model_dir / f"rand-llama-{model_label(n_embd)}-{kind}-seed{SEED}.gguf"
     if not model.exists():
         tmp = model.with_suffix(".tmp")
         argv = [str(tools.worker), "--write-tiny-model", str(tmp), "--seed", str(SEED), "--type",
                 kind]
-        for k, v in SHAPE.items():
+        for k, v in shape(n_embd).items():
             argv += [f"--{k}", str(v)]
         log(f"writing {model.name}")
         subprocess.run(argv, check=True)
@@ -524,6 +542,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="the consumer build: bin/worker, bin/llama-bench, bin/ggml-rpc-server")
     ap.add_argument("--model-dir", type=Path, default=Path("/tmp/patchctl-bench-models"))
     ap.add_argument("--type", default="q8_0", choices=["f16", "q8_0"])
+    ap.add_argument("--n-embd", type=int, default=SHAPE["n-embd"],
+                    help="the model's width (default 1024: about 0.5 B parameters); a "
+                         "multiple of 128, heads of 64: 256 computes about a tenth as much per "
+                         "token, which shows what the links cost each design at less compute")
     ap.add_argument("--prompt", type=int, default=512)
     ap.add_argument("--steps", type=int, default=128)
     ap.add_argument("--short-steps", type=int, default=8)
@@ -560,6 +582,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--out", type=Path)
     a = ap.parse_args(argv)
+    if a.n_embd < 128 or a.n_embd % 128:
+        ap.error(f"--n-embd takes a positive multiple of 128, not {a.n_embd}")
     links: list[Link | None] = a.link or [None]
     labels = [profile_label(lk) for lk in links]
     if len(set(labels)) != len(labels):
@@ -583,7 +607,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         relay = relay_overhead()
         log(f"relay: {relay}")
-        model, sha = write_model(tools, a.model_dir, a.type)
+        model, sha = write_model(tools, a.model_dir, a.type, a.n_embd)
         reference: dict | None = None
         for i, link in enumerate(links):
             at = profile_label(link)
@@ -627,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         return 3
     result = {"schema": "patchctl.bench-pipeline-vs-rpc/2",
               "model": {"name": model.name, "bytes": model.stat().st_size, "sha256": sha,
-                        "shape": SHAPE, "seed": SEED, "type": a.type},
+                        "shape": shape(a.n_embd), "seed": SEED, "type": a.type},
               "params": {"prompt": a.prompt, "steps": a.steps, "threads": a.threads,
                          "flash_attn": a.flash_attn,
                          "batch": a.batch, "reply": a.reply, "reps": a.reps,
