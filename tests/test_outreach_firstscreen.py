@@ -280,6 +280,21 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     assert ("`evidence/cube/cube-ppl.json` (`llama-perplexity` only), rerun: "
             f"`sh {scripts}/ppl.sh {tmp_path} tiny.gguf`") in actions
     assert "`evidence/cube/cube-llama-bench.json` (`llama-bench` only)" in actions
+    # a record that runs every tool the ask names is rerun; those running part of it are
+    # named on one line (the brief's first screen stays short as records accumulate)
+    (scripts / "both.sh").write_text('#!/bin/sh\n"$1/bin/llama-perplexity" -m "$2"\n'
+                                     '"$1/bin/llama-bench" -m "$2"\n')
+    r = cli("-C", str(project), "record", "--name", "cube-both", "--evidence-dir", str(ev),
+            "--", "sh", str(scripts / "both.sh"), str(tmp_path), "tiny.gguf")
+    text = _render(cli, project, up.path, tmp_path / "out3")["0001-tiny-add-tiny_cube.md"]
+    actions = text.split("## Next actions")[1].split("## Facts")[0]
+    assert (f"     - `evidence/cube/cube-both.json`, rerun: "
+            f"`sh {scripts}/both.sh {tmp_path} tiny.gguf`\n"
+            "     - and 2 running part of it (reruns under Evidence records): "
+            "`evidence/cube/cube-ppl.json`, `evidence/cube/cube-llama-bench.json`\n") in actions
+    assert "(`llama-bench` only)" not in actions and "rerun: `sh " + str(scripts) + "/ppl.sh" \
+        not in actions
+    assert "cube-ppl:" in text.split("### Evidence records")[1]  # its rerun is still there
 
 
 def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:
