@@ -84,14 +84,15 @@ from _relay import (
 # About 0.5 B parameters: 24 x (4 x 1024^2 / (1, 2, 2, 1) + 3 x 1024 x 4864) + 2 x 32000 x 1024.
 SHAPE = {"n-layer": 24, "n-embd": 1024, "n-head": 16, "n-head-kv": 8, "n-ff": 4864,
          "n-vocab": 32000}
+SEED = 26
+SPLITS = {1: [(0, 24)], 2: [(0, 12), (12, 24)], 3: [(0, 8), (8, 16), (16, 24)]}
 
 
 def shape(n_embd: int) -> dict[str, int]:
     """SHAPE at another width (--n-embd): heads of 64, half as many KV heads, the
     feed-forward as wide relative to it; the same layers and vocabulary. A narrower
-    model computes less per token and leaves the links' share of it larger."""
-    if n_embd == SHAPE["n-embd"]:
-        return dict(SHAPE)
+    model computes less per token and leaves the links' share of it larger;
+    1024 gives SHAPE itself."""
     return {**SHAPE, "n-embd": n_embd, "n-head": n_embd // 64, "n-head-kv": n_embd // 128,
             "n-ff": SHAPE["n-ff"] * n_embd // SHAPE["n-embd"]}
 
@@ -99,8 +100,7 @@ def shape(n_embd: int) -> dict[str, int]:
 def model_label(n_embd: int) -> str:
     """`0.5b` for SHAPE, `e256` for --n-embd 256: the model file's name."""
     return "0.5b" if n_embd == SHAPE["n-embd"] else f"e{n_embd}"
-SEED = 26
-SPLITS = {1: [(0, 24)], 2: [(0, 12), (12, 24)], 3: [(0, 8), (8, 16), (16, 24)]}
+
 
 # target: (what, limit, "min" or "max"); {n} processes, {at} the link profile
 TARGETS = {

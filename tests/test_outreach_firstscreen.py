@@ -284,8 +284,8 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     # named on one line (the brief's first screen stays short as records accumulate)
     (scripts / "both.sh").write_text('#!/bin/sh\n"$1/bin/llama-perplexity" -m "$2"\n'
                                      '"$1/bin/llama-bench" -m "$2"\n')
-    r = cli("-C", str(project), "record", "--name", "cube-both", "--evidence-dir", str(ev),
-            "--", "sh", str(scripts / "both.sh"), str(tmp_path), "tiny.gguf")
+    cli("-C", str(project), "record", "--name", "cube-both", "--evidence-dir", str(ev),
+        "--", "sh", str(scripts / "both.sh"), str(tmp_path), "tiny.gguf")
     text = _render(cli, project, up.path, tmp_path / "out3")["0001-tiny-add-tiny_cube.md"]
     actions = text.split("## Next actions")[1].split("## Facts")[0]
     assert (f"     - `evidence/cube/cube-both.json`, rerun: "
