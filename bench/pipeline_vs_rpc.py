@@ -438,6 +438,17 @@ def measure_rpc(tools: Tools, model: Path, n: int, a: argparse.Namespace,
 # -- the result -----------------------------------------------------------------------------
 
 
+def ratio(a: dict, b: dict, key: str) -> float:
+    """a's speed over b's. With rounds, the median of each round's ratio: the two were
+    measured one after the other in every round, so a drift of the machine's speed
+    between rounds (this machine: the same run 28 to 44 ms per token within minutes)
+    reaches both sides of each ratio instead of one side of the median."""
+    pairs = list(zip(a.get(f"{key}_rounds", []), b.get(f"{key}_rounds", []), strict=True))
+    if not pairs:
+        return float(a[key] / b[key])
+    return statistics.median(x / y for x, y in pairs)
+
+
 def evaluate(rows: list[dict], link: Link | None) -> dict[str, dict[str, object]]:
     """The targets of one profile's rows, named by process count and profile."""
     at = profile_label(link)
@@ -447,13 +458,13 @@ def evaluate(rows: list[dict], link: Link | None) -> dict[str, dict[str, object]
     for n in (2, 3):
         ours, rpc = by.get(("ours", n)), by.get(("rpc", n))
         if ours and rpc:
-            values[f"gen-tps/rpc@{n}/{at}"] = ours["gen_tps"] / rpc["gen_tps"]
-            values[f"ttft/rpc@{n}/{at}"] = ours["ttft_s"] / rpc["ttft_s"]
-            values[f"prompt-tps/rpc@{n}/{at}"] = ours["prompt_tps"] / rpc["prompt_tps"]
+            values[f"gen-tps/rpc@{n}/{at}"] = ratio(ours, rpc, "gen_tps")
+            values[f"ttft/rpc@{n}/{at}"] = ratio(ours, rpc, "ttft_s")
+            values[f"prompt-tps/rpc@{n}/{at}"] = ratio(ours, rpc, "prompt_tps")
             values[f"wire-bytes/rpc@{n}/{at}"] = (ours["wire_bytes_per_gen_token"]
                                                   / rpc["wire_bytes_per_gen_token"])
         if ours and local:
-            values[f"gen-tps/local@{n}"] = ours["gen_tps"] / local["gen_tps"]
+            values[f"gen-tps/local@{n}"] = ratio(ours, local, "gen_tps")
         if ours and link is None:
             values[f"load-wire-bytes@{n}"] = ours["load_wire_bytes"]
     out: dict[str, dict[str, object]] = {}
@@ -496,14 +507,17 @@ def render(result: dict) -> str:
            f"{'profile':9} {'design':22} {'procs':>5} {'prompt t/s':>11} {'gen t/s':>9} "
            f"{'TTFT s':>8} {'wire B/gen tok':>15} {'RT/gen tok':>10} {'load wire B':>13}",
            f"(t/s: median of {p['reps']} runs for ours, llama-bench's mean of -r {p['reps']}; "
-           f"the median of {p.get('rounds', 1)} round(s) of every design in turn)"]
+           f"the median of {p.get('rounds', 1)} round(s) of every design in turn, "
+           f"the first design alternating)"]
     for r in result["rows"]:
         out.append(f"{r['profile']:9} {r['design']:22} {r['processes']:>5} "
                    f"{r['prompt_tps']:>11.1f} {r['gen_tps']:>9.2f} {r['ttft_s']:>8.2f} "
                    f"{r['wire_bytes_per_gen_token']:>15,.0f} "
                    f"{r['round_trips_per_gen_token']:>10.1f} {r['load_wire_bytes']:>13,.0f}")
     out.append("")
-    out.append(f"{'target':<30} {'value':>10} {'limit':>10}  result")
+    out.append(f"{'target':<30} {'value':>10} {'limit':>10}  result"
+               + ("  (a ratio: the median of the rounds' ratios)"
+                  if p.get("rounds", 1) > 1 else ""))
     for key, t in result["targets"].items():
         val = "-" if t["value"] is None else f"{t['value']:.3f}"
         lim = ("<= " if t["sense"] == "max" else ">= ") + str(t["limit"])
@@ -518,11 +532,14 @@ def combine(rounds: list[list[dict]]) -> list[dict]:
     if len(rounds) == 1:
         return rounds[0]
     rows = []
-    for i, first in enumerate(rounds[0]):
+    for first in rounds[0]:
+        # The same design and process count in every round (rounds differ in their order).
+        same = [next(r for r in done if (r["design"], r["processes"]) ==
+                     (first["design"], first["processes"])) for done in rounds]
         row = dict(first)
         for key in ("prompt_tps", "gen_tps", "ttft_s"):
-            row[key] = statistics.median(r[i][key] for r in rounds)
-            row[f"{key}_rounds"] = [r[i][key] for r in rounds]
+            row[key] = statistics.median(r[key] for r in same)
+            row[f"{key}_rounds"] = [r[key] for r in same]
         rows.append(row)
     return rows
 
@@ -630,6 +647,8 @@ def main(argv: list[str] | None = None) -> int:
                         if n > 1:
                             designs += (["direct"] if a.direct else []) + \
                                 (["relayed"] if a.relayed else [])
+                        if k % 2:
+                            designs.reverse()  # neither design always goes first
                         for design in designs:
                             log(f"{at} round {k + 1}: {design}@{n}")
                             done.append(measure_rpc(tools, model, n, a, relays)

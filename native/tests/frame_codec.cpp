@@ -232,8 +232,29 @@ void test_transport() {
 
 }  // namespace
 
+// The digest reply row is part of the protocol: a stage and a driver of
+// different builds must agree on it bit for bit. Known answers (FNV-1a 64 of
+// the little-endian float32 bytes, computed independently), across the
+// function's block boundary of 256 floats.
+void test_digest_row() {
+  const float small[] = {1.0F, -2.5F, 0.0F, 3.14159274F};
+  float out[worker::kDigestWidth] = {};
+  worker::digest_row(small, 4, out);
+  check(out[0] == 60739.0F && out[1] == 25954.0F && out[2] == 32768.0F && out[3] == 44298.0F,
+        "digest of 4 floats: 0xad0a80006562ed43, low 16 bits first");
+  std::vector<float> row(1000);
+  for (std::size_t i = 0; i < row.size(); ++i) row[i] = static_cast<float>(i) * 0.25F - 100.0F;
+  worker::digest_row(row.data(), static_cast<std::uint32_t>(row.size()), out);
+  check(out[0] == 58151.0F && out[1] == 12918.0F && out[2] == 43016.0F && out[3] == 56452.0F,
+        "digest of 1000 floats (3 blocks and a part): 0xdc84a8083276e327");
+  worker::digest_row(row.data(), 0, out);
+  check(out[0] == 8997.0F && out[1] == 33826.0F && out[2] == 40164.0F && out[3] == 52210.0F,
+        "digest of no floats: FNV-1a 64's offset basis");
+}
+
 int main() {
   test_round_trips();
+  test_digest_row();
   test_rejections();
 #ifndef WORKER_NO_TRANSPORT
   test_transport();

@@ -148,4 +148,10 @@ std::string first_non_finite(const Frame& frame);
 // row width other than the model's (n_embd 0: any). Empty when it fits.
 std::string check_frame(const Frame& frame, FrameKind kind, std::uint32_t n_embd);
 
+// A logits row as the last stage answers it in digest mode: the FNV-1a 64 of
+// the row's float32 bytes (little-endian), as kDigestWidth floats of 16 bits
+// each, low word first (every one exact in a float).
+inline constexpr std::uint32_t kDigestWidth = 4;
+void digest_row(const float* row, std::uint32_t n, float* out);
+
 }  // namespace worker

@@ -1,5 +1,6 @@
 #include "worker/frame.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -253,6 +254,25 @@ std::string check_limits(const FrameHeader& h, const FrameLimits& limits) {
          " rows of " + std::to_string(h.n_embd) + " (" + std::to_string(h.payload) +
          " payload bytes), over this end's limit of " + std::to_string(limits.max_rows) + " rows of " +
          std::to_string(width_limit) + "; refused before reading it";
+}
+
+void digest_row(const float* row, std::uint32_t n, float* out) {
+  // A block at a time through a buffer on the stack: the bytes in wire order
+  // without a copy of the whole row (32,000 floats for a 32 k vocabulary).
+  std::uint8_t bytes[1024];
+  std::uint64_t h = kFnv1a64Offset;
+  for (std::uint32_t i = 0; i < n;) {
+    const std::uint32_t m = std::min<std::uint32_t>(n - i, sizeof bytes / 4);
+    for (std::uint32_t j = 0; j < m; ++j, ++i) {
+      std::uint32_t b = 0;
+      std::memcpy(&b, &row[i], 4);
+      for (std::uint32_t k = 0; k < 4; ++k) bytes[4 * j + k] = static_cast<std::uint8_t>(b >> (8 * k));
+    }
+    h = fnv1a64(bytes, 4 * static_cast<std::size_t>(m), h);
+  }
+  for (std::uint32_t k = 0; k < kDigestWidth; ++k) {
+    out[k] = static_cast<float>((h >> (16 * k)) & 0xffffU);  // exact: below 2^24
+  }
 }
 
 std::string first_non_finite(const Frame& f) {

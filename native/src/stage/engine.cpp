@@ -9,7 +9,6 @@
 
 #include "llama.h"
 #include "tiny_model.hpp"
-#include "worker/checksum.hpp"
 
 namespace worker::stage {
 namespace {
@@ -80,19 +79,6 @@ bool parse_reply(const std::string& text, EngineOptions::Reply& out) {
     }
   }
   return false;
-}
-
-void digest_row(const float* row, std::uint32_t n, float* out) {
-  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(n) * 4);
-  for (std::uint32_t i = 0; i < n; ++i) {
-    std::uint32_t b = 0;
-    std::memcpy(&b, &row[i], 4);
-    for (int k = 0; k < 4; ++k) bytes[4 * i + static_cast<std::size_t>(k)] = static_cast<std::uint8_t>(b >> (8 * k));
-  }
-  const std::uint64_t h = fnv1a64(bytes.data(), bytes.size());
-  for (std::uint32_t k = 0; k < kDigestWidth; ++k) {
-    out[k] = static_cast<float>((h >> (16 * k)) & 0xffffU);  // exact: below 2^24
-  }
 }
 
 std::uint32_t Engine::reply_width() const {
@@ -190,7 +176,8 @@ Engine::~Engine() {
   if (model_ != nullptr) llama_model_free(model_);
 }
 
-std::optional<WireError> Engine::run(const Frame& in, Frame& out, const PartSink& sink) {
+std::optional<WireError> Engine::run(const Frame& in, Frame& out, const PartSink& sink,
+                                     const TokenSink& on_token) {
   const bool part = in.kind == FrameKind::kStatePart;
   const std::string bad =
       first() ? check_frame(in, FrameKind::kTokens, 1)
@@ -279,13 +266,18 @@ std::optional<WireError> Engine::run(const Frame& in, Frame& out, const PartSink
                            (last() ? "logits" : "boundary state") + " for token " +
                            std::to_string(c0 + j));
       }
+      if (last() && !part && c0 + j == n - 1) {
+        out.next_token = argmax(row, width);
+        if (on_token) {
+          if (auto e = on_token(out.next_token)) return e;
+        }
+      }
       float* dst = out.values.data() + static_cast<std::size_t>(c0 + j - first_row) * out.n_embd;
       if (last() && reply_ == EngineOptions::Reply::kDigest) {
         digest_row(row, width, dst);
       } else {
         std::memcpy(dst, row, width * sizeof(float));
       }
-      if (last() && !part && c0 + j == n - 1) out.next_token = argmax(row, width);
     }
     if (sink && !last() && c0 + m < n) {
       // Rows [handed, c0 + m) go on now; a stage before the last hands out every row.

@@ -53,13 +53,10 @@ struct EngineOptions {
   FlashAttn flash_attn = FlashAttn::kAuto;
 };
 
-inline constexpr std::uint32_t kDigestWidth = 4;
 const char* reply_name(EngineOptions::Reply reply);
 bool parse_reply(const std::string& text, EngineOptions::Reply& out);
 const char* flash_attn_name(EngineOptions::FlashAttn mode);
 bool parse_flash_attn(const std::string& text, EngineOptions::FlashAttn& out);
-// The digest row of one logits row (kDigestWidth floats).
-void digest_row(const float* row, std::uint32_t n, float* out);
 
 class Engine {
  public:
@@ -94,6 +91,10 @@ class Engine {
   // part, as soon as they are decoded: a stage before the last forwards them
   // while it decodes the next chunk (a prompt streams down the chain).
   using PartSink = std::function<std::optional<WireError>(const Frame& part)>;
+  // Takes the greedy next token (last stage, a step's frame) as soon as it is
+  // known, before the step's rows are copied or digested: a ring sends it on
+  // while the reply is still being made.
+  using TokenSink = std::function<std::optional<WireError>(std::int32_t token)>;
 
   // Decodes a tokens frame (first stage), a boundary-state frame or a state
   // part, whose positions must continue this stage's sequence, into a
@@ -101,8 +102,9 @@ class Engine {
   // logits frame with the greedy next token (last). A part ends no step: the
   // last stage hands out its rows with --reply all only, and no next token.
   // With a sink (not last), every chunk but the last goes to it and out holds
-  // the last one.
-  std::optional<WireError> run(const Frame& in, Frame& out, const PartSink& sink = nullptr);
+  // the last one. With on_token (last), the next token goes to it first.
+  std::optional<WireError> run(const Frame& in, Frame& out, const PartSink& sink = nullptr,
+                               const TokenSink& on_token = nullptr);
 
   // The sequence's state (llama_state_seq_get_data), and its restore.
   std::vector<std::uint8_t> save_sequence() const;

@@ -69,13 +69,14 @@ class Stage {
     return [this](const Frame& part) { return send_part(part); };
   }
   std::optional<WireError> take_part(const Frame& in);
-  std::optional<WireError> decode(const Frame& in, Frame& out);
+  std::optional<WireError> decode(const Frame& in, Frame& out, const Engine::TokenSink& on_token = nullptr);
   std::string who_up() const { return engine_->first() ? "the driver" : "the previous stage"; }
   std::string who_down() const { return "the next stage at " + net::to_string(*o_.next); }
   bool direct() const { return o_.direct || o_.answers.has_value(); }
   // The last stage of a ring: the step's token goes back to the first stage
-  // before the reply goes to the driver, so the next step starts at once.
-  std::optional<WireError> feed_back(const Frame& in, const Frame& reply);
+  // as soon as it is known, before the reply is made and goes to the driver,
+  // so the next step starts at once.
+  std::optional<WireError> feed_back(const Frame& in, std::int32_t token);
   // The first stage of a ring: after a step that asks for more, the next
   // frame comes from the last stage's ring link, not from the driver.
   std::optional<WireError> expect_ring(const Frame& step);
@@ -188,22 +189,22 @@ std::optional<WireError> Stage::send_part(const Frame& part) {
 }
 
 // Runs the engine on a frame (its earlier chunks go to the next stage) and counts it.
-std::optional<WireError> Stage::decode(const Frame& in, Frame& out) {
+std::optional<WireError> Stage::decode(const Frame& in, Frame& out, const Engine::TokenSink& on_token) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::optional<WireError> e = engine_->run(in, out, sink());
+  std::optional<WireError> e = engine_->run(in, out, sink(), on_token);
   stats_.compute_us += std::chrono::duration_cast<std::chrono::microseconds>(
                            std::chrono::steady_clock::now() - t0).count();
   if (!e) stats_.tokens += in.n_tokens;
   return e;
 }
 
-std::optional<WireError> Stage::feed_back(const Frame& in, const Frame& reply) {
+std::optional<WireError> Stage::feed_back(const Frame& in, std::int32_t token) {
   if (in.ring_steps <= 0) return std::nullopt;
   if (!ring_.valid()) {
     return WireError{kExitFrame, "the driver asked for " + std::to_string(in.ring_steps) +
                                      " greedy steps fed back, and this stage has no --ring"};
   }
-  Frame next = tokens_frame(in.seq_id, in.step + 1, in.positions.back() + 1, {reply.next_token});
+  Frame next = tokens_frame(in.seq_id, in.step + 1, in.positions.back() + 1, {token});
   next.ring_steps = in.ring_steps - 1;
   std::optional<WireError> e = net::write_frame(ring_, next, o_.timeout_ms);
   if (!e) stats_.fed_back += 1;
@@ -376,7 +377,8 @@ int Stage::serve() {
       stats_.replays += 1;
     } else {
       Frame out;
-      if (auto err = decode(in, out)) return fail(*err);
+      const Engine::TokenSink ring = [this, &in](std::int32_t token) { return feed_back(in, token); };
+      if (auto err = decode(in, out, o_.next ? nullptr : ring)) return fail(*err);
       stats_.requests += 1;
       if (o_.next) {
         std::size_t sent = 0;
@@ -402,7 +404,6 @@ int Stage::serve() {
           reply.n_tokens = static_cast<std::uint32_t>(reply.positions.size());
         }
         pending_ = Frame();
-        if (auto err = feed_back(in, reply)) return fail(*err);
       }
       replay_ = Replay{true, in.step, in.positions, hash, reply};
       if (!o_.checkpoint.empty()) {
