@@ -10,6 +10,7 @@ or hook cannot skew the numbers.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import platform
 import random
@@ -22,6 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from patchctl.model.stack import PIN_FILE, Pin, parse_pin
 
@@ -385,3 +387,12 @@ def loadavg() -> list[float] | None:
         return [round(x, 2) for x in os.getloadavg()]
     except OSError:
         return None
+
+
+def emit(result: dict[str, Any], out: Path | None, as_json: bool,
+         render: Callable[[dict[str, Any]], str]) -> int:
+    """A bench's result: written to out (JSON) when given, printed as JSON or rendered."""
+    if out:
+        out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2) if as_json else render(result))
+    return 0

@@ -69,7 +69,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import BenchError, loadavg, machine_facts
+from _common import BenchError, emit, loadavg, machine_facts
 from _relay import (
     Counter,
     Link,
@@ -684,10 +684,7 @@ def main(argv: list[str] | None = None) -> int:
                          "load_per_profile": loads},
               "relay": relay, "link_fidelity": fidelity, "rows": rows, "targets": targets,
               "machine": machine_facts()}
-    if a.out:
-        a.out.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps(result, indent=2) if a.json else render(result))
-    return 0
+    return emit(result, a.out, a.json, render)
 
 
 if __name__ == "__main__":
