@@ -34,9 +34,11 @@ class Counter:
     # bytes move anywhere else through the relays first (their one event loop orders them).
     # Over a link each pays half a round trip of latency, however many reads it took, and
     # a reply on another connection (a chain's last stage answering its driver) counts.
-    # Bytes a process sends on several connections at once (relays given the same
-    # `owner`: a ring's last stage feeding its first and answering its driver) leave
-    # together, one trip: they cross the links side by side, not one after the other.
+    # Bytes a process sends on several connections at once leave together, one trip:
+    # they cross the links side by side, not one after the other. Relays name the
+    # processes for that: the same `owner` (the process listening: a ring's last stage
+    # feeding its first and answering its driver) or the same `client` (the process
+    # connecting: llama-bench writing to every RPC server in turn).
     trips: int = 0
 
     @property
@@ -101,7 +103,7 @@ class Relays:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.servers: list[asyncio.base_events.Server] = []
-        # what moved last: (connection, upward), or (owner, False) for a process's replies
+        # what moved last: (connection, upward), or (the named process, its side)
         self._last_flow: tuple[object, bool] | None = None
         self._connections = 0
 
@@ -147,9 +149,12 @@ class Relays:
                     await sender
             w.close()
 
-    def add(self, port: int, owner: str | None = None) -> tuple[int, Counter]:
+    def add(self, port: int, owner: str | None = None,
+            client: str | None = None) -> tuple[int, Counter]:
         """A relay to the process listening on `port`; the relays of one `owner` (a
-        process with several listeners) count what it sends on all of them as one flow."""
+        process with several listeners) count what it sends on all of them as one flow,
+        and those of one `client` (a process connecting to several) what it sends on all
+        its connections through them."""
         counter = Counter()
 
         async def handle(cr: asyncio.StreamReader, cw: asyncio.StreamWriter) -> None:
@@ -165,7 +170,8 @@ class Relays:
             self._connections += 1
             conn = self._connections
             try:
-                await asyncio.gather(self._pipe(cr, uw, counter, (conn, True)),
+                await asyncio.gather(self._pipe(cr, uw, counter,
+                                                (conn if client is None else client, True)),
                                      self._pipe(ur, cw, counter,
                                                 (conn if owner is None else owner, False)))
             except asyncio.CancelledError:

@@ -265,6 +265,12 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
         else:
             nxt: int | None = None
             ring: int | None = None  # the relay to the last stage's --ring listener
+            # Who sends on each relay, so that what one process sends on several links at
+            # once counts as one trip: the stage before (or the driver) connects to a
+            # stage's listener, the first stage to the last one's ring, the driver to its
+            # answer link.
+            before = {b: f"{a}:{b}" for a, b in SPLITS[n]}
+            first = f"0:{SPLITS[n][0][1]}"
             for a, b in reversed(SPLITS[n]):
                 argv = [str(tools.worker), "--stage", "--model", str(model), "--layers",
                         f"{a}:{b}", "--listen", "127.0.0.1:0", *common]
@@ -286,7 +292,8 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
                     if not answers.startswith("answers "):
                         raise BenchError(f"stage {a}:{b} did not say where it answers: "
                                          f"{answers!r}")
-                    port, counter = relays.add(int(answers.split(":")[-1]), owner=f"{a}:{b}")
+                    port, counter = relays.add(int(answers.split(":")[-1]), owner=f"{a}:{b}",
+                                               client="driver")
                     drive += ["--answers", f"127.0.0.1:{port}"]
                     counters.append(counter)
                     if chain == "ring":
@@ -294,10 +301,12 @@ def drive_ours(tools: Tools, model: Path, n: int, prompt: int, steps: int, relay
                         if not joins.startswith("ring "):
                             raise BenchError(f"stage {a}:{b} did not say where its ring is: "
                                              f"{joins!r}")
-                        ring, counter = relays.add(int(joins.split(":")[-1]), owner=f"{a}:{b}")
+                        ring, counter = relays.add(int(joins.split(":")[-1]),
+                                                   owner=f"{a}:{b}", client=first)
                         counters.append(counter)
                 port = int(line.split(":")[-1])
-                nxt, counter = relays.add(port, owner=f"{a}:{b}")
+                nxt, counter = relays.add(port, owner=f"{a}:{b}",
+                                          client=before.get(a, "driver"))
                 counters.append(counter)
             drive += ["--connect", f"127.0.0.1:{nxt}"]
         proc = subprocess.run(drive, capture_output=True, text=True, timeout=1800, check=False)
@@ -401,7 +410,9 @@ def measure_rpc(tools: Tools, model: Path, n: int, a: argparse.Namespace,
                                  stderr=subprocess.DEVNULL)
             procs.append(p)
             wait_port(port, p)
-            rport, counter = relays.add(port)
+            # llama-bench writes to every server in turn: one process, one trip.
+            rport, counter = relays.add(port, owner=f"rpc-server {len(procs)}",
+                                        client="llama-bench")
             counters.append(counter)
             endpoints.append(f"127.0.0.1:{rport}")
         pp = llama_bench(tools, model, endpoints, n, a.prompt, 0, warmup=True, reps=a.reps)[0]

@@ -157,3 +157,32 @@ def test_what_one_process_sends_on_two_links_at_once_is_one_trip(owner: str | No
         for s in listeners:
             s.close()
     assert ca.trips + cb.trips == trips, (ca, cb)
+
+
+@pytest.mark.parametrize(("client", "trips"), [("llama-bench", 3), (None, 4)])
+def test_what_one_client_sends_on_two_connections_at_once_is_one_trip(client: str | None,
+                                                                      trips: int) -> None:
+    """llama-bench writes to each RPC server in turn before any answers: with both
+    servers' relays given one client, the two writes are one trip, then the servers'
+    answers one each (3); without a client each write is a trip of its own (4). The
+    trips of such a run no longer depend on how the writes interleave."""
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    relays = Relays(None)
+    try:
+        (pa, ca), (pb, cb) = (relays.add(s.getsockname()[1], client=client) for s in listeners)
+        with socket.create_connection(("127.0.0.1", pa), timeout=30) as a, \
+                socket.create_connection(("127.0.0.1", pb), timeout=30) as b:
+            sa, sb = (s.accept()[0] for s in listeners)
+            with sa, sb:
+                a.sendall(b"g" * 32)  # the client writes to both, back to back
+                b.sendall(b"g" * 32)
+                assert sa.recv(64) and sb.recv(64)
+                sa.sendall(b"r" * 8)  # each server answers, one after the other
+                assert a.recv(64)
+                sb.sendall(b"r" * 8)
+                assert b.recv(64)
+    finally:
+        relays.close()
+        for s in listeners:
+            s.close()
+    assert ca.trips + cb.trips == trips, (ca, cb)
