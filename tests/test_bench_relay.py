@@ -3,6 +3,7 @@ item 3), measured against a real echo server on 127.0.0.1."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import sys
 import time
@@ -14,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 from _relay import (
+    Counter,
     Link,
     Relays,
     echo_rtt,
@@ -130,6 +132,27 @@ def test_relay_counts_a_reply_on_another_connection() -> None:
     assert ca.round_trips + cb.round_trips == 1.5
 
 
+@contextlib.contextmanager
+def two_links(**named: str | None) -> Iterator[tuple[socket.socket, socket.socket,
+                                                     socket.socket, socket.socket, list[Counter]]]:
+    """Two listening processes, each behind a relay given `named` (owner= or client=),
+    one connection through each: (client end a, client end b, server end a, server end b,
+    the relays' counters), all closed afterwards."""
+    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
+    relays = Relays(None)
+    try:
+        (pa, ca), (pb, cb) = (relays.add(s.getsockname()[1], **named) for s in listeners)
+        with socket.create_connection(("127.0.0.1", pa), timeout=30) as a, \
+                socket.create_connection(("127.0.0.1", pb), timeout=30) as b:
+            sa, sb = (s.accept()[0] for s in listeners)
+            with sa, sb:
+                yield a, b, sa, sb, [ca, cb]
+    finally:
+        relays.close()
+        for s in listeners:
+            s.close()
+
+
 @pytest.mark.parametrize(("owner", "trips"), [("last stage", 3), (None, 4)])
 def test_what_one_process_sends_on_two_links_at_once_is_one_trip(owner: str | None,
                                                                  trips: int) -> None:
@@ -137,26 +160,15 @@ def test_what_one_process_sends_on_two_links_at_once_is_one_trip(owner: str | No
     both its listeners' relays given one owner, the two writes are one trip, then the
     peer's next request another (3 in all with the first request); without an owner each
     write is a trip of its own (4)."""
-    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
-    relays = Relays(None)
-    try:
-        (pa, ca), (pb, cb) = (relays.add(s.getsockname()[1], owner=owner) for s in listeners)
-        with socket.create_connection(("127.0.0.1", pa), timeout=30) as a, \
-                socket.create_connection(("127.0.0.1", pb), timeout=30) as b:
-            sa, sb = (s.accept()[0] for s in listeners)
-            with sa, sb:
-                a.sendall(b"q" * 32)  # a request up relay a
-                assert sa.recv(64)
-                sa.sendall(b"t" * 8)  # the process answers on both links, back to back
-                sb.sendall(b"r" * 8)
-                assert a.recv(64) and b.recv(64)
-                a.sendall(b"q" * 32)  # the next request
-                assert sa.recv(64)
-    finally:
-        relays.close()
-        for s in listeners:
-            s.close()
-    assert ca.trips + cb.trips == trips, (ca, cb)
+    with two_links(owner=owner) as (a, b, sa, sb, counters):
+        a.sendall(b"q" * 32)  # a request up relay a
+        assert sa.recv(64)
+        sa.sendall(b"t" * 8)  # the process answers on both links, back to back
+        sb.sendall(b"r" * 8)
+        assert a.recv(64) and b.recv(64)
+        a.sendall(b"q" * 32)  # the next request
+        assert sa.recv(64)
+    assert sum(c.trips for c in counters) == trips, counters
 
 
 @pytest.mark.parametrize(("client", "trips"), [("llama-bench", 3), (None, 4)])
@@ -166,23 +178,12 @@ def test_what_one_client_sends_on_two_connections_at_once_is_one_trip(client: st
     servers' relays given one client, the two writes are one trip, then the servers'
     answers one each (3); without a client each write is a trip of its own (4). The
     trips of such a run no longer depend on how the writes interleave."""
-    listeners = [socket.create_server(("127.0.0.1", 0)) for _ in range(2)]
-    relays = Relays(None)
-    try:
-        (pa, ca), (pb, cb) = (relays.add(s.getsockname()[1], client=client) for s in listeners)
-        with socket.create_connection(("127.0.0.1", pa), timeout=30) as a, \
-                socket.create_connection(("127.0.0.1", pb), timeout=30) as b:
-            sa, sb = (s.accept()[0] for s in listeners)
-            with sa, sb:
-                a.sendall(b"g" * 32)  # the client writes to both, back to back
-                b.sendall(b"g" * 32)
-                assert sa.recv(64) and sb.recv(64)
-                sa.sendall(b"r" * 8)  # each server answers, one after the other
-                assert a.recv(64)
-                sb.sendall(b"r" * 8)
-                assert b.recv(64)
-    finally:
-        relays.close()
-        for s in listeners:
-            s.close()
-    assert ca.trips + cb.trips == trips, (ca, cb)
+    with two_links(client=client) as (a, b, sa, sb, counters):
+        a.sendall(b"g" * 32)  # the client writes to both, back to back
+        b.sendall(b"g" * 32)
+        assert sa.recv(64) and sb.recv(64)
+        sa.sendall(b"r" * 8)  # each server answers, one after the other
+        assert a.recv(64)
+        sb.sendall(b"r" * 8)
+        assert b.recv(64)
+    assert sum(c.trips for c in counters) == trips, counters
