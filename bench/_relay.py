@@ -30,15 +30,16 @@ PLAIN_CHUNK = 1 << 20  # read size without one
 class Counter:
     up: int = 0    # client -> process
     down: int = 0  # process -> client
-    # One-way trips: runs of bytes in one direction of one connection, a new one each time
-    # bytes move anywhere else through the relays first (their one event loop orders them).
-    # Over a link each pays half a round trip of latency, however many reads it took, and
-    # a reply on another connection (a chain's last stage answering its driver) counts.
-    # Bytes a process sends on several connections at once leave together, one trip:
-    # they cross the links side by side, not one after the other. Relays name the
-    # processes for that: the same `owner` (the process listening: a ring's last stage
-    # feeding its first and answering its driver) or the same `client` (the process
-    # connecting: llama-bench writing to every RPC server in turn).
+    # One-way trips: a process sending after bytes reached it (or for the first time) is
+    # one; what it sends before anything more reaches it belongs to the same trip,
+    # however many reads and connections it takes: it crosses the links side by side,
+    # and over a link pays half a round trip of latency once. A reply on another
+    # connection (a chain's last stage answering its driver) is a trip of its own. So
+    # the count follows cause and effect, not the order in which concurrent bytes pass
+    # the relays. Relays name the processes: the same `owner` (the process listening: a
+    # ring's last stage feeding its first and answering its driver) or the same `client`
+    # (the process connecting: llama-bench writing to every RPC server in turn); an
+    # unnamed side is its connection's own.
     trips: int = 0
 
     @property
@@ -103,12 +104,16 @@ class Relays:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
         self.servers: list[asyncio.base_events.Server] = []
-        # what moved last: (connection, upward), or (the named process, its side)
-        self._last_flow: tuple[object, bool] | None = None
+        # each process that has sent: whether bytes reached it since (a new trip if so)
+        self._reached: dict[object, bool] = {}
         self._connections = 0
 
+    def _reach(self, receiver: object) -> None:
+        if receiver in self._reached:
+            self._reached[receiver] = True
+
     async def _pipe(self, r: asyncio.StreamReader, w: asyncio.StreamWriter, counter: Counter,
-                    flow: tuple[object, bool]) -> None:
+                    upward: bool, sender: object, receiver: object) -> None:
         loop = asyncio.get_running_loop()
         link = self.link
         queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
@@ -119,21 +124,23 @@ class Relays:
                 if (wait := at - loop.time()) > 0:
                     await asyncio.sleep(wait)
                 w.write(data)
+                self._reach(receiver)  # it can answer from now on, not before
                 await w.drain()
 
-        sender = asyncio.ensure_future(deliver()) if link is not None else None
+        delivery = asyncio.ensure_future(deliver()) if link is not None else None
         free_at = 0.0  # when this direction has serialised all it was given
         try:
             while data := await r.read(CHUNK if link is not None else PLAIN_CHUNK):
-                if flow[1]:
+                if upward:
                     counter.up += len(data)
                 else:
                     counter.down += len(data)
-                if flow != self._last_flow:
+                if self._reached.get(sender, True):
                     counter.trips += 1
-                    self._last_flow = flow
+                    self._reached[sender] = False
                 if link is None:
                     w.write(data)
+                    self._reach(receiver)
                     await w.drain()
                     continue
                 free_at = max(loop.time(), free_at) + link.wire_s(len(data))
@@ -143,10 +150,10 @@ class Relays:
         except (ConnectionError, OSError):
             pass
         finally:
-            if sender is not None:
+            if delivery is not None:
                 queue.put_nowait(None)
                 with contextlib.suppress(ConnectionError, OSError):
-                    await sender
+                    await delivery
             w.close()
 
     def add(self, port: int, owner: str | None = None,
@@ -170,10 +177,10 @@ class Relays:
             self._connections += 1
             conn = self._connections
             try:
-                await asyncio.gather(self._pipe(cr, uw, counter,
-                                                (conn if client is None else client, True)),
-                                     self._pipe(ur, cw, counter,
-                                                (conn if owner is None else owner, False)))
+                me = (conn, "client") if client is None else client
+                it = (conn, "owner") if owner is None else owner
+                await asyncio.gather(self._pipe(cr, uw, counter, True, me, it),
+                                     self._pipe(ur, cw, counter, False, it, me))
             except asyncio.CancelledError:
                 # close(): ending normally, since Python 3.11's stream callback
                 # reports a cancelled connection task as an error.

@@ -24,7 +24,6 @@ from _relay import (
     parse_profile,
     profile_label,
     start_echo,
-    start_sink,
 )
 
 
@@ -109,29 +108,6 @@ def test_profiles_parse_and_name_their_targets(text: str, label: str) -> None:
     assert profile_label(parse_profile(text)) == label
 
 
-def test_relay_counts_a_reply_on_another_connection() -> None:
-    """Bytes that move on one connection after bytes moved on another are a new one-way
-    trip, as a chain's last stage answering its driver on a link of its own is: up one
-    relay, up a second, then the first again is three (1.5 round trips); two writes in a
-    row on one connection, nothing between, are one."""
-    sink = start_sink()
-    relays = Relays(None)
-    try:
-        (pa, ca), (pb, cb) = relays.add(sink.getsockname()[1]), relays.add(sink.getsockname()[1])
-        with socket.create_connection(("127.0.0.1", pa), timeout=30) as a, \
-                socket.create_connection(("127.0.0.1", pb), timeout=30) as b:
-            for s_, n in ((a, 2), (b, 1), (a, 1)):
-                for _ in range(n):
-                    s_.sendall(b"z" * 32)
-                    time.sleep(0.1)
-            time.sleep(0.1)
-    finally:
-        relays.close()
-        sink.close()
-    assert (ca.trips, cb.trips) == (2, 1), (ca, cb)
-    assert ca.round_trips + cb.round_trips == 1.5
-
-
 @contextlib.contextmanager
 def two_links(**named: str | None) -> Iterator[tuple[socket.socket, socket.socket,
                                                      socket.socket, socket.socket, list[Counter]]]:
@@ -151,6 +127,23 @@ def two_links(**named: str | None) -> Iterator[tuple[socket.socket, socket.socke
         relays.close()
         for s in listeners:
             s.close()
+
+
+def test_relay_counts_a_reply_on_another_connection() -> None:
+    """A direct chain's last stage answers its driver on a link of its own: the driver's
+    request up one relay, the answer down a second, the next request up the first again
+    are three one-way trips (1.5 round trips); two writes in a row, nothing reaching the
+    writer between them, are one."""
+    with two_links(owner="last stage", client="driver") as (a, b, sa, sb, counters):
+        for _ in range(2):
+            a.sendall(b"z" * 32)
+            time.sleep(0.1)
+        assert sa.recv(64)
+        sb.sendall(b"r" * 8)  # the answer, on the other link
+        assert b.recv(64)
+        a.sendall(b"z" * 32)  # the next request, caused by the answer
+        assert sa.recv(64)
+    assert [c.trips for c in counters] == [2, 1], counters
 
 
 @pytest.mark.parametrize(("owner", "trips"), [("last stage", 3), (None, 4)])
