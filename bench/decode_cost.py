@@ -85,8 +85,8 @@ def counts(out: Path) -> Counts:
 def process_name(out: Path) -> str:
     """`stage 0:12` for a stage's output file (its command line names the range), else
     the program's name."""
-    cmd = next((ln for ln in out.read_text(errors="replace").splitlines()
-                if ln.startswith("cmd:")), "cmd: ?")
+    with out.open(errors="replace") as f:  # the header's line: not the whole profile
+        cmd = next((ln for ln in f if ln.startswith("cmd:")), "cmd: ?")
     argv = cmd[4:].split()
     if "--stage" in argv and "--layers" in argv:
         return f"stage {argv[argv.index('--layers') + 1]}"
