@@ -4,53 +4,18 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
-from pathlib import Path
 
 import pytest
 
 from tests.builders import Upstream, git
+from tests.git_http_server import serving
 
 
 @pytest.fixture
-def http_upstream(tmp_path: Path, upstream: Upstream):
-    """`git http-backend` behind Python's CGI server on 127.0.0.1 (a real smart-HTTP remote)."""
-    # The CGI child runs as `nobody` when the tests run as root, and pytest's tmp
-    # dirs are private: serve from a world-readable temp dir instead.
-    root = Path(tempfile.mkdtemp(prefix="patchctl-www-"))
-    root.chmod(0o755)
-    repos = root / "repos"
-    subprocess.run(["git", "clone", "-q", "--bare", str(upstream.path), str(repos / "up.git")],
-                   check=True)
-    for key, value in (("uploadpack.allowFilter", "true"),
-                       ("uploadpack.allowAnySHA1InWant", "true")):
-        git(repos / "up.git", "config", key, value)
-    cgi = root / "cgi-bin"
-    cgi.mkdir(parents=True)
-    script = cgi / "git"
-    # Run as root, the CGI server drops to `nobody`: trust the repo and use a neutral HOME.
-    script.write_text(
-        "#!/bin/sh\n"
-        f"export GIT_PROJECT_ROOT={repos} GIT_HTTP_EXPORT_ALL=1 HOME=/tmp\n"
-        "export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=safe.directory GIT_CONFIG_VALUE_0='*'\n"
-        "exec git http-backend\n"
-    )
-    script.chmod(0o755)
-    for p in [root, *root.rglob("*")]:
-        p.chmod(p.stat().st_mode | 0o005 | (0o010 if p.is_dir() else 0))
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("git_http_server.py")),
-                               str(root)], stdout=subprocess.PIPE, text=True)
-    try:
-        assert server.stdout is not None
-        port = int(server.stdout.readline())
-        yield f"http://127.0.0.1:{port}/cgi-bin/git/up.git"
-    finally:
-        server.kill()
-        server.wait()
-        shutil.rmtree(root, ignore_errors=True)
+def http_upstream(upstream: Upstream):
+    """`git http-backend` on 127.0.0.1 (a real smart-HTTP remote)."""
+    with serving(upstream.path) as url:
+        yield url
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="the CGI server needs fork")

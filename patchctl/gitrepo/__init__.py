@@ -1,20 +1,22 @@
 """Everything patchctl asks of git, as typed functions over plain values.
 
-Hot paths (verify, bisect) run git directly: one process per call, no GitPython
-import cost. GitPython is imported only in ``cache`` (fetch with progress). No
-module outside this package runs git or imports GitPython.
+Every git process runs in a process group of its own that its deadline, a flood of
+processes or an interrupt ends whole (``patchctl.procs``). No module outside this
+package runs git.
 
 - ``core``: the one subprocess helper and small queries;
 - ``index``: temporary indexes (verify, apply --into, reproduce);
 - ``cache``: upstream URLs and bundles fetched once into the cache;
+- ``network``: every fetch, and how a server answers (a plain HTTP one is never fetched
+  from as a partial clone);
 - ``history``: small histories (apply --commits, edit, rebase-pin, import, export);
 - ``worktree``: the edit and rebase work trees (sparse when the upstream lacks blobs);
 - ``missing``: an upstream that lacks blobs: which files, and the one error naming them;
 - ``read``: files, authors and grep at one commit (draft-outreach, upstream-status);
 - ``blame``: the recent commits that last changed given lines at one commit (burden).
 
-``blame``, ``cache``, ``history``, ``read`` and ``worktree`` are imported when one of their names
-is first asked for: verify and ``--help`` need none of them (~7 ms of start-up).
+``blame``, ``cache``, ``history``, ``network``, ``read`` and ``worktree`` are imported when
+one of their names is first asked for: verify and ``--help`` need none of them (~7 ms of start-up).
 """
 
 from typing import TYPE_CHECKING
@@ -80,7 +82,6 @@ if TYPE_CHECKING:
         commit_patch,
         commit_steps,
         dirty_paths,
-        fetch_ref,
         file_changes,
         format_diff,
         format_diffs,
@@ -96,6 +97,7 @@ if TYPE_CHECKING:
         seed_blobs,
         unmerged_paths,
     )
+    from patchctl.gitrepo.network import fetch_ref
     from patchctl.gitrepo.read import (
         CommitRef,
         FileCommit,
@@ -222,7 +224,7 @@ __all__ = [
     "worktree_status",
 ]
 
-_LATER = ("blame", "cache", "history", "read", "worktree")
+_LATER = ("blame", "cache", "history", "network", "read", "worktree")
 
 if not TYPE_CHECKING:  # hidden from mypy, which would let any misspelt name through
 

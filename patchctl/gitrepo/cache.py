@@ -1,8 +1,5 @@
-"""The upstream cache: URLs and bundles fetched once, the pin only, blobs lazily.
-
-This is the only place GitPython is imported: its fetch progress parsing earns
-the import cost here, and only here.
-"""
+"""The upstream cache: URLs and bundles fetched once, the pin only, blobs lazily
+(from a server that speaks git's protocol: ``network``)."""
 
 from __future__ import annotations
 
@@ -11,15 +8,9 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from patchctl.errors import EnvironmentFailure, InputError
-from patchctl.gitrepo.core import (
-    NETWORK_TIMEOUT_ENV,
-    network_timeout,
-    refuse_option,
-    resolve_commit,
-    run_git,
-)
-from patchctl.toolout import reason
+from patchctl.errors import InputError
+from patchctl.gitrepo import network
+from patchctl.gitrepo.core import refuse_option, resolve_commit, run_git
 
 # -- the upstream cache ---------------------------------------------------------------
 
@@ -57,12 +48,16 @@ def cached_upstream(
         return repo
     root.mkdir(parents=True, exist_ok=True)
     if not repo.is_dir():
-        run_git(["init", "--bare", "-q", "--", str(repo)])
-        run_git(["remote", "add", "--", "origin", refuse_option(url, "upstream URL")], repo=repo)
-    _fetch(repo, commit, progress)
+        _new_cache_repo(repo, url)
+    _fetch(repo, url, commit, progress)
     if not resolve_commit(repo, commit):
         raise InputError(f"commit {commit} is not in upstream {url}")
     return repo
+
+
+def _new_cache_repo(repo: Path, url: str) -> None:
+    run_git(["init", "--bare", "-q", "--", str(repo)])
+    run_git(["remote", "add", "--", "origin", refuse_option(url, "upstream URL")], repo=repo)
 
 
 def bundle_repo(bundle: Path, *, cache_dir: Path | None = None) -> Path:
@@ -98,43 +93,15 @@ def cached_bundle(bundle: Path, commit: str, *, cache_dir: Path | None = None) -
     return repo
 
 
-def _fetch(repo: Path, commit: str, progress: Callable[[str], None] | None) -> None:
-    import git  # GitPython: for its fetch progress parsing
-
-    class _Progress(git.RemoteProgress):
-        def update(self, op_code: int, cur_count: str | float,
-                   max_count: str | float | None = None, message: str = "") -> None:
-            if progress and max_count:
-                progress(f"fetching: {self._cur_line}")
-
-    handle = git.Repo(repo)
-    try:
-        # A stalled transfer (under 1 byte/s for a minute) fails instead of hanging.
-        # The user's config is read here on purpose (proxies, credentials, insteadOf);
-        # the fixed values of every other git call still apply.
-        quiet = {"LC_ALL": "C", "GIT_TERMINAL_PROMPT": "0", "GIT_HTTP_LOW_SPEED_LIMIT": "1",
-                 "GIT_HTTP_LOW_SPEED_TIME": "60"}
-        timeout = network_timeout()
-        with handle.git.custom_environment(**quiet):
-            try:
-                handle.remotes.origin.fetch(
-                    commit, filter="blob:none", no_tags=True, progress=_Progress(),
-                    kill_after_timeout=timeout,
-                )
-            except git.GitCommandError as e:
-                if "not our ref" in str(e) or "couldn't find remote ref" in str(e).lower():
-                    raise InputError(f"commit {commit} is not in upstream "
-                                     f"{handle.remotes.origin.url}") from e
-                if "timed out" in str(e.stderr):
-                    raise EnvironmentFailure(
-                        f"fetching {commit} from {handle.remotes.origin.url} made no end in "
-                        f"{timeout:g} s (a stalled server?); check the network, or raise "
-                        f"{NETWORK_TIMEOUT_ENV}") from e
-                # GitPython quotes git's stderr as "\n  stderr: '...'".
-                said = str(e.stderr).strip().removeprefix("stderr: ").strip("'")
-                raise EnvironmentFailure(
-                    f"cannot fetch {commit} from {handle.remotes.origin.url}: "
-                    f"{reason(said)}; check the URL and network, or pass --upstream PATH"
-                ) from e
-    finally:
-        handle.close()
+def _fetch(repo: Path, url: str, commit: str,
+           progress: Callable[[str], None] | None) -> None:
+    """Fetch ``commit`` into the cache repository ``repo``: as a partial clone (blobs
+    lazily) from a server that speaks git's protocol, whole from a plain HTTP one, which a
+    partial clone must never fetch from (``network``)."""
+    plain = network.answers_plain_http(url)
+    if plain and network.is_partial(repo):
+        # made when the server still spoke git's protocol: start again, whole
+        shutil.rmtree(repo)
+        _new_cache_repo(repo, url)
+    if not network.fetch(repo, url, [commit], partial=not plain, progress=progress):
+        raise InputError(f"commit {commit} is not in upstream {url}")

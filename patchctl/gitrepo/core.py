@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl import procs
 from patchctl.errors import EnvironmentFailure, GitError, InputError
 
 OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 id
@@ -103,30 +104,30 @@ def run_git(
     timeout: float | None = None,
     spool: bool = False,
 ) -> Result:
-    """Run ``git [-C repo] args`` under the controlled config. With ``check``, a non-zero
-    exit raises GitError; past ``timeout`` seconds it is killed (EnvironmentFailure).
-    With ``spool``, git writes its output to unnamed temp files, not pipes: ``git apply
-    -v`` writes a line at a time, unbuffered, and thousands of pipe writes each waking
-    this process cost git more than its work on a 2,000-patch batch."""
+    """Run ``git [-C repo] args`` under the controlled config, in a process group of its
+    own (``procs``). With ``check``, a non-zero exit raises GitError; past ``timeout``
+    seconds, or past ``procs.MAX_PROCESSES`` at once, the whole group is killed
+    (EnvironmentFailure). With ``spool``, git writes its output to unnamed temp files,
+    not pipes: ``git apply -v`` writes a line at a time, unbuffered, and thousands of pipe
+    writes each waking this process cost git more than its work on a 2,000-patch batch."""
     if spool:
         result = start_git(args, repo=repo, env=env, input=input).wait(timeout)
     else:
         argv = _argv(args, repo)
         with _git_failures(args, timeout):
-            proc = subprocess.run(
-                argv,
-                input=input,
-                capture_output=True,
-                text=True,
-                errors="surrogateescape",
-                env=env or git_env(),
-                check=False,
-                timeout=timeout,
-            )
-        result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
+            done = procs.run(argv, input=_encode(input), env=env or git_env(), timeout=timeout)
+        result = Result(argv, done.returncode, _decode(done.stdout), _decode(done.stderr))
     if check and result.returncode != 0:
         raise GitError(result.argv, result.returncode, result.stderr)
     return result
+
+
+def _encode(text: str | None) -> bytes | None:
+    return None if text is None else text.encode("utf-8", "surrogateescape")
+
+
+def _decode(data: bytes | None) -> str:
+    return (data or b"").decode("utf-8", "surrogateescape")
 
 
 def _argv(args: Sequence[str | os.PathLike[str]], repo: Path | None) -> list[str]:
@@ -137,47 +138,54 @@ def _argv(args: Sequence[str | os.PathLike[str]], repo: Path | None) -> list[str
 @contextlib.contextmanager
 def _git_failures(args: Sequence[str | os.PathLike[str]],
                   timeout: float | None) -> Iterator[None]:
-    """git missing, or past its time: one EnvironmentFailure that says so."""
+    """git missing, past its time, or a flood of processes: one EnvironmentFailure that
+    says so."""
+    what = " ".join(str(a) for a in args[:2])
     try:
         yield
     except FileNotFoundError as e:
         raise EnvironmentFailure("git is not installed or not on PATH; install git >= 2.30") from e
     except subprocess.TimeoutExpired as e:
         raise EnvironmentFailure(
-            f"`git {' '.join(str(a) for a in args[:2])}` made no end in {timeout:g} s "
-            f"(a stalled server?); check the network, or raise {NETWORK_TIMEOUT_ENV}") from e
+            f"`git {what}` made no end in {timeout:g} s (a stalled server?); every process "
+            f"it started was stopped; check the network, or raise {NETWORK_TIMEOUT_ENV}") from e
+    except procs.ProcessFlood as e:
+        # The one cascade known: git 2.39 in a partial clone whose server answers as plain
+        # HTTP, each object lookup a lazy fetch that walks again.
+        raise EnvironmentFailure(
+            f"`git {what}` had {e.count} processes running at once (more than {e.limit}), so "
+            f"all were stopped: a server answering as plain (\"dumb\") HTTP makes git "
+            f"before 2.44 recurse in a partial clone; pass --upstream with a local clone, or "
+            f"a smart-HTTP, ssh or git:// URL") from e
 
 
 class Started:
-    """A git process running with its output spooled to unnamed temp files (``start_git``);
-    ``wait()`` gives its Result, whatever its exit code."""
+    """A git process running in a group of its own with its output spooled to unnamed
+    temp files (``start_git``); ``wait()`` gives its Result, whatever its exit code."""
 
     def __init__(self, args: Sequence[str | os.PathLike[str]], argv: list[str],
                  env: dict[str, str], input: str | None) -> None:
         self._args, self.argv = args, argv
-        self._input = None if input is None else input.encode("utf-8", "surrogateescape")
-        with contextlib.ExitStack() as files:
-            self._files = (files.enter_context(tempfile.TemporaryFile()),
-                           files.enter_context(tempfile.TemporaryFile()))
+        self._input = _encode(input)
+        with contextlib.ExitStack() as held:
+            self._files = (held.enter_context(tempfile.TemporaryFile()),
+                           held.enter_context(tempfile.TemporaryFile()))
             with _git_failures(args, None):
-                self._proc = subprocess.Popen(
-                    argv, stdin=None if input is None else subprocess.PIPE,
-                    stdout=self._files[0], stderr=self._files[1], env=env)
-            self._close = files.pop_all().close  # wait() closes them; an error, at once
+                self._proc = held.enter_context(procs.start(
+                    argv, input=self._input, env=env, stdout=self._files[0],
+                    stderr=self._files[1]))
+            # wait() ends the group (when still running) and closes the files; an error
+            # here, at once
+            self._close = held.pop_all().close
 
     def wait(self, timeout: float | None = None) -> Result:
         try:
             with _git_failures(self._args, timeout):
-                try:
-                    self._proc.communicate(self._input, timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    self._proc.kill()
-                    self._proc.wait()
-                    raise
+                procs.wait(self._proc, self.argv, input=self._input, timeout=timeout)
             texts = []
             for f in self._files:
                 f.seek(0)
-                texts.append(f.read().decode("utf-8", "surrogateescape"))
+                texts.append(_decode(f.read()))
         finally:
             self._close()
         return Result(self.argv, self._proc.returncode, texts[0], texts[1])
@@ -196,11 +204,10 @@ def run_git_bytes(args: Sequence[str | os.PathLike[str]], *, repo: Path | None =
     a non-zero exit raises GitError."""
     argv = _argv(args, repo)
     with _git_failures(args, None):
-        proc = subprocess.run(argv, input=input, capture_output=True, env=env or git_env(),
-                              check=False)
-    if proc.returncode != 0:
-        raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
-    return proc.stdout
+        done = procs.run(argv, input=input, env=env or git_env())
+    if done.returncode != 0:
+        raise GitError(argv, done.returncode, _decode(done.stderr))
+    return done.stdout or b""
 
 
 @functools.cache

@@ -14,7 +14,6 @@ from patchctl.errors import InputError
 from patchctl.gitrepo.core import (
     EMPTY_TREE,
     git_env,
-    network_timeout,
     refuse_option,
     resolve_commit,
     run_git,
@@ -169,21 +168,6 @@ def range_messages(repo: Path, old: str, new: str) -> list[CommitMessage]:
             first = parents.split()[0] if parents.split() else None
             commits.append(CommitMessage(commit, first, subj, body))
     return commits
-
-
-def fetch_ref(repo: Path, ref: str) -> str | None:
-    """Fetch ``ref`` (commit id, tag or branch) from the cache repo's origin; its commit id.
-
-    ``ref`` must be a commit id or a well-formed ref name (never an option: it follows
-    ``--end-of-options``); the fetch has the network timeout."""
-    refuse_option(ref, "ref")
-    if not _HEX.match(ref) and run_git(["check-ref-format", "--allow-onelevel", ref],
-                                       check=False).returncode != 0:
-        raise InputError(f"{ref!r} is neither a commit id nor a valid ref name")
-    r = run_git(["fetch", "-q", "--filter=blob:none", "--no-tags", "--end-of-options", "origin",
-                 ref], repo=repo, check=False, env=user_config_env(),
-                timeout=network_timeout())
-    return resolve_commit(repo, "FETCH_HEAD") if r.returncode == 0 else None
 
 
 def commit_steps(repo: Path, tree: str, steps: Sequence[dict[str, tuple[str, bytes]]], *,

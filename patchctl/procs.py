@@ -1,0 +1,161 @@
+"""The processes patchctl starts: each in a process group of its own, which a timeout, an
+interrupt or an error ends whole, holding at most ``MAX_PROCESSES`` processes at once.
+
+A process that patchctl starts may start others (git fetch starts git-remote-https, which
+may start index-pack; a partial clone's lazy fetch starts a fetch of its own). Killing the
+first one alone leaves the rest running, and one of those can be a cascade: git 2.39 in a
+partial clone whose server answers as plain ("dumb") HTTP looks each object up, each lookup
+starts a lazy fetch, and each fetch walks again, thousands of processes deep. So every
+process starts a session of its own (its group is its id), its group is counted while it
+runs, and it is killed whole past its deadline, past the count, or when patchctl itself
+stops (an interrupt, SIGTERM, an error).
+
+Counting reads /proc: where there is none, the deadline and the group kill still hold.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import IO
+
+from patchctl.errors import EnvironmentFailure
+
+MAX_PROCESSES = 48  # alive at once in one group; git's deepest legitimate chain is ~8
+_QUIET = 0.25  # seconds before the group is first counted: most git calls end sooner
+_TICK = 0.1  # then, how often it is counted
+_PROC = "/proc"
+
+
+class ProcessFlood(EnvironmentFailure):
+    """A group held more than its bound of processes at once; all of them were killed."""
+
+    def __init__(self, argv: Sequence[str], count: int, limit: int) -> None:
+        self.argv, self.count, self.limit = list(argv), count, limit
+        super().__init__(f"`{' '.join(argv[:2])}` had {count} processes running at once "
+                         f"(more than {limit}); all of them were stopped")
+
+
+@dataclass(frozen=True)
+class Finished:
+    argv: list[str]
+    returncode: int
+    stdout: bytes | None  # None where it went to a file the caller gave
+    stderr: bytes | None
+
+
+def group_members(pgid: int) -> int:
+    """How many processes (zombies included) are in process group ``pgid``; 0 without /proc."""
+    n = 0
+    try:
+        names = os.listdir(_PROC)
+    except OSError:
+        return 0
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"{_PROC}/{name}/stat", "rb") as f:
+                stat = f.read(1024)
+        except OSError:  # it ended while we looked
+            continue
+        # "pid (comm) state ppid pgrp ...": comm may hold anything, so split after its ")"
+        fields = stat[stat.rfind(b")") + 2:].split()
+        if len(fields) > 2 and fields[2] == str(pgid).encode():
+            n += 1
+    return n
+
+
+def kill_group(pgid: int) -> None:
+    """SIGKILL every process of group ``pgid`` until none is left (at most a few rounds:
+    a process may fork while the first signal is on its way)."""
+    for _ in range(5):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            return
+        time.sleep(0.01)
+        if group_members(pgid) == 0:
+            return
+
+
+def run(argv: Sequence[str], *, input: bytes | None = None, env: dict[str, str] | None = None,
+        cwd: str | None = None, timeout: float | None = None, limit: int = MAX_PROCESSES,
+        stdout: IO[bytes] | int = subprocess.PIPE, stderr: IO[bytes] | int = subprocess.PIPE,
+        tick: Callable[[], None] | None = None) -> Finished:
+    """Run ``argv`` to its end in a group of its own and return what it printed.
+
+    Past ``timeout`` seconds the group is killed and ``subprocess.TimeoutExpired`` raised;
+    past ``limit`` processes at once, killed and ``ProcessFlood`` raised; on any other way
+    out (KeyboardInterrupt included), killed before the exception goes on. ``tick`` is
+    called about ten times a second while it runs (to report progress). Standard input is
+    ``input``, else nothing: a process patchctl starts never reads the terminal.
+    """
+    with start(argv, input=input, env=env, cwd=cwd, stdout=stdout, stderr=stderr) as proc:
+        return wait(proc, argv, input=input, timeout=timeout, limit=limit, tick=tick)
+
+
+@contextlib.contextmanager
+def start(argv: Sequence[str], *, input: bytes | None = None,
+          env: dict[str, str] | None = None, cwd: str | None = None,
+          stdout: IO[bytes] | int = subprocess.PIPE,
+          stderr: IO[bytes] | int = subprocess.PIPE) -> Iterator[subprocess.Popen[bytes]]:
+    """``argv`` started in a session of its own; its whole group is killed when the block
+    is left with the leader still running (an exception, an interrupt)."""
+    proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL if input is None
+                            else subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
+                            cwd=cwd, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            kill_group(proc.pid)
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def wait(proc: subprocess.Popen[bytes], argv: Sequence[str], *, input: bytes | None = None,
+         timeout: float | None = None, limit: int = MAX_PROCESSES,
+         tick: Callable[[], None] | None = None) -> Finished:
+    """Wait for ``proc`` (from ``start``), counting its group; see ``run``."""
+    began = time.monotonic()
+    step = _QUIET
+    while True:
+        left = None if timeout is None else timeout - (time.monotonic() - began)
+        if left is not None and left <= 0:
+            kill_group(proc.pid)
+            proc.wait()
+            raise subprocess.TimeoutExpired(list(argv), timeout or 0.0)
+        try:
+            out, err = proc.communicate(input, timeout=step if left is None else min(step, left))
+            break
+        except subprocess.TimeoutExpired:
+            pass
+        step = _TICK
+        if tick is not None:
+            tick()
+        count = group_members(proc.pid)
+        if count > limit:
+            kill_group(proc.pid)
+            proc.wait()
+            raise ProcessFlood(argv, count, limit)
+    if step == _TICK and group_members(proc.pid):
+        kill_group(proc.pid)  # the leader ended, something it started did not
+    return Finished(list(argv), proc.returncode, out, err)
+
+
+def terminate_on_sigterm() -> None:
+    """Make SIGTERM (``timeout``, a CI runner's cancel) unwind like an interrupt, so the
+    groups patchctl started are killed on the way out instead of left running."""
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    with contextlib.suppress(ValueError):  # not the main thread: leave it as it is
+        signal.signal(signal.SIGTERM, handler)

@@ -1,0 +1,97 @@
+"""procs: every process patchctl starts runs in a group of its own that a deadline, a flood
+of processes or a signal to patchctl ends whole."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from patchctl import procs
+
+pytestmark = pytest.mark.skipif(not Path("/proc/self/stat").exists(),
+                                reason="counts processes through /proc")
+
+
+def test_a_flood_of_processes_is_stopped_whole() -> None:
+    """A process that keeps starting others (the lazy-fetch cascade of git 2.39 in a
+    partial clone of a plain-HTTP server) ran until the machine gave out: it is stopped
+    past the bound, every process of it."""
+    mark = _mark()
+    began = time.monotonic()
+    with pytest.raises(procs.ProcessFlood) as e:
+        procs.run(["sh", "-c", f"while :; do sleep {mark} & done"], limit=20)
+    assert time.monotonic() - began < 30
+    assert e.value.count > 20 and "all of them were stopped" in str(e.value)
+    time.sleep(0.1)
+    assert not _running(mark)
+
+
+def test_a_deadline_ends_the_whole_group() -> None:
+    """A timeout killed git's first process only and left what it started running."""
+    mark = _mark()
+    with pytest.raises(subprocess.TimeoutExpired):
+        procs.run(["sh", "-c", f"sleep {mark} & sleep 30"], timeout=0.5)
+    time.sleep(0.1)
+    assert not _running(mark)
+
+
+def test_an_exit_leaves_nothing_behind() -> None:
+    """A leader that ends while something it started goes on: the rest is killed too."""
+    mark = _mark()
+    done = procs.run(["sh", "-c", f"sleep {mark} & sleep 0.6; echo out"])
+    assert done.returncode == 0 and done.stdout == b"out\n"
+    time.sleep(0.1)
+    assert not _running(mark)
+
+
+def test_sigterm_to_patchctl_ends_the_groups_it_started(tmp_path: Path) -> None:
+    """SIGTERM (a `timeout`, a CI cancel) killed patchctl and left its git groups running:
+    the console script unwinds and kills them."""
+    mark = _mark()
+    ready = tmp_path / "ready"
+    script = (
+        "import sys\n"
+        "from patchctl import procs\n"
+        "procs.terminate_on_sigterm()\n"
+        f"procs.run(['sh', '-c', 'touch {ready}; sleep {mark}'])\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script], stderr=subprocess.PIPE)
+    for _ in range(200):
+        if ready.exists() and _running(mark):
+            break
+        time.sleep(0.05)
+    assert _running(mark)
+    child.send_signal(signal.SIGTERM)
+    child.wait(timeout=10)
+    time.sleep(0.1)
+    assert not _running(mark)
+
+
+def test_nothing_is_read_from_the_terminal() -> None:
+    """A process patchctl starts gets no standard input unless given one."""
+    assert procs.run(["cat"], timeout=10).stdout == b""
+    assert procs.run(["cat"], input=b"x", timeout=10).stdout == b"x"
+
+
+def _mark() -> str:
+    """A sleep of about 30 s whose length no other process has: its command line marks it."""
+    return f"30.{os.getpid()}{time.monotonic_ns() % 10**9}"
+
+
+def _running(mark: str) -> bool:
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes()
+                stat = Path(f"/proc/{pid}/stat").read_bytes()
+            except OSError:
+                continue
+            if mark.encode() in cmd and b") Z" not in stat:
+                return True
+    return False
