@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.errors import EnvironmentFailure, GitError, InputError
+from patchctl.toolout import reason
 
 OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 id
 
@@ -92,6 +93,11 @@ class Result:
     stdout: str
     stderr: str
 
+    def failure(self) -> GitError:
+        """This run as the error that says why it failed: the reason in git's stderr
+        (toolout), not its hints. Every GitError is made here."""
+        return GitError(self.argv, self.returncode, self.stderr, reason(self.stderr))
+
 
 def run_git(
     args: Sequence[str | os.PathLike[str]],
@@ -125,7 +131,7 @@ def run_git(
             )
         result = Result(argv, proc.returncode, proc.stdout, proc.stderr)
     if check and result.returncode != 0:
-        raise GitError(result.argv, result.returncode, result.stderr)
+        raise result.failure()
     return result
 
 
@@ -199,7 +205,7 @@ def run_git_bytes(args: Sequence[str | os.PathLike[str]], *, repo: Path | None =
         proc = subprocess.run(argv, input=input, capture_output=True, env=env or git_env(),
                               check=False)
     if proc.returncode != 0:
-        raise GitError(argv, proc.returncode, proc.stderr.decode("utf-8", "replace"))
+        raise Result(argv, proc.returncode, "", proc.stderr.decode("utf-8", "replace")).failure()
     return proc.stdout
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import GitError, InputError
+from patchctl.errors import InputError
 from patchctl.gitrepo.core import OBJECT_ID, git_env, run_git
 from patchctl.gitrepo.history import _IDENTITY
 from patchctl.gitrepo.index import ApplyRun
@@ -56,7 +56,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     blobs = tree_blobs(dest, commit)
     missing = set(lacking(blobs, [dest / ".git" / "objects"]))
     if not missing:
-        raise GitError(whole.argv, whole.returncode, whole.stderr)
+        raise whole.failure()
     if needs := missing.intersection(needed):
         raise missing_files(sorted(needs), excludable=False)
     for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
