@@ -197,7 +197,7 @@ def test_verify_imports_only_the_git_modules_it_runs_and_every_name_resolves() -
     assert all(getattr(gitrepo, name) is not None for name in gitrepo.__all__)
     assert gitrepo.commit_info is history.commit_info and gitrepo.GitWork is worktree.GitWork
     with pytest.raises(AttributeError):
-        gitrepo._IDENTITY  # noqa: B018  (a module's private name is not the package's)
+        gitrepo._fast_import_path  # noqa: B018  (a module's private name is not the package's)
 
 
 def test_whitespace_warnings_are_read_from_a_long_apply_output() -> None:

@@ -36,6 +36,17 @@ _KEEP_GIT_VARS = {
     "GIT_CURL_VERBOSE",
 }
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Fixed identity and dates make the commits patchctl writes (small histories, a temp
+# index's commits, the edit work tree's), and so their ids, reproducible.
+_FIXED_DATE = "1970-01-01T00:00:00Z"
+FIXED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "patchctl",
+    "GIT_AUTHOR_EMAIL": "patchctl@localhost",
+    "GIT_COMMITTER_NAME": "patchctl",
+    "GIT_COMMITTER_EMAIL": "patchctl@localhost",
+    "GIT_AUTHOR_DATE": _FIXED_DATE,
+    "GIT_COMMITTER_DATE": _FIXED_DATE,
+}
 
 
 # The user's and the system's git config never reach git: a global core.autocrlf,

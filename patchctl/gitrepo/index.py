@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl.gitrepo.core import Result, git_env, run_git, start_git
+from patchctl.gitrepo.core import FIXED_IDENTITY, Result, git_env, run_git, start_git
 from patchctl.gitrepo.missing import index_blobs, lacking, missing_files, objects_dir, tree_blobs
 from patchctl.toolout import reason
 
@@ -212,9 +212,7 @@ class TempIndex:
 
     def commit(self, tree: str, parent: str, message: str) -> str:
         """A commit of ``tree`` on ``parent``, into this index's private object dir."""
-        from patchctl.gitrepo.history import _IDENTITY
-
-        env = {**self.env, **_IDENTITY}
+        env = {**self.env, **FIXED_IDENTITY}
         self.calls += 1
         return run_git(["commit-tree", tree, "-p", parent, "-m", message], repo=self.repo,
                        env=env).stdout.strip()

@@ -11,8 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.errors import InputError
-from patchctl.gitrepo.core import OBJECT_ID, git_env, run_git
-from patchctl.gitrepo.history import _IDENTITY
+from patchctl.gitrepo.core import FIXED_IDENTITY, OBJECT_ID, git_env, run_git
 from patchctl.gitrepo.index import ApplyRun
 from patchctl.gitrepo.missing import lacking, missing_files, objects_dir, tree_blobs
 from patchctl.untrusted import shorten
@@ -193,7 +192,7 @@ def _index_tags(work: Path) -> list[tuple[str, str]]:
 
 def commit_index(work: Path, message: str, *, author: str) -> str:
     """Commit what is staged in ``work`` (fixed committer, the patch's author)."""
-    env = dict(git_env(**_IDENTITY))
+    env = dict(git_env(**FIXED_IDENTITY))
     name, _, email = author.partition("<")
     if email:
         env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()
