@@ -55,8 +55,8 @@ def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstre
     no edit rewrote the patch; core.fsmonitor ran a command."""
     import os
 
-    from patchctl.build.materialize import manifest, read_stamp
     from patchctl.model import stackwrite
+    from patchctl.reproducers.materialize import manifest, read_stamp
 
     project = imported_project(cli, tmp_path, upstream, patches)
     before = stackwrite.snapshot(project / "stack")

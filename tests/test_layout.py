@@ -10,7 +10,7 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "patchctl"
 HELPERS = {"errors", "fsutil", "globs", "httpget", "textout", "tomlwrite", "toolout",
            "untrusted"}
-PACKAGES = {"model", "gitrepo", "verify", "burden", "rebase", "authoring", "build", "records",
+PACKAGES = {"model", "gitrepo", "verify", "burden", "rebase", "authoring", "reproducers", "records",
             "release", "ci", "outreach", "commands"}
 # a top-level module or package -> what else of patchctl it may import (HELPERS always)
 MAY_IMPORT: dict[str, set[str]] = {
@@ -22,11 +22,11 @@ MAY_IMPORT: dict[str, set[str]] = {
     "burden": {"model", "gitrepo"},
     "rebase": {"model", "gitrepo"},
     "authoring": {"model", "gitrepo", "verify", "rebase"},
-    "build": {"model", "gitrepo", "records"},
+    "reproducers": {"model", "gitrepo", "records"},
     "records": {"model", "gitrepo", "release.documents"},
     "outreach": {"model", "gitrepo", "rebase", "records", "burden"},
-    "release": {"model", "gitrepo", "build", "records"},
-    "ci": {"model", "gitrepo", "build"},
+    "release": {"model", "gitrepo", "reproducers", "records"},
+    "ci": {"model", "gitrepo", "reproducers"},
     "commands": PACKAGES,
 }
 
