@@ -7,6 +7,8 @@ like a network link: a chunk leaves after the link has serialised everything bef
 it at MBIT megabit/s, and arrives RTT_MS / 2 later; the reader is held back once more
 than `WINDOW_S` of data waits to be serialised, as a socket buffer would. Loopback
 then stands in for a LAN or a WAN, the same for every design a bench compares.
+`link_fidelity` measures how close a profile comes to its model, `relay_overhead` what
+the relay itself costs without one.
 """
 
 from __future__ import annotations
@@ -284,3 +286,38 @@ def link_fidelity(link: Link, n: int = 20, size: int = 4096) -> dict[str, float]
     model = link.rtt_ms + 2 * link.wire_s(size) * 1e3
     return {"bytes": size, "model_rtt_ms": round(model, 3), "measured_rtt_ms": round(measured, 3),
             "excess_ms": round(measured - model, 3)}
+
+
+def relay_overhead() -> dict[str, float]:
+    """The relay's own cost (without a --link model), against a local echo: round trip
+    of 64 bytes direct and relayed, and the relayed throughput of one 256 MiB transfer
+    each way."""
+    relays = Relays()
+    srv = start_echo()
+    port = srv.getsockname()[1]
+    rport, _ = relays.add(port)
+
+    def bulk(p: int, total: int = 256 << 20) -> float:
+        with socket.create_connection(("127.0.0.1", p)) as s:
+            chunk = b"\0" * (1 << 20)
+            t0 = time.perf_counter()
+            done = threading.Event()
+
+            def drain() -> None:
+                got = 0
+                while got < total:
+                    got += len(s.recv(1 << 20))
+                done.set()
+
+            threading.Thread(target=drain, daemon=True).start()
+            for _ in range(total // len(chunk)):
+                s.sendall(chunk)
+            done.wait(120)
+            return total / (time.perf_counter() - t0)
+
+    out = {"rtt_direct_us": statistics.fmean(echo_rtt(port, 2000)) * 1e6,
+           "rtt_relayed_us": statistics.fmean(echo_rtt(rport, 2000)) * 1e6,
+           "bulk_relayed_MBps": bulk(rport) / 1e6}
+    srv.close()
+    relays.close()
+    return out

@@ -49,7 +49,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, emit, loadavg, machine_facts
-from pipeline_vs_rpc import SHAPE, SPLITS, Tools, free_port, tensor_split, wait_port, write_model
+from _model import SHAPE, SPLITS, Tools, free_port, tensor_split, wait_port, write_model
 
 # callgrind_annotate --inclusive=yes lines: "30,184,324 (80.5%)  ???:llama_decode [...]".
 ANNOTATED = re.compile(r"^\s*([\d,]+)\s.*?(PROGRAM TOTALS|:llama_decode |:worker::digest_row\()")

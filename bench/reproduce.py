@@ -12,7 +12,7 @@ and prints the ratio reproduce-cold / baseline against the target (<= 1.5).
 
 Cases:
   tiny       the synthetic upstream of tests/builders.py (2 C files) and the 3-patch
-             proving stack of tests/test_build_reproduce.py (square, cube, clamp). Fixed
+             proving stack of tests/test_reproducers_reproduce.py (square, cube, clamp). Fixed
              per-step costs (cmake, ninja, ctest processes) dominate a 0.5 s build.
   tiny+gen   the same plus N generated translation units in a `tiny_gen` library
              that tiny links (--gen, default 150): a build where compiling dominates,
@@ -48,7 +48,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from _common import hermetic_env, machine_facts  # noqa: E402
 
 from tests.builders import commit_all, make_project, make_upstream, write  # noqa: E402
-from tests.test_build_reproduce import FIXTURES, make_patch_texts  # noqa: E402
+from tests.test_reproducers_reproduce import FIXTURES, make_patch_texts  # noqa: E402
 
 SCHEMA = "patchctl.bench.reproduce/1"
 TARGET = 1.5

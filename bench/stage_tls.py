@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, loadavg, machine_facts, run
-from pipeline_vs_rpc import SPLITS, Tools, write_model
+from _model import SPLITS, Tools, write_model
 
 CONFIGS = [(tls, direct) for direct in (False, True) for tls in (False, True)]
 

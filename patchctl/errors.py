@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 
-from patchctl.toolout import reason
-
 SECRET_ENV = ("GITHUB_TOKEN",)  # values patchctl never prints, records or caches
 
 EXIT_OK = 0
@@ -42,15 +40,17 @@ class EnvironmentFailure(PatchctlError):
 
 
 class GitError(EnvironmentFailure):
-    """A git command failed unexpectedly; carries the command and its stderr."""
+    """A git command failed unexpectedly; carries the command and its stderr. ``why`` is
+    the reason read from that stderr (gitrepo's ``Result.failure`` reads it with
+    ``toolout.reason``: this module, at the bottom, imports nothing of patchctl)."""
 
-    def __init__(self, argv: list[str], returncode: int, stderr: str) -> None:
+    def __init__(self, argv: list[str], returncode: int, stderr: str, why: str) -> None:
         self.argv = argv
         self.returncode = returncode
         self.stderr = stderr
         # One line, whatever the arguments hold (a commit message has newlines).
         shown = " ".join(a.replace("\n", "\\n") for a in argv)
-        super().__init__(f"`{shown}` failed (exit {returncode}): {reason(stderr)}")
+        super().__init__(f"`{shown}` failed (exit {returncode}): {why}")
 
 
 class BusyError(EnvironmentFailure):

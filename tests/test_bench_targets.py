@@ -1,5 +1,6 @@
-"""bench/pipeline_vs_rpc.py's targets over rounds (issue 35): every ratio pairs the two
-designs round by round, so a drift of the machine between rounds cannot decide it."""
+"""bench/_pipeline_targets.py, bench/pipeline_vs_rpc.py's targets over rounds: every ratio
+pairs the two designs round by round, so a drift of the machine between rounds cannot
+decide it."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
-from pipeline_vs_rpc import combine, evaluate
+from _pipeline_targets import combine, evaluate
 
 
 def row(design: str, n: int, gen: float, ttft: float = 1.0) -> dict:

@@ -14,8 +14,8 @@ from tests.builders import Upstream
 # Modules `--help` must not load: unidiff (third-party, imported by
 # patchctl's commands) and patchctl's own command machinery.
 HEAVY = ("unidiff", "patchctl.gitrepo", "patchctl.model.stack", "patchctl.verify.engine",
-         "patchctl.rebase.engine", "patchctl.build.materialize", "patchctl.authoring.init_import",
-         "patchctl.authoring.edit")
+         "patchctl.rebase.engine", "patchctl.reproducers.materialize",
+         "patchctl.authoring.init_import", "patchctl.authoring.edit")
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -44,8 +44,8 @@ def test_help_lists_commands_without_heavy_imports() -> None:
     running = _loaded_after("from patchctl.cli import main\n"
                             "import patchctl.commands.verify, patchctl.verify.engine\n"
                             "import patchctl.model.patchfile, patchctl.rebase.engine\n"
-                            "import patchctl.authoring.init_import, patchctl.build.materialize\n"
-                            "import patchctl.authoring.edit\n"
+                            "import patchctl.authoring.init_import\n"
+                            "import patchctl.reproducers.materialize, patchctl.authoring.edit\n"
                             "import unidiff")
     assert running == list(HEAVY)  # the probe sees each of them once loaded
     code = ("from patchctl.cli import main\n"

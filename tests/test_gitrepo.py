@@ -55,8 +55,8 @@ def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstre
     no edit rewrote the patch; core.fsmonitor ran a command."""
     import os
 
-    from patchctl.build.materialize import manifest, read_stamp
     from patchctl.model import stackwrite
+    from patchctl.reproducers.materialize import manifest, read_stamp
 
     project = imported_project(cli, tmp_path, upstream, patches)
     before = stackwrite.snapshot(project / "stack")
@@ -197,7 +197,7 @@ def test_verify_imports_only_the_git_modules_it_runs_and_every_name_resolves() -
     assert all(getattr(gitrepo, name) is not None for name in gitrepo.__all__)
     assert gitrepo.commit_info is history.commit_info and gitrepo.GitWork is worktree.GitWork
     with pytest.raises(AttributeError):
-        gitrepo._IDENTITY  # noqa: B018  (a module's private name is not the package's)
+        gitrepo._fast_import_path  # noqa: B018  (a module's private name is not the package's)
 
 
 def test_whitespace_warnings_are_read_from_a_long_apply_output() -> None:

@@ -226,14 +226,14 @@ def test_manifest_recipe_and_buildinfo_describe_the_build(release: Release,
     assert sums.returncode == 0, sums.stdout + sums.stderr  # coreutils agrees
     # Issue 22 #12: what the writers make, and what the worker says, are of the schemas
     # that `release verify` applies to them.
+    from patchctl.records.identity import IDENTITY_SCHEMA
     from patchctl.release import documents
     from patchctl.untrusted import validate
 
     validate(man, documents.MANIFEST_SCHEMA)
     validate(recipe, documents.RECIPE_SCHEMA)
     validate(json.loads((unpacked / "sbom.spdx.json").read_text()), documents.SBOM_SCHEMA)
-    validate(json.loads(worker(unpacked, "--version", "--json").stdout),
-             documents.IDENTITY_SCHEMA)
+    validate(json.loads(worker(unpacked, "--version", "--json").stdout), IDENTITY_SCHEMA)
 
 
 @needs_tools
@@ -1003,12 +1003,13 @@ def test_verify_removes_its_temp_folder_when_interrupted(tmp_path: Path) -> None
 def test_package_documents_are_of_their_schemas(fake) -> None:
     """Issue 22 #12: the schemas verify applies are defined once, beside the writers;
     what the writers make (manifest, SBOM) and the worker's identity are of them."""
+    from patchctl.records.identity import IDENTITY_SCHEMA
     from patchctl.release import documents
     from patchctl.untrusted import validate
 
     package, _ = fake
     validate(fake_release.manifest(package.name), documents.MANIFEST_SCHEMA)
-    validate(fake_release.identity(), documents.IDENTITY_SCHEMA)
+    validate(fake_release.identity(), IDENTITY_SCHEMA)
     for name, schema in ((layout.MANIFEST, documents.MANIFEST_SCHEMA),
                          (layout.RECIPE, documents.RECIPE_SCHEMA),
                          (layout.SBOM, documents.SBOM_SCHEMA)):

@@ -7,4 +7,7 @@
   the templates in ``templates/`` (deterministic; a header names the command);
 - ``canary``: compares a ``rebase-pin --json`` report with the previous one and
   renders the Markdown job summary.
+
+May import: ``model``, ``gitrepo``, ``reproducers`` (cmake, ctest and ninja for a lane's
+native build) and the helpers beside ``patchctl.cli``.
 """

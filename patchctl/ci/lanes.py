@@ -134,7 +134,7 @@ def plan(project: Path, stack: Stack, lane: Lane, *, work: Path, upstream: str |
     native = project / NATIVE_DIR
     build_steps = ("configure", "build", "test")
     if (native / "CMakeLists.txt").is_file():
-        from patchctl.build.toolchain import find_toolchain
+        from patchctl.reproducers.toolchain import find_toolchain
 
         tools = find_toolchain()  # the same cmake >= 3.21, ctest and ninja as reproduce
         # ccache is optional: a faster rebuild, never required.

@@ -40,7 +40,7 @@ def apply(ctx: click.Context, into: Path, upstream: str | None, commits: bool,
     that native/ checks at configure time. Re-running with the same stack is
     a no-op; a DIR edited by hand is refused unless --force.
     """
-    from patchctl.build.materialize import materialize
+    from patchctl.reproducers.materialize import materialize
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)

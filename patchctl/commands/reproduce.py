@@ -21,7 +21,7 @@ from patchctl.commands._common import (
 from patchctl.untrusted import printable
 
 if TYPE_CHECKING:  # imported lazily at run time
-    from patchctl.build.reproduce import ReproduceReport
+    from patchctl.reproducers.reproduce import ReproduceReport
 
 
 @click.command()
@@ -58,8 +58,8 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
     terminal in one line, elsewhere (a pipe, a log) a line per step once the
     run has taken 2 s; --quiet (or --json, off a terminal) leaves it out.
     """
-    from patchctl.build.reproduce import reproduce as run_reproduce
-    from patchctl.build.reproduce import write_evidence
+    from patchctl.reproducers.reproduce import reproduce as run_reproduce
+    from patchctl.reproducers.reproduce import write_evidence
 
     project = project_dir(ctx)
     stack = stack_of(ctx)
@@ -83,7 +83,7 @@ def reproduce(ctx: click.Context, names: tuple[str, ...], upstream: str | None,
 
 
 def _render(report: ReproduceReport) -> None:
-    from patchctl.build.reproduce import PROVEN
+    from patchctl.reproducers.reproduce import PROVEN
 
     click.echo(f"{printable(report.name)} @ {report.pin[:12]}, "
                f"fingerprint {report.fingerprint[:16]}: "

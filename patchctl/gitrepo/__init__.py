@@ -17,6 +17,9 @@ package runs git.
 
 ``blame``, ``cache``, ``history``, ``network``, ``read`` and ``worktree`` are imported when
 one of their names is first asked for: verify and ``--help`` need none of them (~7 ms of start-up).
+
+May import: the helpers beside ``patchctl.cli`` only. Within it ``core`` is at the bottom
+(every module runs git through it) and ``index`` imports no module that imports it.
 """
 
 from typing import TYPE_CHECKING

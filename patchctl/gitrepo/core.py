@@ -14,6 +14,7 @@ from pathlib import Path
 
 from patchctl import procs
 from patchctl.errors import EnvironmentFailure, GitError, InputError
+from patchctl.toolout import reason
 
 OBJECT_ID = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")  # a full SHA-1 or SHA-256 id
 
@@ -36,6 +37,17 @@ _KEEP_GIT_VARS = {
     "GIT_CURL_VERBOSE",
 }
 EMPTY_TREE = "4b825dc642cb6eb9a060e54bf8d69288fbee4904"
+# Fixed identity and dates make the commits patchctl writes (small histories, a temp
+# index's commits, the edit work tree's), and so their ids, reproducible.
+_FIXED_DATE = "1970-01-01T00:00:00Z"
+FIXED_IDENTITY = {
+    "GIT_AUTHOR_NAME": "patchctl",
+    "GIT_AUTHOR_EMAIL": "patchctl@localhost",
+    "GIT_COMMITTER_NAME": "patchctl",
+    "GIT_COMMITTER_EMAIL": "patchctl@localhost",
+    "GIT_AUTHOR_DATE": _FIXED_DATE,
+    "GIT_COMMITTER_DATE": _FIXED_DATE,
+}
 
 
 # The user's and the system's git config never reach git: a global core.autocrlf,
@@ -93,6 +105,11 @@ class Result:
     stdout: str
     stderr: str
 
+    def failure(self) -> GitError:
+        """This run as the error that says why it failed: the reason in git's stderr
+        (toolout), not its hints. Every GitError is made here."""
+        return GitError(self.argv, self.returncode, self.stderr, reason(self.stderr))
+
 
 def run_git(
     args: Sequence[str | os.PathLike[str]],
@@ -118,7 +135,7 @@ def run_git(
             done = procs.run(argv, input=_encode(input), env=env or git_env(), timeout=timeout)
         result = Result(argv, done.returncode, _decode(done.stdout), _decode(done.stderr))
     if check and result.returncode != 0:
-        raise GitError(result.argv, result.returncode, result.stderr)
+        raise result.failure()
     return result
 
 
@@ -206,7 +223,7 @@ def run_git_bytes(args: Sequence[str | os.PathLike[str]], *, repo: Path | None =
     with _git_failures(args, None):
         done = procs.run(argv, input=input, env=env or git_env())
     if done.returncode != 0:
-        raise GitError(argv, done.returncode, _decode(done.stderr))
+        raise Result(argv, done.returncode, "", _decode(done.stderr)).failure()
     return done.stdout or b""
 
 

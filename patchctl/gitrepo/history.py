@@ -13,6 +13,7 @@ from pathlib import Path
 from patchctl.errors import InputError
 from patchctl.gitrepo.core import (
     EMPTY_TREE,
+    FIXED_IDENTITY,
     git_env,
     refuse_option,
     resolve_commit,
@@ -29,22 +30,11 @@ _HEX = re.compile(r"^[0-9a-f]{4,40}$")
 
 # -- small histories (apply --commits, edit worktrees) ----------------------------------
 
-# Fixed identity and dates make the commits, and so their ids, reproducible.
-_FIXED_DATE = "1970-01-01T00:00:00Z"
-_IDENTITY = {
-    "GIT_AUTHOR_NAME": "patchctl",
-    "GIT_AUTHOR_EMAIL": "patchctl@localhost",
-    "GIT_COMMITTER_NAME": "patchctl",
-    "GIT_COMMITTER_EMAIL": "patchctl@localhost",
-    "GIT_AUTHOR_DATE": _FIXED_DATE,
-    "GIT_COMMITTER_DATE": _FIXED_DATE,
-}
-
 
 def init_history(work: Path, message: str) -> Path:
     """``git init`` in ``work`` and commit its files as they are."""
     run_git(["init", "-q", "-b", "main", "--", str(work)])
-    env = git_env(**_IDENTITY)
+    env = git_env(**FIXED_IDENTITY)
     run_git(["add", "-A", "-f", "."], repo=work, env=env)
     run_git(["commit", "-q", "--no-verify", "--allow-empty", "-m", message], repo=work, env=env)
     return work
@@ -55,7 +45,7 @@ def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str
     """Apply ``patch`` to ``work``'s index and commit it. With ``trailers`` (the edit work
     tree, whose messages `refresh --all` reads back) they follow the body as the last
     paragraph, and the message is kept verbatim (no whitespace clean-up)."""
-    env = dict(git_env(**_IDENTITY))
+    env = dict(git_env(**FIXED_IDENTITY))
     name, _, email = author.partition("<")
     if email:
         env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()
@@ -183,7 +173,8 @@ def commit_steps(repo: Path, tree: str, steps: Sequence[dict[str, tuple[str, byt
     run_git(["init", "-q", "--bare", "--", str(work)], env=env)
     (work / "objects" / "info" / "alternates").write_text(
         "".join(f"{d}\n" for d in borrowed if d))
-    base = run_git(["commit-tree", tree, "-m", "base"], repo=work, env=git_env(**_IDENTITY)).stdout
+    base = run_git(["commit-tree", tree, "-m", "base"], repo=work,
+                   env=git_env(**FIXED_IDENTITY)).stdout
     stream = [b"feature done\n"]
     for i, files in enumerate(steps):
         stream.append(f"commit refs/heads/steps\nmark :{i + 1}\ncommitter patchctl "

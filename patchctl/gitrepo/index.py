@@ -14,8 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl.errors import GitError
-from patchctl.gitrepo.core import Result, git_env, run_git, start_git
+from patchctl.gitrepo.core import FIXED_IDENTITY, Result, git_env, run_git, start_git
 from patchctl.gitrepo.missing import index_blobs, lacking, missing_files, objects_dir, tree_blobs
 from patchctl.toolout import reason
 
@@ -213,9 +212,7 @@ class TempIndex:
 
     def commit(self, tree: str, parent: str, message: str) -> str:
         """A commit of ``tree`` on ``parent``, into this index's private object dir."""
-        from patchctl.gitrepo.history import _IDENTITY
-
-        env = {**self.env, **_IDENTITY}
+        env = {**self.env, **FIXED_IDENTITY}
         self.calls += 1
         return run_git(["commit-tree", tree, "-p", parent, "-m", message], repo=self.repo,
                        env=env).stdout.strip()
@@ -291,7 +288,7 @@ class TempIndex:
             blobs = index_blobs(self.repo, self.env)
             if paths := lacking(blobs, objects):
                 raise missing_files(paths, excludable=True, of=len(blobs))
-            raise GitError(r.argv, r.returncode, r.stderr)
+            raise r.failure()
 
     def round_trip_in_background(self, patch_files: Sequence[str | os.PathLike[str]], *,
                                  strip: int,
@@ -447,4 +444,4 @@ def switch_tree_in_place(repo: Path, objects: Path, work: Path, index_file: Path
         blobs = tree_blobs(repo, tree, env=env)
         if paths := lacking(blobs, [objects, objects_dir(repo)]):
             raise missing_files(paths, excludable=True, of=len(blobs))
-        raise GitError(r.argv, r.returncode, r.stderr)
+        raise r.failure()

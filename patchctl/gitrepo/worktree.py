@@ -10,9 +10,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from patchctl.errors import GitError, InputError
-from patchctl.gitrepo.core import OBJECT_ID, git_env, run_git
-from patchctl.gitrepo.history import _IDENTITY
+from patchctl.errors import InputError
+from patchctl.gitrepo.core import FIXED_IDENTITY, OBJECT_ID, git_env, run_git
 from patchctl.gitrepo.index import ApplyRun
 from patchctl.gitrepo.missing import lacking, missing_files, objects_dir, tree_blobs
 from patchctl.untrusted import shorten
@@ -56,7 +55,7 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     blobs = tree_blobs(dest, commit)
     missing = set(lacking(blobs, [dest / ".git" / "objects"]))
     if not missing:
-        raise GitError(whole.argv, whole.returncode, whole.stderr)
+        raise whole.failure()
     if needs := missing.intersection(needed):
         raise missing_files(sorted(needs), excludable=False)
     for entry in dest.iterdir():  # what the failed checkout wrote before it stopped
@@ -193,7 +192,7 @@ def _index_tags(work: Path) -> list[tuple[str, str]]:
 
 def commit_index(work: Path, message: str, *, author: str) -> str:
     """Commit what is staged in ``work`` (fixed committer, the patch's author)."""
-    env = dict(git_env(**_IDENTITY))
+    env = dict(git_env(**FIXED_IDENTITY))
     name, _, email = author.partition("<")
     if email:
         env["GIT_AUTHOR_NAME"], env["GIT_AUTHOR_EMAIL"] = name.strip(), email.rstrip(">").strip()

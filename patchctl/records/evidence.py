@@ -124,7 +124,7 @@ def artifact_entry(role: str, path: Path) -> dict[str, Any]:
 def worker_identity(worker: Path) -> dict[str, Any]:
     """``worker --version --json``: the runtime's pin, fingerprint, lane and toolchain."""
     from patchctl.errors import EnvironmentFailure
-    from patchctl.release.documents import IDENTITY_SCHEMA
+    from patchctl.records.identity import IDENTITY_SCHEMA
     from patchctl.toolout import reason
     from patchctl.untrusted import BadDocument, parse_json, shorten
 

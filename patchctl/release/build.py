@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import __version__, fsutil, gitrepo
-from patchctl.build.materialize import STAMP, manifest, read_stamp
 from patchctl.errors import EXIT_FINDINGS, EnvironmentFailure, InputError, PatchctlError, StackError
 from patchctl.model import schemas
 from patchctl.model.fingerprint import make_lock, short
@@ -30,6 +29,7 @@ from patchctl.model.stack import Stack, render_lock
 from patchctl.records.evidence import worker_identity
 from patchctl.release import devices, documents, layout
 from patchctl.release.sbom import SbomInputs, document, license_id
+from patchctl.reproducers.materialize import STAMP, manifest, read_stamp
 from patchctl.toolout import reason
 
 LANES = ("cpu", "cpu-avx2", "vulkan")
@@ -100,7 +100,7 @@ def build_release(stack: Stack, tree: Path | None = None, *, lane: str = "cpu",
     stamp_tree = _check_tree(tree, lock.fingerprint)
     license_rel, license_text = _upstream_license(tree, stack)
 
-    from patchctl.build.toolchain import find_toolchain, run_tool
+    from patchctl.reproducers.toolchain import find_toolchain, run_tool
 
     tools = find_toolchain()
     env = {k: v for k, v in os.environ.items()

@@ -25,6 +25,7 @@ from patchctl import fsutil
 from patchctl.errors import InputError
 from patchctl.model import schemas
 from patchctl.records import hostinfo
+from patchctl.records.identity import IDENTITY_SCHEMA
 from patchctl.release import documents, layout
 from patchctl.toolout import reason
 from patchctl.untrusted import BadDocument, parse_json, printable, read_json, shorten
@@ -169,7 +170,7 @@ def _worker_identity(worker: Path, found: list[str]) -> dict[str, Any] | None:
         why = shorten(str(e))
     if proc is not None and proc.returncode == 0:
         try:
-            identity: dict[str, Any] = parse_json(proc.stdout, documents.IDENTITY_SCHEMA,
+            identity: dict[str, Any] = parse_json(proc.stdout, IDENTITY_SCHEMA,
                                                   max_bytes=MAX_DOCUMENT_BYTES)
             return identity
         except BadDocument as e:

@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from patchctl.build.materialize import manifest, read_stamp
+from patchctl.reproducers.materialize import manifest, read_stamp
 from tests.builders import Upstream, drop_blob, make_project, make_upstream, special_file
 
 KILLER = Path(__file__).with_name("killer.py")
@@ -326,7 +326,7 @@ def test_property_text_values_round_trip_through_the_stamp(tmp_path: Path, name:
                                                            exclude: list[str]) -> None:
     """Issue 22 #14: any text in the stamp's values reads back as it was written."""
     from patchctl import fsutil
-    from patchctl.build.materialize import STAMP, Stamp
+    from patchctl.reproducers.materialize import STAMP, Stamp
 
     stamp = Stamp(name=name, pin="a" * 40, fingerprint="f" * 64, tree="b" * 40,
                   manifest="c" * 64, patches=tuple(patches), exclude=tuple(exclude))

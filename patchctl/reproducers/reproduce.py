@@ -27,18 +27,18 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import fsutil, gitrepo
-from patchctl.build.toolchain import (
-    Progress,
-    Toolchain,
-    find_toolchain,
-    run_tool,
-)
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.globs import check_globs, glob_match
 from patchctl.model import schemas
 from patchctl.model.fingerprint import fingerprint
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Stack, select_names
+from patchctl.reproducers.toolchain import (
+    Progress,
+    Toolchain,
+    find_toolchain,
+    run_tool,
+)
 from patchctl.toolout import reason
 
 BEFORE, AFTER = "before", "after"
