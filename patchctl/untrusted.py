@@ -63,12 +63,15 @@ def parse_json(data: str | bytes, schema: Mapping[str, Any] | None = None, *,
 
 
 def read_json(path: Path, schema: Mapping[str, Any] | None = None, *,
-              max_bytes: int = MAX_BYTES) -> Any:
-    """The document at ``path`` (a regular file: a FIFO is refused, never waited on)."""
+              max_bytes: int = MAX_BYTES, follow: bool = True) -> Any:
+    """The document at ``path`` (a regular file: a FIFO or a device is refused, never waited
+    on or read without end; no more than ``max_bytes`` + 1 bytes are read). Without
+    ``follow``, a symlink is refused too (what patchctl writes itself, a cache, is never
+    one)."""
     from patchctl import fsutil
 
     try:
-        raw = fsutil.read_regular(path)
+        raw = fsutil.read_regular(path, limit=max_bytes + 1, follow=follow)
     except fsutil.SpecialFileError as e:
         raise BadDocument(str(e)) from e
     except OSError as e:

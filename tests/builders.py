@@ -129,9 +129,11 @@ def write(root: Path, files: dict[str, str]) -> None:
         p.write_text(text)
 
 
-def commit_all(repo: Path, message: str) -> str:
+def commit_all(repo: Path, message: str, *, date: str | None = None) -> str:
+    """Commit every change; ``date`` (ISO 8601) is the author's and committer's date."""
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
+    git(repo, "commit", "-q", "-m", message,
+        env={"GIT_AUTHOR_DATE": date, "GIT_COMMITTER_DATE": date} if date else None)
     return git(repo, "rev-parse", "HEAD").strip()
 
 

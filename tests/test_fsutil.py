@@ -77,6 +77,23 @@ def test_read_regular_refuses_special_files_at_once(tmp_path: Path, kind: str) -
         fsutil.read_regular(path)
 
 
+def test_read_cache_takes_only_a_bounded_regular_file(tmp_path: Path) -> None:
+    """A cache path holding a FIFO, a symlink (to /dev/zero or to a file) or a huge file was
+    read as it came: a hang, memory without end, or someone else's file. Each is a miss now,
+    and no more than the limit is ever read."""
+    good = tmp_path / "good"
+    good.write_bytes(b"x" * 100)
+    assert fsutil.read_cache(good, 101) == b"x" * 100
+    assert fsutil.read_cache(good, 100) is None  # the limit or more: a miss
+    assert fsutil.read_regular(good, limit=10) == b"x" * 10
+    (tmp_path / "zero").symlink_to("/dev/zero")
+    (tmp_path / "link").symlink_to(good)
+    with special_file(tmp_path / "fifo", "fifo"):
+        for name in ("zero", "link", "fifo", "missing"):
+            assert fsutil.read_cache(tmp_path / name, 1 << 20) is None, name
+    assert fsutil.read_regular(tmp_path / "link") == b"x" * 100  # followed unless told not to
+
+
 def test_replaceable_follows_links_and_refuses_protected(tmp_path: Path) -> None:
     project = _tree(tmp_path / "project" / "stack", series="").parent
     real = _tree(tmp_path / "real")

@@ -108,3 +108,46 @@ def test_verify_reports_the_same_cold_and_warm(cli, project: Path) -> None:
     assert runs[0][1] == runs[1][1]
     # the second run reads the pin tree's symlinks from the cache: no ls-tree
     assert runs[0][0] == runs[1][0] + 1
+
+
+@pytest.mark.parametrize("what", ["fifo", "zero", "patches-list"])
+def test_a_cache_that_is_no_file_of_ours_is_a_miss(project: Path, tmp_path: Path,
+                                                    what: str) -> None:
+    """The parse cache (and the split verify keeps beside it) was read with no look at what
+    the path held: a FIFO there hung verify, a symlink to /dev/zero read without end, and a
+    `patches` that was a list was a traceback. Each is a miss, written anew. (Read in a
+    child with a deadline and 1 GiB of memory, so the old behaviour fails, not hangs.)"""
+    import os
+    import resource
+    import subprocess
+    import sys
+
+    from patchctl.verify import partition
+
+    cache = ParseCache(project / "stack", tmp_path / "c")
+    fresh = _all(cache, project)
+    cache.save()
+    plan = partition.plan_file(project / "stack")  # in the user's cache (isolated per test)
+    plan.parent.mkdir(parents=True, exist_ok=True)
+    for path in (cache.path, plan):
+        path.unlink(missing_ok=True)
+        if what == "fifo":
+            os.mkfifo(path)
+        elif what == "zero":
+            path.symlink_to("/dev/zero")
+        else:
+            path.write_text(json.dumps({"key": cache.key, "patches": [1]}))
+    child = ("import sys; from pathlib import Path; from patchctl.verify import parsecache, "
+             "partition; s = Path(sys.argv[1]); c = parsecache.ParseCache(s, Path(sys.argv[2]))"
+             "; print(c.entries, partition.last_plan(s))")
+
+    def small() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (1 << 30, 1 << 30))
+
+    r = subprocess.run([sys.executable, "-c", child, str(project / "stack"), str(tmp_path / "c")],
+                       capture_output=True, text=True, timeout=60, check=False, preexec_fn=small)
+    assert (r.returncode, r.stdout) == (0, "{} None\n"), r.stderr
+    again = ParseCache(project / "stack", tmp_path / "c")
+    assert _all(again, project) == fresh
+    again.save()
+    assert cache.path.is_file() and not cache.path.is_symlink()

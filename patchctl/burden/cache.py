@@ -1,12 +1,16 @@
 """Each patch's burden row, cached by what decides it, so an unchanged stack blames nothing.
 
 Beside verify's parse cache: ``<cache>/parsed/<hash of the stack dir>.burden``. The
-whole file is keyed by the pin, the window in days, the test paths and the source of
-the code that computes a row; an entry by the sha256 of the patch's strip level and
-bytes and, since a patch's lines are followed back through the earlier patches that
-wrote the same paths, by those patches' entry keys. Each patch's paths are kept too,
-so a second run finds every entry from the patches' bytes alone, before it parses
-one. Losing or corrupting the cache costs only time.
+whole file is keyed by what the engine says decides every row (the pin, the window, the
+test paths, the upstream, its code); an entry by the sha256 of the patch's strip level
+and bytes and, since a patch's lines are followed back through the earlier patches that
+wrote the same paths, by those patches' entry keys. Each patch's paths are kept too, so a
+second run finds every entry from the patches' bytes alone, before it parses one.
+
+The file is read back as untrusted input (``untrusted.read_json``: a regular file, not a
+symlink, bounded, of ``SCHEMA``): anything else is a miss, and the file is written anew.
+Losing or corrupting the cache costs only time. The cache is data the engine uses: it
+knows nothing of how a row is computed.
 """
 
 from __future__ import annotations
@@ -20,9 +24,27 @@ from typing import Any, NamedTuple
 
 from patchctl import fsutil
 from patchctl.gitrepo import BlamedCommit
+from patchctl.untrusted import BadDocument, read_json
 
-FORMAT = 1
+FORMAT = 2
 KEEP = 16  # stacks whose rows are kept
+MAX_BYTES = 64 << 20  # a stack of 10,000 patches writes a few MB
+
+_COUNT = {"type": "integer", "minimum": 0}
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["key", "paths", "rows", "commits"],
+    "properties": {
+        "key": {"type": "string"},
+        "paths": {"type": "object", "additionalProperties": _STRINGS},
+        # files, library added and removed, test added and removed, lines, commits, skipped
+        "rows": {"type": "object", "additionalProperties": {
+            "type": "array", "minItems": 8, "maxItems": 8,
+            "prefixItems": [*[_COUNT] * 6, _STRINGS, {"type": "string"}]}},
+        "commits": {"type": "object", "additionalProperties": {
+            "type": "array", "minItems": 2, "maxItems": 2,
+            "prefixItems": [{"type": "string"}, {"type": "integer"}]}}}}
 
 
 class Row(NamedTuple):
@@ -33,26 +55,18 @@ class Row(NamedTuple):
     test_removed: int
     lines: int
     commits: list[str]
+    skipped: str = ""  # why the patch's lines were not blamed (they are not at the pin)
     known: tuple[BlamedCommit, ...] = ()  # those commits' subjects and times
 
 
-def _code_key() -> str:
-    from patchctl.burden import engine, lines
-    from patchctl.gitrepo import blame
-    from patchctl.model import patchfile
-
-    h = hashlib.sha256()
-    for module in (engine, lines, blame, patchfile):
-        h.update(Path(module.__file__ or "").read_bytes())
-    h.update(Path(__file__).read_bytes())
-    return h.hexdigest()
-
-
 class BurdenCache:
-    def __init__(self, stack_root: Path, *, pin: str, days: int, tests: Sequence[str],
+    def __init__(self, stack_root: Path, key: Sequence[object], *,
                  cache_dir: Path | None = None) -> None:
+        """The cache of the stack at ``stack_root``; its rows hold only when ``key`` (a JSON
+        value naming all that decides a row, besides the patches) is the one they were
+        written under."""
         self.path = fsutil.stack_cache_file(stack_root, "parsed", ".burden", cache_dir)
-        self.key = json.dumps([FORMAT, _code_key(), pin, days, list(tests)])
+        self.key = json.dumps([FORMAT, *key])
         self.paths: dict[str, list[str]] = {}
         self.entries: dict[str, list[Any]] = {}
         self.known: dict[str, list[Any]] = {}
@@ -60,20 +74,18 @@ class BurdenCache:
         self.used: dict[str, list[Any]] = {}
         self.changed = False
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and data.get("key") == self.key:
-                self.paths = dict(data["paths"])
-                self.entries = dict(data["rows"])
-                self.known = dict(data["commits"])
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            self.paths, self.entries, self.known = {}, {}, {}
+            data = read_json(self.path, SCHEMA, max_bytes=MAX_BYTES, follow=False)
+        except BadDocument:
+            return  # none yet, or damaged: a miss, and save() writes it anew
+        if data["key"] == self.key:
+            self.paths, self.entries, self.known = data["paths"], data["rows"], data["commits"]
 
     def keys(self, patches: Sequence[tuple[int, bytes]]) -> list[str] | None:
         """Each patch's entry key from its strip level and bytes, or None when the cache
         does not know the paths of one of them (then ``learn`` them from the parse)."""
         digests = [_digest(strip, data) for strip, data in patches]
         paths = [self.paths.get(d) for d in digests]
-        if any(not isinstance(p, list) for p in paths):
+        if any(p is None for p in paths):
             return None
         return self._chain(digests, [p or [] for p in paths])
 
@@ -114,28 +126,22 @@ class BurdenCache:
 
     def row(self, key: str) -> Row | None:
         entry = self.entries.get(key)
-        if entry is None:
+        if entry is None or any(c not in self.known for c in entry[6]):
             return None
-        try:
-            files, lib_add, lib_del, test_add, test_del, standing = (int(v) for v in entry[:6])
-            row = Row(files, lib_add, lib_del, test_add, test_del, standing,
-                      [str(c) for c in entry[6]])
-            if any(c not in self.known for c in row.commits):
-                return None
-        except (IndexError, TypeError, ValueError):
-            return None
-        self.used[key] = entry
-        return row
+        files, lib_add, lib_del, test_add, test_del, standing = (int(n) for n in entry[:6])
+        self.used[key] = entry  # SCHEMA holds the types
+        return Row(files, lib_add, lib_del, test_add, test_del, standing, list(entry[6]),
+                   entry[7])
 
     def put(self, key: str, row: Row) -> None:
-        self.used[key] = self.entries[key] = [*row[:6], row.commits]
+        self.used[key] = self.entries[key] = [*row[:6], row.commits, row.skipped]
         for c in row.known:
             self.known[c.id] = [c.subject, c.time]
         self.changed = True
 
     def commit(self, commit_id: str) -> BlamedCommit:
         subject, when = self.known[commit_id]
-        return BlamedCommit(commit_id, str(subject), int(when))
+        return BlamedCommit(commit_id, subject, int(when))
 
     def save(self) -> None:
         """Keep what this run used (a stack's old versions drop out)."""
@@ -146,7 +152,7 @@ class BurdenCache:
                 "commits": {c: self.known[c] for c in sorted(named)}}
         with contextlib.suppress(OSError):  # a read-only cache: the next run blames again
             fsutil.atomic_write(self.path, json.dumps(data, separators=(",", ":")))
-            old = sorted(self.path.parent.glob("*.burden"), key=lambda p: p.stat().st_mtime,
+            old = sorted(self.path.parent.glob("*.burden"), key=lambda p: p.lstat().st_mtime,
                          reverse=True)
             for gone in old[KEEP:]:
                 gone.unlink(missing_ok=True)

@@ -3,12 +3,16 @@ on, its files, and its library and test lines; for the stack, the distinct commi
 
 The window is the ``days`` before the pin's committer date. Every pin file the stack
 stands on is blamed once, all its patches' lines together (``gitrepo.blame_recent``);
-a patch whose row the cache holds is not blamed at all.
+a patch whose row the cache holds is not blamed at all. A patch with a hunk that does
+not match the pin (past a file's end, a file the pin lacks) is not counted, with a note
+that says which hunk: a measure reports the rest (``verify`` is the check). A shallow
+upstream cut inside the window is refused: blame would put every older line on the cut.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -16,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from patchctl import gitrepo
-from patchctl.burden import lines
+from patchctl.burden import MAX_DAYS, cache, lines
 from patchctl.burden.cache import BurdenCache, Row
 from patchctl.errors import InputError
 from patchctl.model import patchfile, schemas
-from patchctl.model.patchfile import Patch
+from patchctl.model.patchfile import FileDiff, Hunk, Patch
 from patchctl.model.stack import Pin, Stack
 from patchctl.textout import count
+from patchctl.untrusted import printable
 
 DEFAULT_DAYS = 90
 Progress = Callable[[str], None]
@@ -39,6 +44,7 @@ class PatchBurden:
     test_removed: int
     lines: int  # the pin's lines it stands on
     commits: list[str]  # upstream commits of the window on those lines, newest first
+    skipped: str = ""  # why it is not counted: a hunk that does not match the pin
 
     @property
     def library(self) -> int:
@@ -86,10 +92,12 @@ def burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS,
     started = time.perf_counter()
     pin, repo, pin_time = _window(stack, upstream, days)
     since = pin_time - days * 86400
-    calls = 2  # rev-parse for the git dir, the pin's date
+    grafts = _history(repo, pin, since, days)
+    calls = 3 + bool(grafts)  # rev-parse for the git dir, the pin's date, is it shallow
     entries = stack.series()
-    cache = BurdenCache(stack.root, pin=pin.commit, days=days, tests=pin.tests,
-                        cache_dir=cache_dir)
+    # the upstream is part of the key: a shallow clone's history ends at its grafts
+    cache = BurdenCache(stack.root, [_code_key(), pin.commit, days, list(pin.tests), str(repo),
+                                     grafts], cache_dir=cache_dir)
     texts = [patchfile.patch_bytes(stack.patches_dir / e.name) for e in entries]
     keys = cache.keys([(e.strip, t) for e, t in zip(entries, texts, strict=True)])
     rows = cache.rows(keys) if keys is not None else None
@@ -114,7 +122,7 @@ def burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS,
     report = [PatchBurden(index=i, name=e.name, files=r.files,
                           library_added=r.library_added, library_removed=r.library_removed,
                           test_added=r.test_added, test_removed=r.test_removed, lines=r.lines,
-                          commits=r.commits)
+                          commits=r.commits, skipped=r.skipped)
               for i, (e, r) in enumerate(zip(entries, rows, strict=True), start=1)]
     named = {c for p in report for c in p.commits}
     commits = sorted((cache.commit(c) for c in named), key=lambda c: (-c.time, c.id))
@@ -125,10 +133,21 @@ def burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS,
         seconds=round(time.perf_counter() - started, 4))
 
 
+def _code_key() -> str:
+    """The source of what computes a row: another version of it is another cache."""
+    from patchctl.gitrepo import blame
+
+    h = hashlib.sha256()
+    for module in (lines, blame, patchfile, cache):
+        h.update(Path(module.__file__ or "").read_bytes())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()
+
+
 def _window(stack: Stack, upstream: Path, days: int) -> tuple[Pin, Path, int]:
     """The pin, the upstream's git dir and the pin's committer time."""
-    if days < 0:
-        raise InputError(f"--days {days}: give 0 or more days")
+    if not 0 <= days <= MAX_DAYS:
+        raise InputError(f"--days {days}: give 0 to {MAX_DAYS} days")
     pin = stack.pin()
     repo = gitrepo.git_dir(upstream)
     pin_time = gitrepo.committer_time(repo, pin.commit)
@@ -138,15 +157,38 @@ def _window(stack: Stack, upstream: Path, days: int) -> tuple[Pin, Path, int]:
     return pin, repo, pin_time
 
 
+def _history(repo: Path, pin: Pin, since: int, days: int) -> list[str]:
+    """The upstream's shallow grafts (none for a full clone); InputError when the pin
+    reaches one inside the window, where git blame would see a root commit that changed
+    every older line."""
+    grafts = gitrepo.shallow_grafts(repo)
+    cut = gitrepo.reached_since(repo, pin.commit, grafts, since) if grafts else []
+    if cut:
+        raise InputError(
+            f"upstream {repo} is a shallow clone: its history ends at {cut[0].id[:12]} "
+            f"({_iso(cut[0].time)[:10]}), inside the {count(days, 'day')} before the pin "
+            f"(since {_iso(since)[:10]}), so older lines cannot be told from new ones; fetch "
+            f"the rest (`git -C {repo} fetch --unshallow`) or give a full clone with --upstream")
+    return grafts
+
+
+Spot = tuple[FileDiff, Hunk, str, set[int]]  # a hunk, the pin path and lines it stands on
+
+
 def _compute(repo: Path, pin: Pin, patches: Sequence[Patch], todo: Sequence[int], since: int,
              progress: Progress | None) -> tuple[dict[int, Row], int]:
     """The rows of the patches at positions ``todo``, and how many git calls that took."""
     written = lines.writers(patches)
-    stands = {k: lines.standing(k, patches[k], written) for k in todo}
+    spots = {k: list(lines.hunks(k, patches[k], written)) for k in todo}
+    skipped, calls = _unmatched(repo, pin, spots)
+    stands: dict[int, dict[str, set[int]]] = {}
     wanted: dict[str, set[int]] = {}
-    for per_file in stands.values():
-        for path, found in per_file.items():
-            wanted.setdefault(path, set()).update(found)
+    for k in todo:
+        stands[k] = {}
+        for _, _, path, found in spots[k] if k not in skipped else ():
+            if found:
+                stands[k].setdefault(path, set()).update(found)
+                wanted.setdefault(path, set()).update(found)
     if progress and wanted:
         progress(f"blaming {count(len(wanted), 'file')} for {count(len(todo), 'patch')}")
     blame = gitrepo.blame_recent(repo, pin.commit, {p: lines.ranges(n) for p, n in
@@ -157,8 +199,32 @@ def _compute(repo: Path, pin: Pin, patches: Sequence[Patch], todo: Sequence[int]
                 if (c := blame.lines[path].get(n)) is not None}
         shown = sorted(hits, key=lambda c: (-blame.commits[c].time, c))
         out[k] = _row(patches[k], pin, sum(len(n) for n in stands[k].values()),
-                      [blame.commits[c] for c in shown])
-    return out, len(wanted)
+                      [blame.commits[c] for c in shown], skipped.get(k, ""))
+    return out, calls + len(wanted)
+
+
+def _unmatched(repo: Path, pin: Pin, spots: dict[int, list[Spot]]) -> tuple[dict[int, str],
+                                                                            int]:
+    """Why each patch with a hunk that stands on lines the pin lacks is not counted (a path
+    that is no file there, a line past its end, line 0), and how many git calls that took:
+    git blame would fail on the whole file, for every patch on it."""
+    paths = sorted({path for per in spots.values() for _, _, path, found in per if found})
+    if not paths:
+        return {}, 0
+    sizes = gitrepo.line_counts(repo, pin.commit, paths)
+    out: dict[int, str] = {}
+    for k, per in spots.items():
+        for _, h, path, found in per:
+            size, first, last = sizes.get(path), min(found or [1]), max(found or [1])
+            if found and (size is None or first < 1 or last > size):
+                at = "" if size is None else \
+                    f"lines {first}-{last} of {printable(path)}, which has {count(size, 'line')}"
+                out[k] = (f"its hunk `@@ -{h.source_start},{h.source_length} "
+                          f"+{h.target_start},{h.target_length} @@` (patch line {h.line}) stands "
+                          f"on {at or printable(path) + ', which is no file'} at the pin "
+                          "(`patchctl verify` says why)")
+                break
+    return out, 2  # ls-tree, cat-file
 
 
 @dataclass
@@ -173,37 +239,35 @@ class HunkBurden:
 def hunk_burden(stack: Stack, upstream: Path, *, days: int = DEFAULT_DAYS) -> tuple[
         list[HunkBurden], dict[str, gitrepo.BlamedCommit]]:
     """Each hunk's commits, so a patch's burden can be traced to where it sits. Not cached:
-    one ``git blame`` per pin file, as a cold ``burden`` run."""
+    one ``git blame`` per pin file, as a cold ``burden`` run. A patch not counted there
+    (a hunk that does not match the pin) has no commits here either."""
     pin, repo, pin_time = _window(stack, upstream, days)
+    since = pin_time - days * 86400
+    _history(repo, pin, since, days)
     patches = [patchfile.parse_patch(patchfile.patch_bytes(stack.patches_dir / e.name),
                                      path=stack.patches_dir / e.name, name=e.name, strip=e.strip)
                for e in stack.series()]
     written = lines.writers(patches)
-    spots: list[tuple[HunkBurden, str, set[int]]] = []
+    spots = {k: list(lines.hunks(k, patch, written)) for k, patch in enumerate(patches)}
+    skipped, _ = _unmatched(repo, pin, spots)
     wanted: dict[str, set[int]] = {}
-    for k, patch in enumerate(patches):
-        for f in patch.files:
-            if f.source is None or f.binary:
-                continue
-            for h in f.hunks:
-                pin_path, found = f.source, set()
-                for n in lines.old_side([h]):
-                    if (at := lines.to_pin(f.source, n, k, written)) is not None:
-                        pin_path = at[0]
-                        found.add(at[1])
-                wanted.setdefault(pin_path, set()).update(found)
-                spots.append((HunkBurden(k + 1, f.source, h.line, h.source_start, []),
-                              pin_path, found))
+    for k, per in spots.items():
+        for _, _, path, found in per if k not in skipped else ():
+            wanted.setdefault(path, set()).update(found)
     blame = gitrepo.blame_recent(repo, pin.commit, {p: lines.ranges(n) for p, n in
-                                                    sorted(wanted.items()) if n},
-                                 since=pin_time - days * 86400)
-    for spot, pin_path, found in spots:
-        hits = {c for n in found if (c := blame.lines.get(pin_path, {}).get(n)) is not None}
-        spot.commits = sorted(hits, key=lambda c: (-blame.commits[c].time, c))
-    return [s for s, _, _ in spots], blame.commits
+                                                    sorted(wanted.items()) if n}, since=since)
+    out = []
+    for k, per in spots.items():
+        for f, h, path, found in per:
+            hits = {c for n in found if k not in skipped
+                    and (c := blame.lines.get(path, {}).get(n)) is not None}
+            out.append(HunkBurden(k + 1, f.source or path, h.line, h.source_start,
+                                  sorted(hits, key=lambda c: (-blame.commits[c].time, c))))
+    return out, blame.commits
 
 
-def _row(patch: Patch, pin: Pin, standing: int, commits: list[gitrepo.BlamedCommit]) -> Row:
+def _row(patch: Patch, pin: Pin, standing: int, commits: list[gitrepo.BlamedCommit],
+         skipped: str) -> Row:
     counts = {True: [0, 0], False: [0, 0]}
     for f in patch.files:
         side = counts[pin.is_test(f.path)]
@@ -216,8 +280,10 @@ def _row(patch: Patch, pin: Pin, standing: int, commits: list[gitrepo.BlamedComm
     return Row(files=len(patch.files), library_added=counts[False][0],
                library_removed=counts[False][1], test_added=counts[True][0],
                test_removed=counts[True][1], lines=standing,
-               commits=[c.id for c in commits], known=tuple(commits))
+               commits=[c.id for c in commits], skipped=skipped, known=tuple(commits))
 
 
 def _iso(seconds: int) -> str:
-    return dt.datetime.fromtimestamp(seconds, dt.UTC).isoformat().replace("+00:00", "Z")
+    # not fromtimestamp: the C library's range ends before MAX_DAYS does on some systems
+    when = dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(seconds=seconds)
+    return when.isoformat().replace("+00:00", "Z")

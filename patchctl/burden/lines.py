@@ -28,14 +28,27 @@ def writers(patches: Sequence[Patch]) -> Writers:
 def standing(k: int, patch: Patch, written: Writers) -> dict[str, set[int]]:
     """pin path -> the pin's lines that patch ``k`` (its position in the series) stands on."""
     out: dict[str, set[int]] = {}
+    for _, _, path, found in hunks(k, patch, written):
+        if found:
+            out.setdefault(path, set()).update(found)
+    return out
+
+
+def hunks(k: int, patch: Patch, written: Writers) -> Iterator[tuple[FileDiff, Hunk, str,
+                                                                     set[int]]]:
+    """Each hunk of patch ``k`` that can stand on the pin, with the pin path and the pin's
+    lines it stands on (none when earlier patches added them all)."""
     for f in patch.files:
         if f.source is None or f.binary:
             continue  # a new file costs nothing; a binary diff names no lines
-        for line in old_side(f.hunks):
-            found = to_pin(f.source, line, k, written)
-            if found is not None:
-                out.setdefault(found[0], set()).add(found[1])
-    return out
+        for h in f.hunks:
+            path, found = f.source, set()
+            for line in old_side([h]):
+                at = to_pin(f.source, line, k, written)
+                if at is not None:
+                    path = at[0]
+                    found.add(at[1])
+            yield f, h, path, found
 
 
 def old_side(hunks: Sequence[Hunk]) -> Iterator[int]:

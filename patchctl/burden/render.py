@@ -33,7 +33,8 @@ SCHEMA: dict[str, Any] = {
                 "library": _COUNT, "tests": _COUNT,
                 "library_added": _COUNT, "library_removed": _COUNT,
                 "test_added": _COUNT, "test_removed": _COUNT,
-                "commits": {"type": "array", "items": _SHA}}}},
+                "commits": {"type": "array", "items": _SHA},
+                "skipped": {"type": "string", "not": _CONTROL}}}},
         "commits": {"type": "array", "items": {
             "type": "object", "required": ["id", "subject", "time"],
             "properties": {"id": _SHA, "subject": {"type": "string", "not": _CONTROL},
@@ -50,7 +51,7 @@ def burden_text(report: BurdenReport, *, commits: bool = False) -> str:
               if report.cached else "")]
     rows = [[str(p.index), p.name, str(p.files), f"{p.library} (+{p.library_added} "
              f"-{p.library_removed})", f"{p.tests} (+{p.test_added} -{p.test_removed})",
-             str(len(p.commits))] for p in report.patches]
+             "not counted" if p.skipped else str(len(p.commits))] for p in report.patches]
     grid = table(rows, ["#", "patch", "files", "library ±", "tests ±",
                         f"commits ({report.days} d)"])
     out.append(grid[0])
@@ -60,11 +61,16 @@ def burden_text(report: BurdenReport, *, commits: bool = False) -> str:
             for c in p.commits:
                 found = report.commit(c)
                 out.append(f"     {c[:12]} {printable(found.subject) if found else ''}".rstrip())
+    skipped = [p for p in report.patches if p.skipped]
+    for p in skipped:
+        out.append(f"{p.name}: not counted: {printable(p.skipped)}")
     library = sum(p.library for p in report.patches)
     tests = sum(p.tests for p in report.patches)
+    counted = f"{len(report.patches) - len(skipped)} of " if skipped else ""
     out.append(f"stack: {count(report.total, 'distinct upstream commit')} in "
                f"{count(report.days, 'day')} (since {report.since[:10]}) on the lines of "
-               f"{count(len(report.patches), 'patch')}; {count(report.files, 'distinct file')}, "
+               f"{counted}{count(len(report.patches), 'patch')}; "
+               f"{count(report.files, 'distinct file')}, "
                f"library ±{library}, tests ±{tests} (tests: "
                f"{', '.join(printable(t) for t in report.test_paths) or 'none'})")
     return "\n".join(out) + "\n"

@@ -4,6 +4,7 @@ from dataclasses import asdict
 
 import click
 
+from patchctl.burden import MAX_DAYS
 from patchctl.commands._common import (
     emit_json,
     end_progress,
@@ -19,7 +20,7 @@ DAYS_HELP = "The window: the days before the pin's committer date."
 
 
 @click.command()
-@click.option("--days", type=click.IntRange(min=0), default=90, show_default=True,
+@click.option("--days", type=click.IntRange(min=0, max=MAX_DAYS), default=90, show_default=True,
               help=DAYS_HELP)
 @click.option("--commits", "-v", "show_commits", is_flag=True,
               help="List each patch's upstream commits (id and subject).")
@@ -39,7 +40,8 @@ def burden(ctx: click.Context, days: int, show_commits: bool, show_hunks: bool,
     blamed there (a file the stack adds costs nothing): had the stack been made N days
     ago, each such commit would have been a conflict or a three-way merge. Also each
     patch's files and its library and test lines (test_paths in the pin file, default
-    tests/), and the stack's distinct commits. A measure, not a check: exit 0.
+    tests/), and the stack's distinct commits. A measure, not a check: exit 0; a patch
+    with a hunk that does not match the pin is not counted, and a note names the hunk.
     """
     from patchctl.burden import render
     from patchctl.burden.engine import burden as run_burden

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from patchctl.burden import MAX_DAYS
 from patchctl.commands._common import (
     complete_patch,
     complete_ref,
@@ -158,7 +159,7 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
               "at (GITHUB_TOKEN is used when set; API base: PATCHCTL_GITHUB_API; each request "
               "ends within PATCHCTL_GITHUB_DEADLINE seconds, default 30). Without it the last "
               "answers are shown from the cache, with their age.")
-@click.option("--days", type=click.IntRange(min=0), default=90, show_default=True,
+@click.option("--days", type=click.IntRange(min=0, max=MAX_DAYS), default=90, show_default=True,
               help="With the upstream at hand: each patch's burden, the upstream commits of "
               "the days before the pin on its lines (as `patchctl burden`).")
 @upstream_option

@@ -13,7 +13,8 @@ package runs git.
 - ``worktree``: the edit and rebase work trees (sparse when the upstream lacks blobs);
 - ``missing``: an upstream that lacks blobs: which files, and the one error naming them;
 - ``read``: files, authors and grep at one commit (draft-outreach, upstream-status);
-- ``blame``: the recent commits that last changed given lines at one commit (burden).
+- ``blame``: the recent commits that last changed given lines at one commit, and a shallow
+  clone's grafts (burden).
 
 ``blame``, ``cache``, ``history``, ``network``, ``read`` and ``worktree`` are imported when
 one of their names is first asked for: verify and ``--help`` need none of them (~7 ms of start-up).
@@ -67,7 +68,15 @@ from patchctl.gitrepo.index import (
 from patchctl.gitrepo.missing import MissingFiles
 
 if TYPE_CHECKING:
-    from patchctl.gitrepo.blame import Blame, BlamedCommit, blame_recent, committer_time
+    from patchctl.gitrepo.blame import (
+        Blame,
+        BlamedCommit,
+        blame_recent,
+        committer_time,
+        line_counts,
+        reached_since,
+        shallow_grafts,
+    )
     from patchctl.gitrepo.cache import (
         bundle_repo,
         cached_bundle,
@@ -188,6 +197,7 @@ __all__ = [
     "indexed_tree",
     "init_history",
     "is_ancestor",
+    "line_counts",
     "list_files",
     "mailinfo",
     "mailsplit",
@@ -197,6 +207,7 @@ __all__ = [
     "path_authors",
     "range_messages",
     "range_patch_ids",
+    "reached_since",
     "read_blobs",
     "read_files",
     "ref_names",
@@ -209,6 +220,7 @@ __all__ = [
     "run_git",
     "scratch_checkout",
     "seed_blobs",
+    "shallow_grafts",
     "snapshot_tree",
     "sparse_patterns",
     "store_index",

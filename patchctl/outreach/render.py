@@ -135,7 +135,9 @@ def status_text(report: StatusReport) -> str:
                            f"{o.get('updated_at') or '?'}{note}")
             if "error" in o:
                 out.append(f"       {o['ref']}: {o['error']}")
-        if p.burden:
+        if p.burden and p.burden.get("skipped"):
+            out.append(f"       burden: not counted: {p.burden['skipped']}")
+        elif p.burden:
             b = p.burden
             out.append(f"       burden: {count(len(b['commits']), 'upstream commit')} of "
                        f"{count(b['days'], 'day')} before the pin on its lines, "

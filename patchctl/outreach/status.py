@@ -171,6 +171,8 @@ def with_burden(result: StatusReport, stack: Stack, upstream: Path, *, days: int
     for row, b in zip(result.patches, found.patches, strict=True):
         row.burden = {"days": days, "commits": b.commits, "files": b.files,
                       "library": b.library, "tests": b.tests}
+        if b.skipped:  # a hunk does not match the pin: its commits are not counted
+            row.burden["skipped"] = b.skipped
 
 
 def contained(upstream: Path, pin: str, commit: str, patch: Patch) -> float:

@@ -29,6 +29,7 @@ from patchctl.model.patchfile import Patch
 
 FORMAT = 3  # the layout of a cached entry
 KEEP = 16  # stacks whose summaries are kept
+MAX_BYTES = 256 << 20  # read back at most (a stack of 10,000 patches writes a few MB)
 
 
 class Summary(NamedTuple):
@@ -99,11 +100,12 @@ class ParseCache:
         self.entries: dict[str, list[Any]] = {}
         self.used: dict[str, list[Any]] = {}
         self.changed = False
-        try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
-            if isinstance(data, dict) and data.get("key") == self.key:
-                self.entries = data.get("patches") or {}
-        except (OSError, ValueError, RecursionError):  # a damaged cache costs only time
+        try:  # untrusted: a damaged cache, or a FIFO or a device in its place, costs only time
+            data = json.loads(fsutil.read_cache(self.path, MAX_BYTES) or b"null")
+            if isinstance(data, dict) and data.get("key") == self.key \
+                    and isinstance(data.get("patches"), dict):
+                self.entries = data["patches"]
+        except (ValueError, RecursionError):
             pass
 
     def read(self, path: Path, *, name: str, strip: int) -> Summary:

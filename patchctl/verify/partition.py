@@ -126,10 +126,11 @@ def plan_file(stack_root: Path) -> Path:
 
 def last_plan(stack_root: Path) -> list[list[int]] | None:
     """The split the last run of this stack kept, or None (none, or unreadable)."""
+    data = fsutil.read_cache(plan_file(stack_root), 1 << 20)  # untrusted: a FIFO is a miss
     try:
-        text = plan_file(stack_root).read_text(encoding="ascii")
-        return [[int(i) for i in line.split()] for line in text.splitlines()]
-    except (OSError, ValueError):
+        return None if data is None else [[int(i) for i in line.split()]
+                                          for line in data.decode("ascii").splitlines()]
+    except ValueError:
         return None
 
 
