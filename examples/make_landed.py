@@ -5,8 +5,9 @@ upstream squash-merged #202 edited in review (a doc comment, a declaration), so
 the downstream's backport of it has another patch-id and does not reverse-apply;
 #203 merged, but the stack's patch that names it declares one more function; #204
 never merged. `patchctl -C examples/landed rebase-pin master --check` shows
-0002 landed by reference (`upstream`, how `reference`, the merging commit named),
-0003 `superseded?` with its interdiff, and the others applying.
+0002 a `conflict` marked `superseded?` (the new pin does not hold it as the patch has it,
+so its reference alone never drops it), 0003 `superseded?` with its interdiff, and the
+others applying.
 Run: python examples/make_landed.py (the stack's lock is written current).
 """
 

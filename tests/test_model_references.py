@@ -117,3 +117,21 @@ def test_interdiff_is_bounded() -> None:
     text = refs.interdiff(big, None, "c" * 40)
     lines = text.splitlines()
     assert len(lines) == refs.MAX_INTERDIFF_LINES + 1 and lines[-1].endswith("more lines")
+
+
+def test_a_patch_with_nothing_to_compare_is_never_contained() -> None:
+    """Changed lines that are all short or punctuation, a mode change and a binary file
+    compared as nothing, so any commit touching the file "contained" the patch and was
+    named as its landing. A mode counts only when the commit sets the same one."""
+    theirs = refs.diff_patch(_diff(" int a;", "+int b;"), "c")
+    entry = patch("x", diff="diff --git a/f.c b/f.c\n--- a/f.c\n+++ b/f.c\n@@ -1,3 +1,3 @@\n"
+                            " {\n-    0,\n+    1,\n };\n")
+    assert not refs.contained(entry, theirs)
+    chmod = patch("x", diff="diff --git a/f.c b/f.c\nold mode 100644\nnew mode 100755\n")
+    assert not refs.contained(chmod, theirs)
+    assert refs.contained(chmod, refs.diff_patch(
+        "diff --git a/f.c b/f.c\nold mode 100644\nnew mode 100755\n--- a/f.c\n+++ b/f.c\n"
+        "@@ -1,1 +1,2 @@\n int a;\n+int b;\n", "c"))
+    binary = patch("x", diff="diff --git a/f.c b/f.c\nindex 1111111..2222222 100644\n"
+                             "Binary files a/f.c and b/f.c differ\n")
+    assert not refs.contained(binary, theirs)

@@ -1,5 +1,10 @@
 """Landed and superseded by reference (tests/reference_history.py): rebase-pin, --drop-upstream,
-upstream-status --ref and the canary, on real temp repos."""
+upstream-status --ref and the canary, on real temp repos.
+
+Every backport in this history merged upstream edited at its place (a comment between its
+lines, other functions after them), so no new pin's tree holds it as the patch has it: each
+is found by the change it names and marked ``superseded?``, never dropped. Patches the tree
+proves landed are tests/test_rebase_proof.py's."""
 
 from __future__ import annotations
 
@@ -61,19 +66,33 @@ def first(data: dict) -> dict:
     return data["patches"][0]
 
 
-def test_edited_backport_lands_by_reference(cli, tmp_path: Path, up: Upstream) -> None:
+def named(p: dict) -> dict:
+    """The upstream change found by the reference a patch makes (a mark, not a landing)."""
+    assert p["landed"] is None and p["change"] != "dropped", p
+    assert p["superseded"] is not None, p
+    return p["superseded"]
+
+
+def test_an_edited_backport_is_superseded_not_dropped(cli, tmp_path: Path,
+                                                     up: Upstream) -> None:
+    """Upstream merged #202 with a doc comment between the patch's context and its lines.
+    Its subject's `(#202)` and lines matching the commit's made it `upstream` and dropped;
+    the new pin does not hold it as the patch has it, so it is a conflict marked
+    superseded?, for a person to judge by the interdiff."""
     proj = project(tmp_path, up, [max_patch(up, tmp_path / "s")])
     code, data = rebase(cli, proj, up, "master", "--check")
     p = first(data)
-    assert code == 1 and p["grade"] == "upstream" and p["change"] == "dropped"
-    assert p["landed"] == {"how": "reference", "reference": "#202", "checks": 0,
-                           "commit": {"id": up.commits["r2"],
-                                      "subject": "util : add tiny_max (#202)"}}
-    assert p["superseded"] is None
+    assert code == 1 and p["grade"] == "conflict"
+    sup = named(p)
+    assert sup["reference"] == "#202" and sup["commit"] == {
+        "id": up.commits["r2"], "subject": "util : add tiny_max (#202)"}
+    assert "-+/* The larger of a and b. */" not in sup["interdiff"].splitlines()
+    assert "++/* The larger of a and b. */" in sup["interdiff"].splitlines()
     text = cli("-C", str(proj), "rebase-pin", "--upstream", str(up.path), "master",
                "--check").out
-    assert (f"already upstream: landed in {up.commits['r2'][:12]} 'util : add tiny_max "
-            "(#202)' (reference #202); propose dropping it") in text
+    assert "already upstream" not in text
+    assert (f"superseded?: it names #202, merged upstream in {up.commits['r2'][:12]} 'util : "
+            "add tiny_max (#202)', but the new pin does not hold all it changes") in text
 
 
 def test_the_edited_backport_is_missed_without_its_reference(cli, tmp_path: Path,
@@ -83,6 +102,7 @@ def test_the_edited_backport_is_missed_without_its_reference(cli, tmp_path: Path
     proj = project(tmp_path, up, [max_patch(up, tmp_path / "s", subject="util : add tiny_max")])
     _, data = rebase(cli, proj, up, "master", "--check")
     assert first(data)["grade"] == "conflict" and first(data)["landed"] is None
+    assert first(data)["superseded"] is None
 
 
 @pytest.mark.parametrize(("url", "body"), [
@@ -96,8 +116,7 @@ def test_a_url_of_the_upstream_itself_counts(cli, tmp_path: Path, up: Upstream, 
     proj = project(tmp_path, up, [max_patch(up, tmp_path / "s", subject="util : add tiny_max",
                                             body=body)], url=url)
     _, data = rebase(cli, proj, up, "master", "--check")
-    assert first(data)["grade"] == "upstream"
-    assert first(data)["landed"]["how"] == "reference"
+    assert named(first(data))["commit"]["id"] == up.commits["r2"]
 
 
 @pytest.mark.parametrize(("subject", "body"), [
@@ -163,9 +182,8 @@ def test_a_cherry_pick_of_a_commit_in_range_lands(cli, tmp_path: Path, up: Upstr
                                             body=f"Backport.\n\n(cherry picked from commit "
                                             f"{sha})")])
     _, data = rebase(cli, proj, up, "master", "--check")
-    assert first(data)["grade"] == "upstream"
-    assert first(data)["landed"]["reference"] == sha[:12]  # as the patch writes it
-    assert first(data)["landed"]["commit"]["id"] == up.commits["r2"]
+    assert named(first(data))["reference"] == sha[:12]  # as the patch writes it
+    assert named(first(data))["commit"]["id"] == up.commits["r2"]
 
 
 def test_a_cherry_pick_of_a_commit_out_of_range_does_not(cli, tmp_path: Path,
@@ -189,8 +207,7 @@ def test_origin_and_backport_trailers_count(cli, tmp_path: Path, up: Upstream,
     proj = project(tmp_path, up, [max_patch(up, tmp_path / "s", subject="util : add tiny_max",
                                             trailers=trailer)])
     _, data = rebase(cli, proj, up, "master", "--check")
-    assert first(data)["grade"] == "upstream"
-    assert first(data)["landed"]["how"] == "reference"
+    assert named(first(data))["commit"]["id"] == up.commits["r2"]
 
 
 def test_a_merge_commit_lands_a_pr(cli, tmp_path: Path, up: Upstream) -> None:
@@ -199,8 +216,7 @@ def test_a_merge_commit_lands_a_pr(cli, tmp_path: Path, up: Upstream) -> None:
     proj = project(tmp_path, up, [function_patch(up, tmp_path / "s", SIGN_FN,
                                                  subject="util : add tiny_sign (#206)")])
     _, data = rebase(cli, proj, up, "master", "--check")
-    assert first(data)["grade"] == "upstream"
-    assert first(data)["landed"]["commit"] == {
+    assert named(first(data))["commit"] == {
         "id": up.commits["r5"], "subject": "Merge pull request #206 from dev/sign"}
 
 
@@ -210,9 +226,9 @@ def test_a_pr_reverted_in_range_does_not_count(cli, tmp_path: Path, up: Upstream
     _, data = rebase(cli, proj, up, "master", "--check")
     assert first(data)["grade"] != "upstream"
     assert first(data)["landed"] is None and first(data)["superseded"] is None
-    # ... while before the revert it lands
+    # ... while before the revert it is found
     _, data = rebase(cli, proj, up, up.commits["r6"], "--check")
-    assert first(data)["landed"]["how"] == "reference"
+    assert named(first(data))["commit"]["id"] == up.commits["r6"]
 
 
 def test_a_patch_that_adds_more_is_superseded_not_upstream(cli, tmp_path: Path,
@@ -231,24 +247,23 @@ def test_a_patch_that_adds_more_is_superseded_not_upstream(cli, tmp_path: Path,
                "--check").out
     assert "superseded?; would be" in text
     assert (f"superseded?: it names #203, merged upstream in {up.commits['r3'][:12]} "
-            "'tiny : declare tiny_min (#203)', but still changes what that commit does not"
+            "'tiny : declare tiny_min (#203)', but the new pin does not hold all it changes"
             in text)
     assert "         -+int tiny_mid(int a, int b, int c);" in text
 
 
-def test_drop_upstream_drops_reference_landings_never_superseded(cli, tmp_path: Path,
-                                                                 up: Upstream) -> None:
+def test_drop_upstream_never_drops_a_reference_alone(cli, tmp_path: Path,
+                                                    up: Upstream) -> None:
+    """--drop-upstream dropped the edited backport of #202 on its reference; it must stop
+    at it as the conflict it is, with every patch file kept."""
     proj = project(tmp_path, up, [max_patch(up, tmp_path / "s"), decl_patch(up, tmp_path / "s")])
-    code, data = rebase(cli, proj, up, "master")
-    assert code == 1 and data["status"] == "needs-drop"
     code, data = rebase(cli, proj, up, "master", "--drop-upstream")
-    assert code == 0 and data["status"] == "rebased", data
+    assert code == 1 and data["status"] == "stopped" and data["conflict"] == "0001-p1.patch"
     stack = proj / "stack"
-    assert not (stack / "patches/0001-p1.patch").exists()
+    assert (stack / "patches/0001-p1.patch").exists()
     assert (stack / "patches/0002-p2.patch").exists()
-    assert [ln for ln in (stack / "series").read_text().splitlines()
-            if not ln.startswith("#")] == ["0002-p2.patch"]
-    assert [p["superseded"] is not None for p in data["patches"]] == [False, True]
+    assert [p["superseded"] is not None for p in data["patches"]] == [True, True]
+    assert all(p["change"] != "dropped" for p in data["patches"])
 
 
 def test_upstream_status_ref_reports_reference_landings(cli, tmp_path: Path,
@@ -257,39 +272,39 @@ def test_upstream_status_ref_reports_reference_landings(cli, tmp_path: Path,
     r = cli("-C", str(proj), "upstream-status", "--ref", "master", "--upstream", str(up.path),
             "--json")
     rows = {p["file"]: p["upstream"] for p in json.loads(r.out)["patches"]}
-    landed, sup = rows["0001-p1.patch"], rows["0002-p2.patch"]
-    assert landed["verdict"] == "landed" and landed["how"] == "reference"
-    assert landed["reference"] == "#202" and landed["commit"]["id"] == up.commits["r2"]
+    edited, sup = rows["0001-p1.patch"], rows["0002-p2.patch"]
+    assert edited["verdict"] == "superseded?" and edited["reference"] == "#202"
+    assert edited["commit"]["id"] == up.commits["r2"]
     assert sup["verdict"] == "superseded?" and sup["reference"] == "#203"
     assert sup["commit"]["id"] == up.commits["r3"] and "tiny_mid" in sup["interdiff"]
     text = cli("-C", str(proj), "upstream-status", "--ref", "master", "--upstream",
                str(up.path)).out
-    assert (f"at master: landed (grade upstream), {up.commits['r2'][:12]} util : add tiny_max "
-            "(#202) (the patch names #202)") in text
+    assert "landed" not in text
     assert "at master: superseded? (grade offset)" in text
     assert "         -+int tiny_mid(int a, int b, int c);" in text
 
 
-def test_canary_names_reference_landings_and_superseded(cli, tmp_path: Path,
-                                                        up: Upstream) -> None:
+def test_canary_names_superseded_never_landed_by_reference(cli, tmp_path: Path,
+                                                           up: Upstream) -> None:
     proj = project(tmp_path, up, [max_patch(up, tmp_path / "s"), decl_patch(up, tmp_path / "s")])
     r = cli("-C", str(proj), "rebase-pin", "--upstream", str(up.path), "master", "--check",
             "--bisect", "--json")
     report = tmp_path / "report.json"
     report.write_text(r.out)
     r = cli("-C", str(proj), "ci", "summary", str(report))
-    assert r.code == 0, r.err
-    assert (f"- `0001-p1.patch`: landed in [`{up.commits['r2'][:12]}`]") in r.out
-    assert "(reference \\#202); drop it when the pin moves" in r.out
+    assert r.code == 1, r.err  # 0001 conflicts
+    assert "### Landed upstream" not in r.out
     assert "### Superseded upstream" in r.out
+    assert f"- `0001-p1.patch`: by [`{up.commits['r2'][:12]}`]" in r.out
     assert (f"- `0002-p2.patch`: by [`{up.commits['r3'][:12]}`]" in r.out)
-    assert "(the patch names \\#203 but still changes more" in r.out
+    assert "(the patch names \\#203 but the new pin does not hold all it changes" in r.out
     assert "tiny_mid" not in r.out  # the interdiff stays in the rebase-pin report
 
 
 def test_continue_grades_the_rest_by_reference(cli, tmp_path: Path, up: Upstream) -> None:
-    """After a stop at a conflict, --continue grades the patches after it by reference too,
-    and a superseded? mark made before the stop survives the state file."""
+    """After a stop at a conflict, --continue marks the patches after it by reference too
+    (and stops at the edited backport rather than dropping it), and a superseded? mark made
+    before the stop survives the state file."""
     first_op = format_patch(
         up, up.commits["base"], lambda w: replace_in(w / "include/tiny.h", "int tiny_op_00(int x);",
                                                      "int tiny_op_00(int x); /* the first */"),
@@ -307,11 +322,11 @@ def test_continue_grades_the_rest_by_reference(cli, tmp_path: Path, up: Upstream
     r = cli("-C", str(proj), "rebase-pin", "--continue", "--json")
     assert r.out, r.err
     data = json.loads(r.out)
-    assert r.code == 0 and data["status"] == "rebased", data
+    assert r.code == 1 and data["status"] == "stopped" and data["conflict"] == "0003-p3.patch"
     p1, p3 = data["patches"][0], data["patches"][2]
     assert p1["superseded"]["reference"] == "#203"  # kept through the stop's state file
-    assert p3["grade"] == "upstream" and p3["landed"]["how"] == "reference"
-    assert not (proj / "stack/patches/0003-p3.patch").exists()
+    assert p3["grade"] == "conflict" and named(p3)["reference"] == "#202"
+    assert (proj / "stack/patches/0003-p3.patch").exists()
     assert (proj / "stack/patches/0001-p1.patch").exists()
 
 
@@ -323,10 +338,9 @@ def test_the_landed_example_shows_both(cli, tmp_path: Path) -> None:
     r = cli("-C", str(proj), "rebase-pin", "master", "--check", "--json")
     data = json.loads(r.out)
     assert r.code == 1, r.err
-    assert [p["grade"] for p in data["patches"]] == ["exact", "upstream", "offset", "exact"]
-    assert data["patches"][1]["landed"]["how"] == "reference"
-    assert data["patches"][1]["landed"]["reference"] == "#202"
-    assert [p["superseded"] is not None for p in data["patches"]] == [False, False, True, False]
+    assert [p["grade"] for p in data["patches"]] == ["exact", "conflict", "offset", "exact"]
+    assert named(data["patches"][1])["reference"] == "#202"
+    assert [p["superseded"] is not None for p in data["patches"]] == [False, True, True, False]
 
 
 LLAMA_CPP = os.environ.get("PATCHCTL_LLAMA_CPP", "")
@@ -334,11 +348,11 @@ LLAMA_CPP = os.environ.get("PATCHCTL_LLAMA_CPP", "")
 
 @pytest.mark.llama
 @pytest.mark.skipif(not LLAMA_CPP, reason="set PATCHCTL_LLAMA_CPP to a llama.cpp clone")
-@pytest.mark.parametrize(("control", "grade"), [(False, "upstream"), (True, "conflict")])
-def test_real_backport_of_24444_lands_by_reference(cli, tmp_path: Path, control: bool,
-                                                   grade: str) -> None:
-    """examples/landed_llama.py on real history: #24444 merged edited (evidence/
-    rebase-pin-check-reference-llama-cpp*); naming nothing, the same patch is a conflict."""
+@pytest.mark.parametrize("control", [False, True])
+def test_real_backport_of_24444_is_superseded(cli, tmp_path: Path, control: bool) -> None:
+    """examples/landed_llama.py on real history: #24444 merged edited (three comment lines
+    more), so the new pin does not hold the backport as it is: a conflict either way, and
+    naming #24444 marks it superseded? (it was dropped as landed by reference)."""
     script = Path(__file__).resolve().parent.parent / "examples" / "landed_llama.py"
     proj = tmp_path / "proj"
     subprocess.run([sys.executable, str(script), LLAMA_CPP, str(proj),
@@ -347,7 +361,7 @@ def test_real_backport_of_24444_lands_by_reference(cli, tmp_path: Path, control:
     r = cli("-C", str(proj), "rebase-pin", "8c146a8366304c871efc26057cc90370ccf58dad",
             "--check", "--upstream", LLAMA_CPP, "--json")
     p = json.loads(r.out)["patches"][0]
-    assert p["grade"] == grade
+    assert p["grade"] == "conflict" and p["landed"] is None
     if not control:
-        assert p["landed"]["how"] == "reference" and p["landed"]["reference"] == "#24444"
-        assert p["landed"]["commit"]["id"] == "c926ad09857517978575d6a74d225b463f7417a0"
+        assert named(p)["reference"] == "#24444"
+        assert named(p)["commit"]["id"] == "c926ad09857517978575d6a74d225b463f7417a0"

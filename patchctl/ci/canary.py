@@ -296,8 +296,8 @@ def _superseded(c: Canary, value: object) -> str:
         parts.append(f"(it already holds {contains:.0%} of the patch's added lines)")
     reference = value.get("reference")
     if isinstance(reference, str):  # rebase-pin's superseded?: the interdiff is in its report
-        parts.append(f"(the patch names {_text(reference)} but still changes more: its "
-                     "interdiff is in the rebase-pin report)")
+        parts.append(f"(the patch names {_text(reference)} but the new pin does not hold all "
+                     "it changes: its interdiff is in the rebase-pin report)")
     shown = {"commit", "name", "patch", "interdiff",
              *(("contains",) if isinstance(contains, int | float) else ()),
              *(("reference",) if isinstance(reference, str) else ())}

@@ -151,8 +151,9 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
 @click.command(epilog="Read-only: it never writes to GitHub or anywhere upstream.")
 @click.option("--ref", metavar="REF", shell_complete=complete_ref,
               help="Also say which patches landed upstream between the pin and REF (by "
-              "patch-id, reverse-apply, or the PR or commit they name), which name a change "
-              "merged there but do more (superseded?), and which upstream probably "
+              "patch-id, reverse-apply, or the PR or commit they name; REF's tree must hold "
+              "all they change), which name a change merged there but are not so held "
+              "(superseded?), and which upstream probably "
               "superseded (needs the upstream).")
 @click.option("--online", is_flag=True,
               help="Read the state of the GitHub issues and pull requests the patches point "

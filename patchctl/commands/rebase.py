@@ -50,8 +50,10 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     Each patch is classified on NEW_REF with the patches before it applied:
     exact, offset, 3way, conflict or upstream (already there: the commit that
     landed it is named, found by patch-id, reverse-apply, or the upstream PR or
-    commit the patch names). A patch that names a change merged upstream but
-    still does more is marked superseded?, with its interdiff, and kept. When
+    commit the patch names). Only NEW_REF's tree proves a patch upstream: it
+    holds every change the patch makes, at its place. A patch that names a
+    change merged upstream without that proof is marked superseded?, with its
+    interdiff, and kept. When
     every patch applies, the patches are refreshed and the pin and lock
     rewritten in one atomic swap; on a conflict a work
     tree is left under .patchctl/rebase/ to resolve, then --continue; the
@@ -153,9 +155,9 @@ def render(result: RebaseResult) -> str:
         if p.superseded:
             s = p.superseded
             out.append(f"       superseded?: it names {s.reference}, merged upstream in "
-                       f"{s.commit.id[:12]} {s.commit.subject!r}, but still changes what "
-                       "that commit does not; kept (never dropped): judge it by the interdiff "
-                       "(the patch -> the commit):")
+                       f"{s.commit.id[:12]} {s.commit.subject!r}, but the new pin does not "
+                       "hold all it changes, each at its place; kept (never dropped): judge "
+                       "it by the interdiff (the patch -> the commit):")
             out += [f"         {ln}" for ln in s.interdiff.rstrip("\n").splitlines()]
         if p.bisect:
             b = p.bisect

@@ -210,6 +210,23 @@ class TempIndex:
         r = git.wait()
         return ApplyRun(r.returncode, r.stdout, r.stderr)
 
+    def holds(self, patch_file: str | os.PathLike[str], *, strip: int = 1,
+              tree: str | None = None) -> bool:
+        """Whether the tree in this index (``tree``, when the caller knows it) already holds
+        every change the patch makes, each at its place: the patch reverse-applies there,
+        and applying it again gives that same tree back. The second half compares modes
+        and binary contents as such: ``git apply`` only warns when a file's mode is not the
+        one the patch expects, so a reverse-apply alone passes where a patch's lines landed
+        and its mode change did not. The index is left holding that tree."""
+        start = tree or self.write_tree()
+        if not self.apply([patch_file], strip=strip, reverse=True, verbose=False).ok:
+            return False  # git apply changed nothing
+        try:
+            return self.apply([patch_file], strip=strip, verbose=False).ok and \
+                self.write_tree() == start
+        finally:
+            self.read_tree(start)
+
     def commit(self, tree: str, parent: str, message: str) -> str:
         """A commit of ``tree`` on ``parent``, into this index's private object dir."""
         env = {**self.env, **FIXED_IDENTITY}

@@ -24,9 +24,12 @@ of the two diffs, file by file: every line the patch adds is among the lines the
 commit adds to the same file, and every line it removes among those the commit
 removes, as multisets, whitespace runs collapsed, lines with nothing but blanks,
 braces, parentheses, commas and semicolons left out; and the commit touches every file
-the patch does. Contained: nothing of the patch is left to carry (``upstream``, how
-``reference``). Not contained: the patch still changes something that commit does not
-(``superseded?``: a person judges, with ``interdiff``).
+the patch does; a patch with a binary file, or with neither such a line nor a mode to
+compare, is never contained, and a mode it sets must be the commit's. Containment ignores
+where a line goes, so it proves nothing about the tree and never makes a patch droppable:
+it only decides whether that commit may be *named* as the landing once the new pin's tree
+proves the patch is there (rebase/engine.py). A patch that names a merged change and is not so
+proven is ``superseded?``: a person judges, with ``interdiff``.
 """
 
 from __future__ import annotations
@@ -180,12 +183,20 @@ def _changes(patch: Patch) -> dict[str, tuple[Counter[str], Counter[str]]]:
 
 
 def contained(patch: Patch, upstream: Patch | None) -> bool:
-    """Whether ``upstream`` (the landing commit's diff) does everything ``patch`` does
-    (the module's docstring says exactly what that means)."""
-    if upstream is None:
+    """Whether ``upstream`` (a merged commit's diff) holds every line ``patch`` changes, so
+    that it may be named as the patch's landing: never proof that it landed (the module's
+    docstring says exactly what it compares)."""
+    if upstream is None or any(f.binary for f in patch.files):
         return False
+    modes = {f.path: f.new_mode for f in upstream.files}
+    if any(f.new_mode and modes.get(f.path) != f.new_mode for f in patch.files):
+        return False
+    ours = _changes(patch)
+    if not any(f.new_mode for f in patch.files) and \
+            not any(added or removed for added, removed in ours.values()):
+        return False  # nothing to compare: vacuously "contained" would name any commit
     theirs = _changes(upstream)
-    for path, (added, removed) in _changes(patch).items():
+    for path, (added, removed) in ours.items():
         if path not in theirs:
             return False
         their_added, their_removed = theirs[path]

@@ -3,9 +3,10 @@
 Offline: counts by Upstream-Status, malformed or missing statuses, patches
 with no Forwarded/Bug/Submitted reference, how long each has been Pending,
 and with ``--ref``, which patches landed upstream between the pin and REF
-(patch-id, reverse-apply, or by reference: the PR or commit the patch names
-merged there and does all the patch does; rebase-pin's machinery), which name
-such a change but do more (``superseded?``, with the interdiff), and which upstream
+(REF's tree holds every change the patch makes, at its place; the landing found by
+patch-id, reverse-apply, or by reference: the PR or commit the patch names merged there;
+rebase-pin's machinery), which name such a change but are not so held (``superseded?``,
+with the interdiff), and which upstream
 probably superseded: the commit that first breaks the patch already holds
 much of the patch's post-image. Online (``github.py``): the state of the
 issues and pull requests the patches point at.

@@ -1,12 +1,14 @@
 """Landed by reference: the upstream change a patch names, merged between the two pins.
 
-A backport that upstream merged in edited form has another patch-id and need not
-reverse-apply at the new pin, so the engine's own checks miss it; its subject,
-body or trailers name the change (``(#123)``, the upstream's PR URL, ``Origin:``,
-``Upstream-Status: Backport [...]``, ``(cherry picked from commit ...)``). What counts
-as a reference, a merge and containment is model/references.py; here git reads the
-upstream's commits between the pins (one ``git log``) and, per patch that names one
-of them, that commit's diff of the patch's files.
+A patch that names an upstream change (``(#123)``, the upstream's PR URL, ``Origin:``,
+``Upstream-Status: Backport [...]``, ``(cherry picked from commit ...)``) that merged
+between the pins is a candidate, never a proof: its subject is the patch's own text.
+What counts as a reference, a merge and containment is model/references.py; here git
+reads the upstream's commits between the pins (one ``git log``) and, per patch that
+names one of them, that commit's diff of the patch's files. The engine decides: only
+the new pin's tree holding the patch's change makes it ``upstream`` (then this commit is
+the landing it names, when its diff holds the patch's lines); otherwise the patch is
+``superseded?`` and kept, with the interdiff made here.
 """
 
 from __future__ import annotations
@@ -17,15 +19,20 @@ from pathlib import Path
 from patchctl import gitrepo
 from patchctl.errors import GitError
 from patchctl.model import references
-from patchctl.rebase.engine import Commit, Landing, Source, Superseded
+from patchctl.rebase.engine import Cited, Commit, Source
 from patchctl.untrusted import printable
+
+# an interdiff of changed lines shows nothing when they match but their place, a mode or
+# a binary file does not
+_SAME_LINES = ("(the changed lines match the commit's; what differs is where they go, a "
+               "file's mode or a binary file)\n")
 
 
 def cited(repo: Path, old: str, new: str, sources: Sequence[Source],
-          url: str) -> dict[int, Landing | Superseded]:
+          url: str) -> dict[int, Cited]:
     """By series position: each patch that names an upstream change merged in ``old..new``,
-    as a ``Landing`` (how ``reference``) when that commit does everything the patch does,
-    else as ``Superseded``. ``url``: the pin file's, whose OWNER/REPO a URL must name."""
+    with that commit, whether its diff holds every line the patch changes, and the
+    interdiff. ``url``: the pin file's, whose OWNER/REPO a URL must name."""
     if old == new:
         return {}
     slug = references.repo_slug(url)
@@ -33,7 +40,7 @@ def cited(repo: Path, old: str, new: str, sources: Sequence[Source],
     if not any(refs.values()):
         return {}  # no git at all for a stack that names nothing
     commits = gitrepo.range_messages(repo, old, new)
-    out: dict[int, Landing | Superseded] = {}
+    out: dict[int, Cited] = {}
     for s in sources:
         found = references.landing(refs[s.index], commits)
         if found is None:
@@ -43,15 +50,13 @@ def cited(repo: Path, old: str, new: str, sources: Sequence[Source],
         paths = sorted({p for f in s.patch.files for p in f.paths})
         try:
             diff = gitrepo.format_diff(repo, c.parent or gitrepo.EMPTY_TREE, c.id, paths=paths)
-        except GitError:  # a mirror without those blobs: nothing to compare, so not dropped
-            out[s.index] = Superseded(commit, ref.label, "(the commit's diff could not be "
-                                      "read from this upstream clone)\n")
+        except GitError:  # a mirror without those blobs: nothing to compare
+            out[s.index] = Cited(commit, ref.label, False, "(the commit's diff could not be "
+                                 "read from this upstream clone)\n")
             continue
         theirs = references.diff_patch(diff, c.id)
-        if references.contained(s.patch, theirs):
-            out[s.index] = Landing(commit, "reference", reference=ref.label)
-        else:
-            # an upstream's text, shown on terminals and in the canary's summary
-            out[s.index] = Superseded(commit, ref.label, printable(
-                references.interdiff(s.patch, theirs, c.id), newlines=True))
+        # an upstream's text, shown on terminals and in the canary's summary
+        shown = printable(references.interdiff(s.patch, theirs, c.id), newlines=True)
+        out[s.index] = Cited(commit, ref.label, references.contained(s.patch, theirs),
+                             shown or _SAME_LINES)
     return out

@@ -3,12 +3,15 @@
 Everything here is index-only, as in verify/engine.py: NEW's tree is read into a
 temporary index and each patch is tried in series order on top of the ones
 before it. A patch is ``exact`` or ``offset`` (plain ``git apply``), ``3way``
-(``git apply --3way`` merges it cleanly), ``conflict``, or ``upstream`` (it
-reverse-applies, or a three-way merge adds nothing: the change is already
-there; or it names an upstream pull request or commit that merged between the
-pins and does nothing that commit does not: rebase/cited.py, ``how: reference``).
-A patch that names such a change but does more is graded as usual and marked
-``superseded?``, with the interdiff, for a person to judge. ``--bisect`` then
+(``git apply --3way`` merges it cleanly), ``conflict``, or ``upstream``: NEW's tree
+already holds every change it makes, each at its place (it reverse-applies and applying
+it again gives the same tree, so modes and binary files count; or applying it, plainly
+or by a three-way merge, changes nothing). Only that proof in the tree makes a patch
+``upstream``, and so droppable. A patch that names an upstream pull request or commit
+merged between the pins (rebase/cited.py) is only a candidate: proven, it is
+``upstream`` with that commit named (``how: reference``) when the commit's diff holds its
+changed lines; not proven, it keeps its grade and is marked ``superseded?``, with the
+interdiff, for a person to judge. ``--bisect`` then
 finds, for each patch that no longer applies, the first commit on NEW's
 first-parent line after the old pin where it stops applying, by binary
 search: ceil(log2 n) checks plus one at each end.
@@ -75,11 +78,27 @@ class Landing:
 @dataclass
 class Superseded:
     """``superseded?``: the patch names an upstream change that merged between the pins, but
-    still changes something that commit does not (rebase/cited.py). Never dropped."""
+    the new pin does not hold all it changes, each at its place (rebase/cited.py). Never
+    dropped."""
 
     commit: Commit
     reference: str  # as model.references labels it: #123, or a commit id
     interdiff: str  # the patch's diff against the commit's, bounded
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A patch names an upstream change that merged between the pins (rebase/cited.py): a
+    candidate, never proof that the patch landed."""
+
+    commit: Commit
+    reference: str  # as model.references labels it
+    contained: bool  # the commit's diff holds every line the patch changes: it may be
+    # named as the landing once the tree proves one
+    interdiff: str  # the patch's diff against the commit's, bounded (or why there is none)
+
+    def superseded(self) -> Superseded:
+        return Superseded(self.commit, self.reference, self.interdiff)
 
 
 @dataclass
@@ -182,7 +201,7 @@ def sources_of(stack: Stack) -> list[Source]:
 def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
              progress: Progress | None = None, first: int | None = None,
              landable: frozenset[str] | None = None,
-             cited: Mapping[int, Landing | Superseded] | None = None) -> list[Step]:
+             cited: Mapping[int, Cited] | None = None) -> list[Step]:
     """Each patch in order on ``tree`` plus the patches before it that applied.
 
     ``landable``: the paths upstream changed between the old and the new pin. A
@@ -190,10 +209,11 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     reverse-applies (it is then already in ``tree`` from our own side: a
     duplicate, or a commit of an interrupted --continue): it is a conflict.
 
-    ``cited`` (rebase/cited.py), by series position: a patch that landed by reference is
-    ``upstream`` whatever applying it would do, and is not applied (as a patch that
-    reverse-applies is not), so the patches after it are graded without it; a
-    ``superseded?`` one is graded as usual and carries the finding.
+    A patch is ``upstream`` only when ``tree`` (with the patches before it) already holds
+    every change it makes, each at its place; it is then not applied, so the patches
+    after it are graded without it. ``cited`` (rebase/cited.py), by series position, never
+    decides that: a cited patch so proven is named by its reference (when that commit's
+    diff holds its lines), any other cited patch keeps its grade and is ``superseded?``.
     """
     index.read_tree(tree)
     current = index.write_tree()
@@ -207,10 +227,6 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         step = Step(s, result)
         steps.append(step)
         found = (cited or {}).get(s.index)
-        if isinstance(found, Landing):
-            result.grade, result.landed = UPSTREAM, found
-            continue
-        result.superseded = found
         could_land = landable is None or any(
             p in landable for f in s.patch.files for p in f.paths)
         run = index.apply([s.path], strip=s.strip)
@@ -219,7 +235,9 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             result.offsets = [h for _, h in run.offsets()]
             result.grade = grades.clean(result.offsets)
             after = index.write_tree()
-        elif index.apply([s.path], strip=s.strip, reverse=True, check_only=True).ok:
+            if after == current and could_land and s.patch.files:
+                result.grade, result.offsets = UPSTREAM, []  # a mode already there
+        elif index.holds(s.path, strip=s.strip, tree=current):
             if could_land:
                 result.grade = UPSTREAM
         elif index.apply([s.path], strip=s.strip, three_way=True).ok:
@@ -236,6 +254,10 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             index.read_tree(current)
             after = current
             after_conflict = True
+        if found and result.grade == UPSTREAM and found.contained:
+            result.landed = Landing(found.commit, "reference", reference=found.reference)
+        elif found and result.grade != UPSTREAM:
+            result.superseded = found.superseded()
         if result.grade == EXACT:
             result.change = patchtext.UNCHANGED
         elif result.grade in (OFFSET, THREE_WAY):
