@@ -32,7 +32,7 @@ def atomic_write(path: Path, data: str | bytes) -> None:
     """Write ``data`` to ``path`` via a temp file in the same directory, then rename."""
     payload = data.encode("utf-8") if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
-    _remove_dead_temps(path)
+    remove_dead_temps(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=".tmp",
                                    dir=path.parent)
@@ -58,7 +58,7 @@ def atomic_write(path: Path, data: str | bytes) -> None:
         raise
 
 
-def _remove_dead_temps(path: Path) -> None:
+def remove_dead_temps(path: Path) -> None:
     """Remove the temp files of earlier writes of ``path`` whose writer was killed (its pid,
     in the name, is gone): a SIGKILL between write and rename leaves one behind."""
     import glob

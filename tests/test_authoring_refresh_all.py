@@ -10,6 +10,10 @@ from __future__ import annotations
 
 import json
 import shlex
+import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -386,3 +390,47 @@ def test_the_conflicts_note_git_leaves_in_a_message_is_dropped(cli, canonical: P
     assert by_file(out)[T3]["status"] == "kept"
     assert (canonical / "stack/patches" / T3).read_bytes() == before
     verifies(cli, canonical)
+
+
+def undated(project: Path) -> dict[str, str]:
+    """Every file of the stack by path, without the Date line a new patch gets from the clock."""
+    return {p.relative_to(project).as_posix(): "".join(
+        ln for ln in p.read_text().splitlines(keepends=True) if not ln.startswith("Date: "))
+        for p in sorted((project / "stack").rglob("*")) if p.is_file()}
+
+
+def test_a_kill_at_any_point_is_finished_by_running_it_again(cli, canonical: Path,
+                                                             tmp_path: Path) -> None:
+    """refresh --all: SIGKILLed just after the stack swap, before the edit state named the
+    new patch, the next `refresh --all` failed ("the edited patch is no longer in the
+    series; start again with `patchctl edit NAME --reset`"), the discarding advice, though
+    the stack was whole. The edit state goes with the swap: at each kill point (just before
+    each rename, removal or swap) running the command again finishes it, to the stack and
+    edit state of a run that was never killed."""
+    work = edit(cli, canonical, "3")
+    git(work, "commit", "-q", "--amend", "-m", "tiny : declare square, reworded\n\n"
+        "Why.\n\nConcern: declare\nUpstream-Status: Pending\nScope: include/*.h")
+    whole = tmp_path / "whole"
+    shutil.copytree(canonical, whole, symlinks=True)
+    out = refresh_all(cli, whole)
+    new = "0004-tiny-declare-square-reworded.patch"
+    assert out["target"] == new and series(whole) == [T1, T2, new]
+    done, done_state = undated(whole), state(whole)
+    killer = Path(__file__).with_name("killer.py")
+    n = 0
+    while True:
+        n += 1
+        trial = tmp_path / f"kill{n}"
+        shutil.copytree(canonical, trial, symlinks=True)
+        run = subprocess.run([sys.executable, str(killer), str(n), "-C", str(trial), "refresh",
+                              "--all"], capture_output=True, text=True, check=False,
+                             cwd=Path(__file__).resolve().parent.parent)
+        if run.returncode == 0:
+            break
+        assert run.returncode == -signal.SIGKILL, (n, run.stderr)
+        r = cli("-C", str(trial), "refresh", "--all", "--json")
+        assert r.code == 0, (n, r.err)
+        assert undated(trial) == done and state(trial) == done_state, n
+        assert sorted(p.name for p in trial.iterdir()) == [".patchctl", "stack"], n
+        shutil.rmtree(trial)
+    assert n > 4  # the swap and the state written after it were among the kill points

@@ -427,3 +427,36 @@ def test_hunks_say_where_each_patch_burden_sits(built, project, cli) -> None:
         (1, "lib/a.c", _ids(up, "C"))
     assert "hunks" not in json.loads(cli("-C", str(project), "burden", "--upstream",
                                          str(up.path), "--json").out)
+
+
+@pytest.mark.parametrize("source", ["--from-repo", "format-patch -M"])
+def test_an_imported_rename_is_followed_to_its_old_path(built, cli, tmp_path: Path,
+                                                        source: str) -> None:
+    """`import` used to write a renamed file as a deletion plus a new file (from a commit
+    range, and from format-patch files made with -M alike), so a later patch that edits the
+    renamed file stood on "a file the stack adds" and its burden was 0. The rename is kept,
+    and that patch's lines lead back to the old path at the pin."""
+    up, _ = built
+    fork = tmp_path / "fork"
+    git(tmp_path, "clone", "-q", str(up.path), str(fork))
+    git(fork, "mv", "lib/b.c", "lib/c.c")
+    git(fork, "commit", "-q", "-m", "b : rename to c")
+    _replace(fork / "lib/c.c", "b3 changed by D", "b3 changed again")
+    git(fork, "commit", "-q", "-am", "c : line 3")
+    project = tmp_path / "proj"
+    project.mkdir()
+    assert cli("-C", str(project), "init", "--upstream", str(up.path), "--pin",
+               up.commits["base"]).code == 0
+    if source == "--from-repo":
+        args = ["--from-repo", str(fork), f"{up.commits['base']}..HEAD"]
+    else:
+        git(fork, "format-patch", "-q", "-M", "-o", str(tmp_path / "mails"), up.commits["base"])
+        args = sorted(str(p) for p in (tmp_path / "mails").iterdir())
+    r = cli("-C", str(project), "import", "--upstream", str(up.path), *args)
+    assert r.code == 0, r.err
+    stack = find_stack(project)
+    renamed = stack.patches()[0]
+    assert "\nrename from lib/b.c\nrename to lib/c.c\n" in renamed.text
+    assert [(f.source, f.target) for f in renamed.files] == [("lib/b.c", "lib/c.c")]
+    report = burden(stack, up.path)
+    assert [p.commits for p in report.patches] == [[], _ids(up, "D")]

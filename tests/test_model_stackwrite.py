@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -206,3 +207,36 @@ def test_an_unwritable_place_is_an_environment_error(cli, two, tmp_path: Path) -
     blocker.write_text("")
     r = cli("-C", str(project), "verify", "--junit", str(blocker / "report.xml"))
     _one_line(r, 3, f"patchctl: error: {blocker}")
+
+
+
+def test_state_journalled_with_a_swap_is_written_only_with_that_stack(two, tmp_path: Path) -> None:
+    """replace_stack(then=): the state that names what a swap writes is journalled beside
+    the stack before it. Recovery writes it when that stack is in place (killed just after
+    the swap), drops it when the old stack is (killed before), and never writes a file
+    outside the project's .patchctl however the journal names it."""
+    project, _ = two
+    stack = Stack(project / "stack")
+    state = project / ".patchctl" / "edit" / "state.json"
+    stackwrite.replace_stack(stack, {"series": b"# new\n"}, then={state: b"new\n"})
+    assert state.read_text() == "new\n" and _leftovers(project) == []
+    with pytest.raises(ValueError, match="not a state file"):
+        stackwrite.replace_stack(stack, {"series": b"# x\n"}, then={tmp_path / "x": b""})
+    journal = project / ".stack.patchctl-journal"
+    digest = stackwrite._digest(stack.root)
+
+    def recovered(stack_digest: str, files: dict[str, str]) -> None:
+        journal.write_text(json.dumps({"schema": "patchctl.stack-journal/1",
+                                       "stack": stack_digest, "files": files}))
+        stackwrite.recover(stack.root)
+        assert not journal.exists()
+
+    # as a run killed just after its swap leaves it: recovery writes the state
+    recovered(digest, {".patchctl/edit/state.json": "recovered\n"})
+    assert state.read_text() == "recovered\n"
+    # for a stack that was never swapped in (killed before the swap): dropped
+    recovered("0" * 64, {".patchctl/edit/state.json": "stale\n"})
+    assert state.read_text() == "recovered\n"
+    # naming a file outside .patchctl (a hostile commit can add one): dropped whole
+    recovered(digest, {"../outside": "x\n", ".patchctl/edit/state.json": "evil\n"})
+    assert not (tmp_path / "outside").exists() and state.read_text() == "recovered\n"

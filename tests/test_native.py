@@ -41,7 +41,7 @@ CPU_LANE_TESTS = {
     "compute.smoke.threads1", "compute.smoke.threads2", "compute.smoke.threads4",
     "identity.json_matches_lock", "identity.text", "capabilities.only_certified",
     "stamp.missing", "stamp.fingerprint", "stamp.edited", "stamp.accepts", "selftest.worker",
-    "frame.codec", "core.json_sha256", "core.sha256_unavailable",
+    "frame.codec", "core.json_sha256", "core.sha256_unavailable", "core.tls_key",
 }
 # The stage mode's CTests, registered only in a consumer build against llama.cpp.
 STAGE_TESTS = {

@@ -186,6 +186,13 @@ def save_edit(project: Path, state: EditState) -> None:
     statefile.save(edit_dir(project) / "state.json", schemas.EDIT_STATE, asdict(state))
 
 
+def edit_state_file(project: Path, state: EditState) -> dict[Path, bytes]:
+    """``save_edit``'s file, for ``replace_stack(then=)``: the edit state that names what
+    a swap writes goes with that swap, so a kill just after it leaves no stale state."""
+    return {edit_dir(project) / "state.json":
+            statefile.render(schemas.EDIT_STATE, asdict(state)).encode()}
+
+
 def _discarding(project: Path, work: Path) -> str:
     """What ``--reset`` is about to throw away, in words ("" when nothing)."""
     state = None
@@ -331,6 +338,7 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
         result.fingerprint = lock.fingerprint
         unchanged = old is not None and path.read_bytes() == text.encode("utf-8",
                                                                          "surrogateescape")
+        state.tree, state.new = tree, False
         if not unchanged or stack.lock() != lock:
             from patchctl.model.stack import rewrite_series
 
@@ -341,9 +349,10 @@ def refresh_patch(project: Path, stack: Stack, name: str | None = None) -> Refre
                                          restrip={target} if old and old.strip != 1 else set(),
                                          append=[target] if old is None else []).encode(),
                 "stack.lock": render_lock(lock).encode()}
-            stackwrite.replace_stack(stack, changes, expect=snap)
-        state.tree, state.new = tree, False
-        save_edit(project, state)
+            stackwrite.replace_stack(stack, changes, expect=snap,
+                                     then=edit_state_file(project, state))
+        else:
+            save_edit(project, state)
         result.later_failing = later_failing(git_dir, tree, after[at:])
         return result
 

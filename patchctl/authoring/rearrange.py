@@ -85,10 +85,12 @@ class Txn:
     def commit(self, op: str, message: str, order: Sequence[Patch], *,
                changes: Mapping[str, bytes | None] | None = None,
                renamed: Mapping[str, str] | None = None,
-               regenerated: Sequence[str] = (), keep_edit: bool = False) -> StackOpResult:
+               regenerated: Sequence[str] = (), keep_edit: bool = False,
+               then: Mapping[Path, bytes] | None = None) -> StackOpResult:
         """Write ``order`` as the new series (plus ``changes``) in one swap, with its lock.
         An open edit is closed (or, with changes not refreshed, the write refused) unless
-        ``keep_edit``: `refresh --all`, which writes the edit's own commits."""
+        ``keep_edit``: `refresh --all`, which writes the edit's own commits. ``then``:
+        private state files that go with the swap (``replace_stack``)."""
         from patchctl.authoring.edit import close_clean_edit
 
         all_changes: dict[str, bytes | None] = dict(changes or {})
@@ -99,7 +101,7 @@ class Txn:
         all_changes["stack.lock"] = render_lock(lock).encode()
         if not keep_edit:
             close_clean_edit(self.project, self.what)
-        stackwrite.replace_stack(self.stack, all_changes, expect=self.snap)
+        stackwrite.replace_stack(self.stack, all_changes, expect=self.snap, then=then)
         return StackOpResult(
             op, message, [p.name for p in order], lock.fingerprint,
             written=sorted(k.removeprefix("patches/") for k, v in all_changes.items()

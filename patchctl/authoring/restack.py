@@ -27,7 +27,13 @@ from typing import Any
 
 from patchctl import gitrepo
 from patchctl.authoring import import_sources as importing
-from patchctl.authoring.edit import edit_dir, later_failing, open_edit, save_edit
+from patchctl.authoring.edit import (
+    edit_dir,
+    edit_state_file,
+    later_failing,
+    open_edit,
+    save_edit,
+)
 from patchctl.authoring.init_import import diff_paths
 from patchctl.authoring.rearrange import Trees, _checked, reheader, transaction
 from patchctl.errors import InputError
@@ -107,13 +113,16 @@ def refresh_all(project: Path, stack: Stack) -> RefreshAllResult:
         lock = make_lock(stack.pin(), order)
         result = RefreshAllResult(w.made[-1].name, w.report, [p.name for p in order],
                                   lock.fingerprint)
-        if w.changes or result.series != t.names or stack.lock() != lock:
-            done = t.commit("refresh-all", "refreshed from the edit's commits", order,
-                            changes=w.changes, regenerated=w.regenerated, keep_edit=True)
-            result.written, result.removed = done.written, done.removed
         state.target, state.new, state.tree = result.target, False, commits[-1].tree
         state.base = commits[-2].commit if len(commits) > 1 else state.pin
-        save_edit(project, state)
+        if w.changes or result.series != t.names or stack.lock() != lock:
+            # the state names the patch the swap writes: it goes in the same transaction
+            done = t.commit("refresh-all", "refreshed from the edit's commits", order,
+                            changes=w.changes, regenerated=w.regenerated, keep_edit=True,
+                            then=edit_state_file(project, state))
+            result.written, result.removed = done.written, done.removed
+        else:
+            save_edit(project, state)
         return result
 
 

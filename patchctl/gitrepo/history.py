@@ -67,9 +67,11 @@ def commit_patch(work: Path, patch: Path, *, strip: int, subject: str, body: str
 # -- rebase-pin, authoring and export -----------------------------------------------------
 
 # Regenerated patches must be byte-identical on any machine: no user config reaches
-# git (core.py), and every diff option that matters is spelled out.
+# git (core.py), and every diff option that matters is spelled out. A renamed file stays a
+# rename (git's default 50% similarity), so what reads a patch (burden's line tracking,
+# verify's partition) follows it to its old path instead of seeing a new file.
 _DIFF = ["diff-tree", "-r", "-p", "--stat=72", "--summary",
-         "--full-index", "--binary", "--no-renames", "--no-color", "--no-ext-diff",
+         "--full-index", "--binary", "--find-renames=50%", "--no-color", "--no-ext-diff",
          "--no-textconv", "-U3", "--inter-hunk-context=0", "--src-prefix=a/",
          "--dst-prefix=b/", "--diff-algorithm=myers"]
 

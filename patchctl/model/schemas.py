@@ -48,6 +48,7 @@ OUTREACH_MANIFEST = "patchctl.outreach-manifest/1"  # MANIFEST.json beside the b
 # private state files under <project>/.patchctl/
 REBASE_STATE = "patchctl.rebase-state/2"
 EDIT_STATE = "patchctl.edit-state/1"
+STACK_JOURNAL = "patchctl.stack-journal/1"  # .stack.patchctl-journal, only while a swap is made
 GITHUB_CACHE = "patchctl.github-cache/1"
 
 # older ids that readers still accept; never written

@@ -6,12 +6,18 @@ swapped in with one atomic ``renameat2(RENAME_EXCHANGE)``. A crash or an
 interrupt at any moment leaves ``stack/`` byte-identical to the old or to the
 new stack, never a mix. Where the exchange is unavailable, two renames are
 used and the next transaction repairs an interrupted swap.
+
+patchctl's own state that names what the new stack holds (the edit state naming the
+patch `refresh --all` just wrote) goes in the same transaction: ``replace_stack(then=)``
+journals it beside the stack before the swap, and whoever next takes the lock writes
+it if that stack is the one swapped in, or drops it if the swap never happened.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator, Mapping
@@ -19,9 +25,11 @@ from pathlib import Path
 
 from patchctl import fsutil
 from patchctl.errors import EnvironmentFailure, InputError
+from patchctl.model import schemas
 from patchctl.model.stack import LOCK_FILE, Lock, Stack, find_stack, render_lock
 
 STATE_DIR = ".patchctl"
+_JOURNAL = "patchctl-journal"  # beside the stack: .stack.patchctl-journal
 
 
 def state_dir(project: Path, *, create: bool = True) -> Path:
@@ -60,8 +68,12 @@ def stack_lock(project: Path, what: str) -> Iterator[None]:
     Whoever takes it first finishes or removes what a killed writer left beside
     ``stack/`` (a staged copy), even when this run then writes nothing."""
     with fsutil.exclusive_lock(state_dir(project) / "lock", what):
-        with contextlib.suppress(InputError):  # no stack yet: nothing to recover
-            recover(find_stack(project).root)
+        try:
+            root = find_stack(project).root
+        except InputError:  # no stack yet: nothing to recover
+            pass
+        else:
+            recover(root)
         yield
 
 
@@ -99,20 +111,26 @@ def snapshot(root: Path) -> dict[str, str]:
 
 
 def replace_stack(stack: Stack, changes: Mapping[str, bytes | None], *,
-                  expect: Mapping[str, str] | None = None) -> None:
+                  expect: Mapping[str, str] | None = None,
+                  then: Mapping[Path, bytes] | None = None) -> None:
     """Apply ``changes`` (path relative to the stack -> new bytes, or None to delete) atomically.
 
     With ``expect`` (a ``snapshot`` taken when the work began), refuse if the
     stack changed since: the user's edits made meanwhile are never overwritten.
     Everything is checked before anything is written: a symlink on the way to
     a changed file is refused (patchctl never writes through one), and so is a
-    stack patchctl may not write.
+    stack patchctl may not write. ``then``: files of patchctl's private state
+    (under ``<project>/.patchctl``) written if and only if the swap happens, even
+    when the process dies just after it (``recover`` writes them then).
     """
     root = stack.root.absolute()
     if root.is_symlink():
         raise InputError(f"{root} is a symbolic link; patchctl never writes through one: "
                          "replace it with the directory it points to")
     _check_writable(root, changes)
+    journal = {_state_file(root, path): data.decode("utf-8") for path, data in
+               (then or {}).items()}
+    recover(root)  # an earlier run's journal is finished before this one is written
     with fsutil.swap_in(root) as staging:
         if expect is not None:
             now = snapshot(root)
@@ -140,6 +158,13 @@ def replace_stack(stack: Stack, changes: Mapping[str, bytes | None], *,
                 f.write(data)
             written.append(target)
         fsutil.sync_files(staging, written)  # on disk before the swap makes them the stack
+        if journal:
+            fsutil.atomic_write(fsutil.beside(root, _JOURNAL), json.dumps(
+                {"schema": schemas.STACK_JOURNAL, "stack": _digest(staging),
+                 "files": journal}, sort_keys=True) + "\n")
+    if journal:  # swapped: the state follows, and the journal is done with
+        _write_state(root, journal)
+        fsutil.beside(root, _JOURNAL).unlink()
 
 
 def _check_writable(root: Path, changes: Mapping[str, bytes | None]) -> None:
@@ -165,5 +190,55 @@ def _down_to(root: Path, path: Path) -> list[Path]:
 
 
 def recover(root: Path) -> None:
-    """Finish what an interrupted transaction left beside ``root``."""
+    """Finish what an interrupted transaction left beside ``root``: the swap, then the
+    state files it journalled (``replace_stack(then=)``)."""
     fsutil.recover(root)
+    _finish_then(root)
+
+
+def _digest(root: Path) -> str:
+    """One id of everything under ``root`` (``snapshot``): which stack a journal belongs to."""
+    return hashlib.sha256(json.dumps(snapshot(root), sort_keys=True).encode()).hexdigest()
+
+
+def _state_file(root: Path, path: Path) -> str:
+    """``path``, a file under ``<project>/.patchctl``, relative to the project (the stack's
+    parent, where the journal lies)."""
+    rel = Path(os.path.relpath(path.absolute(), root.parent))
+    if rel.parts[:1] != (STATE_DIR,) or ".." in rel.parts or len(rel.parts) < 2:
+        raise ValueError(f"{path}: not a state file under {root.parent / STATE_DIR}")
+    return rel.as_posix()
+
+
+def _finish_then(root: Path) -> None:
+    """Write the state files journalled beside ``root`` if ``root`` is the stack they were
+    journalled with (its swap happened), then drop the journal. The journal only ever
+    names files under ``.patchctl``; one that names others, or cannot be read, is dropped."""
+    journal = fsutil.beside(root, _JOURNAL)
+    fsutil.remove_dead_temps(journal)  # a write of it that was killed before its rename
+    if journal.is_symlink() or not journal.is_file():
+        if journal.is_symlink():
+            journal.unlink()
+        return
+    try:
+        data = json.loads(journal.read_text(encoding="utf-8"))
+        files = {_state_file(root, root.parent / rel): text
+                 for rel, text in data["files"].items() if isinstance(text, str)}
+        swapped = data["schema"] == schemas.STACK_JOURNAL and \
+            len(files) == len(data["files"]) and os.path.isdir(root) and \
+            data["stack"] == _digest(root)
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        swapped = False
+    if swapped:
+        _write_state(root, files)
+    journal.unlink()
+
+
+def _write_state(root: Path, files: Mapping[str, str]) -> None:
+    """Write ``files`` (relative to the stack's parent, each under ``.patchctl``)."""
+    for rel, text in sorted(files.items()):
+        for part in _down_to(root.parent, root.parent / rel):
+            if part.is_symlink():
+                raise InputError(f"{part} is a symbolic link; patchctl keeps its private "
+                                 "state in a real directory: remove the link")
+        fsutil.atomic_write(root.parent / rel, text)

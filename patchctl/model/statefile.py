@@ -53,6 +53,10 @@ def load(path: Path, schema: str, parse: Callable[[dict[str, Any]], T], *, what:
         raise InputError(f"{path}: damaged {what} ({e}); {again}") from e
 
 
+def render(schema: str, data: dict[str, Any]) -> str:
+    """The text ``save`` writes (for a state file written with the stack's swap)."""
+    return json.dumps({"schema": schema, **data}, indent=2, sort_keys=True) + "\n"
+
+
 def save(path: Path, schema: str, data: dict[str, Any]) -> None:
-    fsutil.atomic_write(path, json.dumps({"schema": schema, **data}, indent=2,
-                                         sort_keys=True) + "\n")
+    fsutil.atomic_write(path, render(schema, data))

@@ -57,6 +57,12 @@ SSL_SESSION* psk_session(SSL* ssl, const TlsKey& key) {
   return s;
 }
 
+// Clears O_NONBLOCK on fd; false (errno set) when fcntl fails.
+bool blocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  return flags >= 0 && ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0;
+}
+
 const TlsKey& key_of(SSL* ssl) { return *static_cast<const TlsKey*>(SSL_get_app_data(ssl)); }
 
 int use_session(SSL* ssl, const EVP_MD* md, const unsigned char** id, std::size_t* idlen,
@@ -118,7 +124,10 @@ std::string plain_refused(const Endpoint& e, const std::string& flag, bool insec
 }
 
 std::optional<TlsKey> load_key(const std::string& path, std::string& error) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: a FIFO would block open() until a writer came, before the
+  // regular-file check below could refuse it. A regular file ignores it; it is
+  // cleared before reading all the same.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) {
     error = "--key " + path + ": cannot open: " + std::strerror(errno);
     return std::nullopt;
@@ -127,6 +136,8 @@ std::optional<TlsKey> load_key(const std::string& path, std::string& error) {
   std::vector<std::uint8_t> bytes;
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     error = "--key " + path + ": not a regular file";
+  } else if (!blocking(fd)) {
+    error = "--key " + path + ": cannot read: " + std::strerror(errno);
   } else if ((st.st_mode & 077) != 0) {
     char mode[8];
     std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
