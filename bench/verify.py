@@ -118,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     # the temp dir instead (nothing is written into the repository).
     inherited_no_pyc = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     os.environ["PYTHONPYCACHEPREFIX"] = str(tmp / "pycache")
+    # patchctl's cache too (parsed patches, the partition plan): another user of the
+    # shared cache dir can prune it, which would make a warm run cold
+    os.environ["PATCHCTL_CACHE_DIR"] = str(tmp / "cache")
     tools["patchctl_source"] = source_state()
     try:
         suites: list[Suite] = []
