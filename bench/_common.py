@@ -349,6 +349,21 @@ def median(xs: Sequence[float]) -> float:
     return statistics.median(xs)
 
 
+def find_patchctl(given: str | None) -> Path:
+    """The console script to measure: ``given``, else the one next to this Python, else
+    the one on PATH."""
+    if given:
+        return Path(given).resolve()
+    sibling = Path(sys.executable).parent / "patchctl"
+    if sibling.is_file():
+        return sibling
+    found = shutil.which("patchctl")
+    if not found:
+        raise BenchError("no `patchctl` console script; install the package (pip install -e .) "
+                         "or pass --patchctl PATH")
+    return Path(found)
+
+
 # -- facts about the machine ----------------------------------------------------------------
 
 

@@ -40,6 +40,7 @@ from _common import (
     edit_text,
     fast_import_blob,
     fast_import_commit,
+    find_patchctl,
     first_line,
     git,
     hermetic_env,
@@ -55,7 +56,7 @@ from _common import (
     timed,
     write_project,
 )
-from verify import areas_for, find_patchctl, make_synthetic_upstream
+from verify_inputs import areas_for, make_synthetic_upstream
 
 SCHEMA = "patchctl.bench.burden/1"
 DAY = 86400

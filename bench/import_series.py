@@ -39,6 +39,7 @@ from _common import (
     Case,
     PatchSpec,
     build_patch_series,
+    find_patchctl,
     git,
     hermetic_env,
     loadavg,
@@ -49,7 +50,7 @@ from _common import (
     run,
     timed,
 )
-from verify import find_patchctl, make_synthetic_upstream
+from verify_inputs import make_synthetic_upstream
 
 
 def plan(candidates: list[str], count: int, rng: random.Random) -> list[PatchSpec]:

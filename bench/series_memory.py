@@ -23,8 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import hermetic_env, machine_facts
-from verify import find_patchctl
+from _common import find_patchctl, hermetic_env, machine_facts
 
 
 def make_stack(root: Path, n: int) -> int:

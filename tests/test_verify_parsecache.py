@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -151,3 +153,31 @@ def test_a_cache_that_is_no_file_of_ours_is_a_miss(project: Path, tmp_path: Path
     assert _all(again, project) == fresh
     again.save()
     assert cache.path.is_file() and not cache.path.is_symlink()
+
+
+def test_a_warm_verify_loads_neither_the_linter_nor_the_parser_before_git(project: Path) -> None:
+    """A verify whose patches all came from the parse cache still imported the linter and its
+    glob matcher, and the patch parser before it started git: start-up work on every run
+    for code that only a changed patch needs. Now it loads neither the linter nor the
+    matcher, and the parser only once git runs (it reads the patch files' bytes)."""
+    probe = ("import json, sys, threading\n"
+             "from patchctl.cli import main\n"
+             "from patchctl.gitrepo import index\n"
+             "seen = {}\n"
+             "start = index.RoundTrip.__init__\n"
+             "def spy(self, *a, **k):\n"
+             "    seen.setdefault('at_git', 'patchctl.model.patchfile' in sys.modules)\n"
+             "    start(self, *a, **k)\n"
+             "index.RoundTrip.__init__ = spy\n"
+             "try:\n"
+             f"    main(['-C', {str(project)!r}, 'verify'])\n"
+             "except SystemExit as e:\n"
+             "    seen['exit'] = e.code\n"
+             "print('LOADED', json.dumps([seen['exit'], seen.get('at_git'), *(\n"
+             "    m in sys.modules for m in ('patchctl.model.lint', 'patchctl.globs',\n"
+             "                               'patchctl.model.patchfile'))]))")
+    runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                           check=True).stdout.split("LOADED ", 1)[1] for _ in range(2)]
+    cold, warm = (json.loads(r) for r in runs)
+    assert cold == [0, False, True, True, True]  # the first run parses and lints every patch
+    assert warm == [0, False, False, False, True]

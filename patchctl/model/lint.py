@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from patchctl.globs import glob_match, glob_problem, valid_globs
+from patchctl.model.finding import ERROR as ERROR  # lint's names as before (verify reads
+from patchctl.model.finding import WARNING as WARNING  # findings without the linter)
+from patchctl.model.finding import Finding as Finding
+from patchctl.model.finding import parent_dirs as parent_dirs
 from patchctl.model.patchfile import Patch, is_trailer_block
 from patchctl.untrusted import control_character, shorten
-
-ERROR = "error"
-WARNING = "warning"
 
 # Yocto's own check (meta/classes-global/insane.bbclass, check_upstream_status):
 # the strict form is valid; any other line that mentions upstream and status is
@@ -34,14 +34,6 @@ _NEEDS_BRACKET = {
 }
 
 REQUIRED_KEYS = ("Concern", "Upstream-Status", "Scope")
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str
-    code: str
-    message: str
-    line: int | None = None  # 1-based line in the patch file
 
 
 def lint_patch(patch: Patch, *, upstream_symlinks: frozenset[str] = frozenset()) -> list[Finding]:
@@ -133,13 +125,6 @@ def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding
                                f"{f.path}: binary change; declare it with a `Binary: <glob>` "
                                "trailer or leave binaries out of the stack", f.line))
     return out
-
-
-def parent_dirs(path: str) -> list[str]:
-    """The directories above a repository-relative path, outermost first
-    (``a/b/c`` -> ``a``, ``a/b``): plain string work, no pathlib, for large stacks."""
-    parts = [p for p in path.split("/") if p and p != "."]
-    return ["/".join(parts[:i]) for i in range(1, len(parts))]
 
 
 _TRAILER_KEY = re.compile(r"^[A-Za-z][A-Za-z0-9-]*$")

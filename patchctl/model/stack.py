@@ -9,12 +9,14 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchctl import fsutil, tomlwrite
 from patchctl.errors import StackError
-from patchctl.model.patchfile import Patch, read_patch
 from patchctl.untrusted import shorten
+
+if TYPE_CHECKING:  # the parser loads with the first patch read: verify starts git before
+    from patchctl.model.patchfile import Patch
 
 SERIES = "series"
 PATCHES = "patches"
@@ -126,6 +128,8 @@ class Stack:
                                     where=str(self.series_path))]
 
     def patches(self) -> list[Patch]:
+        from patchctl.model.patchfile import read_patch
+
         entries = self.series()
         patches = []
         for entry in entries:

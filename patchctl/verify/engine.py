@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 from patchctl import gitrepo
 from patchctl.errors import InputError, StackError
 from patchctl.model import grades, schemas
-from patchctl.model.fingerprint import fingerprint
+from patchctl.model.finding import ERROR, WARNING, Finding
+from patchctl.model.fingerprint import lock_state, make_lock
 from patchctl.model.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
-from patchctl.model.lint import ERROR, WARNING, Finding
-from patchctl.model.patchfile import Patch
-from patchctl.model.stack import Pin, SeriesEntry, Stack
+from patchctl.model.stack import Lock, Pin, SeriesEntry, Stack
 from patchctl.textout import count
 from patchctl.verify import partition
 
 if TYPE_CHECKING:
+    from patchctl.model.patchfile import Patch
     from patchctl.verify.parsecache import ParseCache, Summary
 
 BAD_GRADES = {FAILED, IRREVERSIBLE, SKIPPED, INVALID}
@@ -185,8 +185,9 @@ def _verify(stack: Stack, upstream: Path, *, strict: bool,
             whole_stack = len(patches) == len(reports)
             if whole_stack:
                 ordered = [patches[r.index] for r in reports]
-                fp = fingerprint(pin.commit, ordered)
-                lock_state, lock_finding = _check_lock(stack, pin, ordered)
+                lock = make_lock(pin, ordered)  # its fingerprint is the stack's
+                fp = lock.fingerprint
+                lock_state, lock_finding = _check_lock(stack, lock)
                 if cores > 1:
                     group_of = partition.groups([(p.paths, p.in_place) for p in ordered])
                     plan = partition.split(group_of, [p.files for p in ordered], cores)
@@ -434,11 +435,8 @@ def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
     return Failure(reason=error.message, file=file, line=line)
 
 
-def _check_lock(stack: Stack, pin: Pin,
-                patches: list[Summary]) -> tuple[str, Finding | None]:
-    from patchctl.model.fingerprint import lock_state, make_lock
-
-    state, why = lock_state(stack, make_lock(pin, patches))
+def _check_lock(stack: Stack, lock: Lock) -> tuple[str, Finding | None]:
+    state, why = lock_state(stack, lock)
     if state == "missing":
         return "missing", Finding(ERROR, "lock", f"{stack.lock_path} is missing; "
                                   "write it with `patchctl lock`")

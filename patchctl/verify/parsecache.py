@@ -22,9 +22,9 @@ import json
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from patchctl import fsutil, globs
-from patchctl.model import lint, patchfile
-from patchctl.model.lint import Finding, lint_patch, parent_dirs
+from patchctl import fsutil
+from patchctl.model import patchfile
+from patchctl.model.finding import Finding, parent_dirs
 from patchctl.model.patchfile import Patch
 
 FORMAT = 3  # the layout of a cached entry
@@ -62,11 +62,15 @@ class Summary(NamedTuple):
         """``lint_patch`` with upstream's symlinks: the cached findings unless a path of
         this patch meets one of them."""
         if self.touches(links):
+            from patchctl.model.lint import lint_patch
+
             return lint_patch(self.patch(), upstream_symlinks=links)
         return list(self.findings)
 
 
 def summarize(patch: Patch) -> Summary:
+    from patchctl.model.lint import lint_patch  # only for a patch not in the cache
+
     return Summary(name=patch.name, path=patch.path, strip=patch.strip, digest=patch.digest,
                    files=len(patch.files), paths=tuple(p for f in patch.files for p in f.paths),
                    concern=patch.concern, upstream_status=patch.upstream_status,
@@ -84,10 +88,13 @@ def _in_place(f: patchfile.FileDiff) -> bool:
 
 
 def _code_key() -> str:
+    # the linter and its glob matcher (how lint matches Scope) by their files: a stack read
+    # whole from the cache never imports them
+    model = Path(patchfile.__file__ or "").parent
     h = hashlib.sha256()
-    for module in (patchfile, lint, globs):  # globs: how lint matches Scope
-        h.update(Path(module.__file__ or "").read_bytes())
-    h.update(Path(__file__).read_bytes())
+    for source in (model / "patchfile.py", model / "lint.py", model.parent / "globs.py",
+                   model / "finding.py", Path(__file__)):
+        h.update(source.read_bytes())
     return f"{FORMAT}:{h.hexdigest()}"
 
 

@@ -5,9 +5,9 @@ JSON is ``result.to_dict()``; everything a human reads is built here.
 
 from __future__ import annotations
 
+from patchctl.model.finding import ERROR
 from patchctl.model.fingerprint import short
 from patchctl.model.grades import EXACT, OFFSET
-from patchctl.model.lint import ERROR
 from patchctl.textout import count, table
 from patchctl.untrusted import printable
 from patchctl.verify.engine import VerifyReport
