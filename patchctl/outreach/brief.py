@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from patchctl import gitrepo
@@ -19,7 +19,7 @@ from patchctl.model import schemas
 from patchctl.model.fingerprint import fingerprint
 from patchctl.model.patchfile import Hunk, Patch
 from patchctl.model.stack import Pin, Stack, select_names
-from patchctl.outreach import contrib, facts, firstscreen, policy, surface
+from patchctl.outreach import contrib, decls, facts, firstscreen, policy, surface
 from patchctl.outreach.disclosure import EXPORT_COMMAND, Disclosure, disclose
 from patchctl.outreach.standards import ManualCheck
 from patchctl.untrusted import printable
@@ -173,7 +173,7 @@ class Brief:
     order: list[str] = field(default_factory=list)  # every patch of the stack, apply order
     dependencies: list[firstscreen.Dependency] = field(default_factory=list)
     issue_forms: list[surface.IssueForm] = field(default_factory=list)
-    declarations: str = ""  # how "relies on" found declarations (ctags, or the heuristic)
+    declarations: str = ""  # how "relies on" found declarations (decls.DESCRIBE)
 
     @property
     def churn_order(self) -> list[PatchBrief]:
@@ -287,7 +287,7 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
     authors = [Reviewer(a.name, f"git log: {a.commits} of the last 200 commits touching "
                         "these paths", touched)
                for a in contrib.authors(upstream, base, touched)]
-    guide = _guide(upstream, base, patch, api, series)
+    guide = _guide(upstream, base, patch, api, stack.patches()[: index - 1])
     checks = [_check(upstream, base, c) for c in (outreach.checks if outreach else [])]
     missing = []
     if not patch.concern:
@@ -396,19 +396,18 @@ def _owners(text: str | None, path: str | None, touched: list[str]) -> list[Revi
 
 
 def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem],
-           series: contrib.SeriesFacts) -> list[HunkGuide]:
+           before: Sequence[Patch]) -> list[HunkGuide]:
     """Per hunk: where, how big, the comments it adds, the API it declares, and where the
-    upstream code it uses is declared at the base (one git grep for the whole patch)."""
+    upstream code it uses is declared at the base (resolved in its scope: ``decls``)."""
     lines = patch.text.split("\n")
     introduced = _introduced(patch, api)
     per_hunk = [(f.path, number, h, _identifiers(h, introduced))
                 for f in patch.files for number, h in enumerate(f.hunks, start=1)]
-    wanted = list(dict.fromkeys(i for *_, ids in per_hunk for i in ids))[:200]
-    where = {w: Relied(w, d.file, d.line, d.text) for w in wanted
-             if (d := series.index.names.get(w))} if series.index is not None \
-        else _locate(upstream, base, patch, wanted)
+    uses = {(path, number): [decls.Use(path, decls.added_lines(h), i) for i in ids]
+            for path, number, h, ids in per_hunk}
+    where = decls.resolve(upstream, base, before, patch, [u for us in uses.values() for u in us])
     out = []
-    for path, number, h, ids in per_hunk:
+    for path, number, h, _ in per_hunk:
         added = [ln[1:] for ln in h.lines if ln[:1] == "+"]
         comments = [c for ln in added for c in [ln.strip()]
                     if c.startswith(("//", "/*", "*")) and
@@ -418,7 +417,8 @@ def _guide(upstream: Path, base: str, patch: Patch, api: list[facts.ApiItem],
         out.append(HunkGuide(path, number, lines[h.line - 1] if h.line - 1 < len(lines) else "",
                              len(added), sum(1 for ln in h.lines if ln[:1] == "-"),
                              [c[:200] for c in comments], decl,
-                             [where[i] for i in ids if i in where]))
+                             [Relied(d.name, d.file, d.line, d.text)
+                              for u in uses[path, number] if (d := where.get(u))]))
     return out
 
 
@@ -451,36 +451,6 @@ def _identifiers(hunk: Hunk, introduced: set[str]) -> list[str]:
                     ("_" in word or re.search(r"[a-z][A-Z]", word)):
                 ids.append(word)
     return ids[:12]
-
-
-def _locate(upstream: Path, base: str, patch: Patch, words: list[str]) -> dict[str, Relied]:
-    """For each word, its most declaration-like line at the base, in files of the kinds
-    the patch touches."""
-    if not words:
-        return {}
-    kinds = sorted({f"*{PurePosixPath(p).suffix}" if PurePosixPath(p).suffix else
-                    f"*{PurePosixPath(p).name}" for f in patch.files for p in f.paths})
-    wanted = set(words)
-    where: dict[str, Relied] = {}
-    best: dict[str, int] = {}
-    for hit in gitrepo.grep_fixed(upstream, base, words, kinds):
-        text = policy.decode(hit.text)[0]
-        for word in _IDENT.findall(text):
-            if word in wanted:
-                score = _definition_score(word, hit.path, hit.line, text)
-                if word not in best or score > best[word]:
-                    best[word] = score
-                    where[word] = Relied(word, hit.path, hit.line, text.strip()[:160])
-    return where
-
-
-def _definition_score(word: str, path: str, line: int, text: str) -> int:
-    """Prefer a header, then a line that looks like a declaration of ``word``."""
-    score = 2 if path.endswith((".h", ".hpp")) else 0
-    if re.search(rf"(struct|enum|class|define)\s+{re.escape(word)}\b|"
-                 rf"\b{re.escape(word)}\s*\(.*\)\s*[;{{]|\b{re.escape(word)}\s*[;=]", text):
-        score += 3
-    return score * 10_000_000 - line  # then the first hit
 
 
 def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],

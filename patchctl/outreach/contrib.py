@@ -1,6 +1,6 @@
 """The facts of issue 24 for a brief, read once per series and once per patch.
 
-Series: the issue forms, the declaration index (ctags), the architectures at the base, the
+Series: the issue forms, how declarations are found, the architectures at the base, the
 cached issue answers. Patch: CODEOWNERS gaps,
 discussions named by its issues, owners of subsystems its questions name, the code
 standards lint, contradicted outreach claims and the manual checks. ``brief`` copies
@@ -45,16 +45,12 @@ class SubsystemOwners:
 @dataclass
 class SeriesFacts:
     forms: list[surface.IssueForm]
-    index: decls.Index | None
     known: set[str]  # architectures at the base (names of its per-architecture files)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)  # cached GitHub answers
 
     @property
     def declarations(self) -> str:
-        if self.index is not None:
-            return self.index.describe()
-        return ("a heuristic git grep over the file kinds the patch touches (no Universal "
-                "Ctags with JSON output was found), which can pick a use or a copy in a tool")
+        return decls.DESCRIBE
 
 
 def series_facts(upstream: Path, base: str, cache: Path | None) -> SeriesFacts:
@@ -71,7 +67,7 @@ def series_facts(upstream: Path, base: str, cache: Path | None) -> SeriesFacts:
         from patchctl.outreach import github
 
         answers = github.load_cache(cache)
-    return SeriesFacts(forms, decls.index(upstream, base), claims.architectures(models), answers)
+    return SeriesFacts(forms, claims.architectures(models), answers)
 
 
 def authors(upstream: Path, base: str, paths: Sequence[str], limit: int = AUTHORS

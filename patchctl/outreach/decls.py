@@ -1,177 +1,143 @@
-"""Where a name is declared at the base: a Universal Ctags index of the upstream's source
-directories, kept in the user cache by tree id.
+"""Where the upstream code a patch uses is declared at the base, resolved where it is used.
 
-The source directories are the top-level ``src/`` and ``include/`` and the ``src/`` and
-``include/`` one level down (``ggml/src/``, ``ggml/include/``); tools, examples and tests
-are left out, so ``GGML_ASSERT`` resolves to ``ggml/include/ggml.h`` and not to a tool's
-copy. The files are read through ``gitrepo`` into a temporary directory and indexed
-there; no work tree of the upstream is needed. Without ``ctags`` (or with one that is not
-Universal Ctags with JSON output) ``index`` returns None and the brief says it fell back
-to its heuristic. ``PATCHCTL_CTAGS`` names the program (default ``ctags``).
+Each name a hunk's added code uses is looked up in its scope (``cscope``: tree-sitter's C++
+grammar): a local, a member of the enclosing class or of the object's class, a name at file
+scope in the file or the headers it includes. The files are read through ``gitrepo`` from the
+base with the stack's patches up to this one applied in a temporary index (the code the patch
+adds is read as it stands in the series); no work tree is needed. A declaration is linked
+at the base's own line, so one that the stack adds (no line at the base), a local, or a name
+this cannot resolve gets no link: better absent than wrong.
 """
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
-import shutil
-import subprocess
-import tempfile
+import difflib
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
-from patchctl import fsutil, gitrepo
-from patchctl.untrusted import BadDocument, parse_json, printable
+from patchctl import gitrepo
+from patchctl.model.patchfile import Hunk, Patch
+from patchctl.outreach import cscope
+from patchctl.untrusted import printable
 
-_LEFT_OUT = ("tools", "examples", "tests", "test", "docs", "vendor", "third_party", "scripts")
-_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inl")
-FORMAT = 1  # of the cached index
-_CACHED = {"type": "object", "required": ["format", "tool", "dirs", "names"],
-           "properties": {"format": {"const": FORMAT}, "tool": {"type": "string"},
-                          "dirs": {"type": "array", "items": {"type": "string"}},
-                          "names": {"type": "object"}}}
-# declaration-like kinds first; a prototype in a header beats a definition in a .cpp
-_KIND_SCORE = {"macro": 6, "prototype": 6, "typedef": 6, "struct": 6, "class": 6, "enum": 6,
-               "union": 6, "enumerator": 5, "member": 5, "function": 4, "variable": 3,
-               "externvar": 5, "namespace": 1}
+DESCRIBE = (
+    "tree-sitter's C++ grammar, each name looked up where the patch uses it: a local "
+    "(no link), the enclosing class and its bases, the class of the object it is a "
+    "member of, then the file and the headers it includes; a name it cannot resolve, "
+    "or one the stack itself declares, is not linked"
+)
 
 
 @dataclass(frozen=True)
 class Declaration:
     name: str
     file: str
-    line: int
+    line: int  # at the base
     kind: str
-    text: str
+    text: str  # the base's line
 
 
-@dataclass
-class Index:
-    tool: str  # "Universal Ctags 5.9.0"
-    dirs: list[str]  # the source directories indexed
-    names: dict[str, Declaration]
+@dataclass(frozen=True)
+class Use:
+    """A name that a hunk's added lines (``lines``, 1-based in the patched ``file``) use."""
 
-    def describe(self) -> str:
-        return f"{self.tool} over {', '.join(d + '/' for d in self.dirs)}"
-
-
-def _program() -> str | None:
-    name = os.environ.get("PATCHCTL_CTAGS") or "ctags"
-    return shutil.which(name)
+    file: str
+    lines: tuple[int, ...]
+    name: str
 
 
-def _version(program: str) -> str | None:
-    """``Universal Ctags 5.9.0`` when the program is Universal Ctags with JSON output."""
-    try:
-        r = subprocess.run([program, "--version"], capture_output=True, text=True, timeout=20,
-                           check=False)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    first = (r.stdout.splitlines() or [""])[0]
-    if r.returncode != 0 or "Universal Ctags" not in first or "+json" not in r.stdout:
-        return None
-    return printable(first.split(",", 1)[0].strip())
+def added_lines(hunk: Hunk) -> tuple[int, ...]:
+    """The lines a hunk adds, numbered in the file it produces."""
+    out, line = [], hunk.target_start
+    for text in hunk.lines:
+        if text[:1] == "+":
+            out.append(line)
+        if text[:1] in ("+", " "):
+            line += 1
+    return tuple(out)
 
 
-def is_source(path: str) -> bool:
-    """A C/C++ file under ``src/``, ``include/``, ``*/src/`` or ``*/include/`` (not tools,
-    examples, tests, ...)."""
-    parts = PurePosixPath(path).parts
-    return path.endswith(_SUFFIXES) and parts[0] not in _LEFT_OUT and (
-        parts[0] in ("src", "include") or (len(parts) > 2 and parts[1] in ("src", "include")))
+class _Tree:
+    """A tree's files, read once each: the patched tree through the index's environment, the
+    base's for the lines a declaration has there."""
 
+    def __init__(self, upstream: Path, base: str, tree: str, env: dict[str, str]) -> None:
+        self.upstream, self.base, self.tree, self.env = upstream, base, tree, env
+        self._patched: dict[str, bytes | None] = {}
+        self._base: dict[str, bytes | None] = {}
+        self._lines: dict[str, dict[int, int]] = {}
 
-def source_files(upstream: Path, base: str) -> list[str]:
-    return [p for p in gitrepo.list_files(upstream, base, []) if is_source(p)]
+    def patched(self, path: str) -> bytes | None:
+        if path not in self._patched:
+            blob = gitrepo.read_blobs(self.upstream, self.tree, [path], env=self.env).get(path)
+            self._patched[path] = blob[1] if blob else None
+        return self._patched[path]
 
+    def at_base(self, path: str) -> bytes | None:
+        if path not in self._base:
+            blob = gitrepo.read_blobs(self.upstream, self.base, [path]).get(path)
+            self._base[path] = blob[1] if blob else None
+        return self._base[path]
 
-def index(upstream: Path, base: str) -> Index | None:
-    """The declarations of the source directories at ``base``; None without Universal
-    Ctags. Kept in ``<cache>/ctags/<tree>.json``: a tree id names its contents for good."""
-    program = _program()
-    tool = _version(program) if program else None
-    if program is None or tool is None:
-        return None
-    tree = gitrepo.tree_of(upstream, base)
-    kept = fsutil.cache_dir() / "ctags" / f"{tree}.json"
-    with contextlib.suppress(OSError, BadDocument):
-        data = parse_json(kept.read_bytes(), _CACHED)
-        if data["tool"] == tool:
-            return Index(tool, data["dirs"], {
-                n: Declaration(n, *v) for n, v in data["names"].items()})
-    files = source_files(upstream, base)
-    found = _run(program, upstream, base, files)
-    if found is None:
-        return None
-    dirs = sorted({_top(p) for p in files})
-    result = Index(tool, dirs, found)
-    with contextlib.suppress(OSError):  # a read-only cache: indexed again next time
-        fsutil.atomic_write(kept, json.dumps({
-            "format": FORMAT, "tool": tool, "dirs": dirs,
-            "names": {n: [d.file, d.line, d.kind, d.text] for n, d in sorted(found.items())}},
-            sort_keys=True).encode())
-    return result
-
-
-def _top(path: str) -> str:
-    """The source directory a file is in: ``src``, ``include``, ``ggml/src``, ..."""
-    parts = PurePosixPath(path).parts
-    return parts[0] if parts[0] in ("src", "include") else "/".join(parts[:2])
-
-
-def _run(program: str, upstream: Path, base: str, files: list[str]
-         ) -> dict[str, Declaration] | None:
-    blobs = gitrepo.read_blobs(upstream, base, files)
-    with tempfile.TemporaryDirectory(prefix="patchctl-ctags-") as tmp:
-        root = Path(tmp)
-        for path, (_, data) in blobs.items():
-            if ".." in PurePosixPath(path).parts or path.startswith("/"):
-                continue  # a crafted tree: nothing is written outside the directory
-            target = root / path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        try:
-            r = subprocess.run(
-                [program, "--output-format=json", "--fields=+nK", "--kinds-C=+p",
-                 "--kinds-C++=+p", "--languages=C,C++", "--langmap=C++:+.inl", "-R", "-f", "-",
-                 "."], cwd=root, capture_output=True, timeout=600, check=False)
-        except (OSError, subprocess.TimeoutExpired):
+    def base_line(self, path: str, line: int) -> int | None:
+        """Line ``line`` of the patched file as a line of the base's, None when the series
+        added or changed it."""
+        before, after = self.at_base(path), self.patched(path)
+        if before is None or after is None:
             return None
-    if r.returncode != 0:
-        return None
-    best: dict[str, tuple[tuple[int, str, int], Declaration]] = {}
-    split: dict[str, list[bytes]] = {}
-    for raw in r.stdout.splitlines():
-        try:
-            tag = json.loads(raw)
-        except ValueError:
-            continue
-        if not isinstance(tag, dict) or tag.get("_type") != "tag":
-            continue
-        name, where, line = tag.get("name"), tag.get("path"), tag.get("line")
-        if not (isinstance(name, str) and isinstance(where, str) and isinstance(line, int)):
-            continue
-        kind = str(tag.get("kind", ""))
-        path = where.removeprefix("./")
-        if path not in split:
-            split[path] = blobs[path][1].split(b"\n") if path in blobs else []
-        text = _line(split[path], line)
-        rank = (-_score(path, kind), path, line)  # the smallest wins
-        if name not in best or rank < best[name][0]:
-            best[name] = (rank, Declaration(name, path, line, kind, printable(text)[:160]))
-    return {n: d for n, (_, d) in best.items()}
+        if before == after:
+            return line
+        if path not in self._lines:
+            a, b = before.split(b"\n"), after.split(b"\n")
+            same: dict[int, int] = {}
+            for tag, i1, i2, j1, _ in difflib.SequenceMatcher(
+                None, a, b, autojunk=False
+            ).get_opcodes():
+                if tag == "equal":
+                    same.update((j1 + k + 1, i1 + k + 1) for k in range(i2 - i1))
+            self._lines[path] = same
+        return self._lines[path].get(line)
 
 
-def _line(lines: list[bytes], number: int) -> str:
-    """Line ``number`` of a file, decoded as the brief decodes upstream text."""
-    raw = lines[number - 1] if 0 < number <= len(lines) else b""
-    return raw.decode("utf-8", "replace").strip()
+def resolve(
+    upstream: Path, base: str, before: Sequence[Patch], patch: Patch, uses: Sequence[Use]
+) -> dict[Use, Declaration]:
+    """The declaration at ``base`` of each use that resolves to one there. ``before``: the
+    series' patches before ``patch``, applied first. A series that does not apply gives
+    nothing."""
+    if not uses:
+        return {}
+    with gitrepo.temp_index(upstream) as index:
+        index.read_tree(base)
+        applied = index.apply_series(
+            [gitrepo.SeriesItem(p.path, p.strip, len(p.files)) for p in (*before, patch)], base=base
+        )
+        if not applied.ok:
+            return {}
+        tree = _Tree(upstream, base, index.write_tree(), index.env)
+        files = set(gitrepo.list_files(upstream, base, []))
+        files |= {f.target for p in (*before, patch) for f in p.files if f.target}
+        resolver = cscope.Resolver(tree.patched, files)
+        out: dict[Use, Declaration] = {}
+        for use in uses:
+            if (found := _first(resolver, use)) is None:
+                continue
+            line = tree.base_line(found.file, found.line)
+            if line is None:
+                continue  # the series declares it: not the upstream's code
+            lines = (tree.at_base(found.file) or b"").split(b"\n")
+            text = lines[line - 1].decode("utf-8", "replace").strip() if line <= len(lines) else ""
+            out[use] = Declaration(use.name, found.file, line, found.kind, printable(text)[:160])
+        return out
 
 
-def _score(path: str, kind: str) -> int:
-    """Declaration-like kinds, then a public header, then any header, then a source file."""
-    p = PurePosixPath(path)
-    header = p.suffix in (".h", ".hh", ".hpp", ".hxx")
-    public = header and "include" in p.parts[:-1]
-    return _KIND_SCORE.get(kind, 2) * 10 + (3 if public else 2 if header else 0)
+def _first(resolver: cscope.Resolver, use: Use) -> cscope.Found | None:
+    """What the first use of the name that this can tell about means (a local: nothing)."""
+    for node in resolver.uses(use.file, use.name, set(use.lines)):
+        found = resolver.resolve(use.file, node)
+        if found == cscope.LOCAL:
+            return None
+        if isinstance(found, cscope.Found):
+            return found
+    return None

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from patchctl.model.patchfile import Hunk, Patch
-from patchctl.outreach import facts, policy
+from patchctl.outreach import decls, facts, policy
 
 # -- one line per test result -------------------------------------------------------------
 
@@ -153,7 +153,7 @@ def dependencies(patches: Sequence[Patch], api: dict[str, list[facts.ApiItem]]
             move = _line_map(f.hunks)
             moved = {earlier: {m for n in mine if (m := move(n)) is not None}
                      for earlier, mine in lines.items()}
-            moved[p.name] = {n for h in f.hunks for n in _post_added(h)}
+            moved[p.name] = {n for h in f.hunks for n in decls.added_lines(h)}
             added.pop(f.source or f.path, None)
             if f.target:
                 added[f.target] = moved
@@ -174,16 +174,6 @@ def _pre_image(h: Hunk) -> list[int]:
     for ln in h.lines:
         if ln[:1] in (" ", "-"):
             out.append(n)
-            n += 1
-    return out
-
-
-def _post_added(h: Hunk) -> list[int]:
-    out, n = [], h.target_start
-    for ln in h.lines:
-        if ln[:1] == "+":
-            out.append(n)
-        if ln[:1] in (" ", "+"):
             n += 1
     return out
 
