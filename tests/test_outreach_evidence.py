@@ -90,3 +90,13 @@ def test_committed_briefs_answer_the_first_screen_findings() -> None:
         assert "perplexity" not in first.split("Asked upstream, not covered yet:")[1] \
             .split("Asked upstream, covered")[0], path.name
         assert re.search(r"upstream churn: \d+ commit\(s\) of the 90 days", first), path.name
+
+
+def test_the_manifest_hashes_the_scripts_the_records_run() -> None:
+    """Bug: what a brief says a record covers depends on the wrapper script the record runs
+    (scripts/perf-prefixes.sh runs llama-bench), but the manifest did not hash it, so
+    `--check` said "up to date" after the script changed; and tools a checkout installed
+    (.venv/bin) must not be inputs, or a fresh clone is stale before it is touched."""
+    inputs = json.loads((BRIEFS / "MANIFEST.json").read_text())["inputs"]
+    assert "scripts/perf-prefixes.sh" in inputs
+    assert not [k for k in inputs if any(p.startswith(".") for p in k.split("/"))]

@@ -452,4 +452,7 @@ def test_a_recorded_wrapper_script_is_read_from_the_project_wherever_it_is(tmp_p
         assert runs(command, "bench", clone, made_in), command
         assert scripts(command, clone, made_in) == [(clone / "scripts/wrap.sh").resolve()]
     assert not runs(["/usr/bin/wrap.sh"], "bench", clone, made_in)
+    (clone / ".venv" / "bin").mkdir(parents=True)  # what this checkout installed: not read
+    (clone / ".venv" / "bin" / "tool").write_text("#!/bin/sh\nllama-bench\n")
+    assert scripts([".venv/bin/tool"], clone, made_in) == []
     assert scripts(["../../outside.sh"], clone, made_in) == []

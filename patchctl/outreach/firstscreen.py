@@ -277,7 +277,10 @@ def scripts(command: Sequence[str], root: Path, cwd: str = "") -> list[Path]:
             path = (top / name).resolve()
         except (OSError, ValueError):
             continue
-        if path.is_relative_to(top) and path.is_file():
+        # a hidden folder (.venv, .patchctl) holds what this checkout installed or made,
+        # not the project's files: another checkout has other ones, or none
+        if path.is_relative_to(top) and path.is_file() and \
+                not any(part.startswith(".") for part in path.relative_to(top).parts):
             out.append(path)
     return out
 
