@@ -189,6 +189,23 @@ def test_header_set_is_validated_as_verify_validates_it(cli, tiny: Path) -> None
     assert r.code == 0 and "should say where it was submitted" in r.err  # a warning, as verify
 
 
+def test_header_set_assisted_by_is_checked_and_keeps_the_fingerprint(cli, tiny: Path) -> None:
+    """Bug: verify's lint did not know `Assisted-by:`, so `header --set` took one that named
+    no assistant (`Assisted-by: [src/*]`) or whose glob matched none of the patch's files,
+    and the brief then credited a tool with nothing."""
+    fp = json.loads(cli("-C", str(tiny), "fingerprint", "--json").out)["fingerprint"]
+    assert "names no assistant" in refused(cli, tiny, "header", "bump", "--set",
+                                           "Assisted-by=[src/*]")
+    assert "closing" in refused(cli, tiny, "header", "bump", "--set", "Assisted-by=Claude [a")
+    r = cli("-C", str(tiny), "header", "bump", "--set", "Assisted-by=Claude [nowhere/*.c]")
+    assert r.code == 0 and "matches no file of the patch" in r.err
+    r = cli("-C", str(tiny), "header", "bump", "--set", "Assisted-by=Claude")
+    assert r.code == 0, r.err
+    assert "\nAssisted-by: Claude\n" in (tiny / "stack/patches" / T2).read_text()
+    assert json.loads(cli("-C", str(tiny), "fingerprint", "--json").out)["fingerprint"] == fp
+    verifies(cli, tiny)
+
+
 def test_header_message_replaces_the_body(cli, tiny: Path) -> None:
     """Bug: a patch's body could be set only by `new -m`; changing it afterwards meant
     editing the patch file in stack/ by hand, outside any transaction (found writing

@@ -233,7 +233,7 @@ def test_outreach_data_unverified_facts_are_never_stated_as_fact(cli, forbids) -
     text = _brief(cli, project, up, "cube")
     assert markdown_problems(text) == []
     prior = text.split("### Prior art\n")[1].split("###")[0]
-    assert "- [tiny/tiny\\#7](https://example.invalid/7) (issue, open); titles" in prior
+    assert "- tiny/tiny\\#7 (open); links, titles" in prior
     assert "  - title: Please add cube" in text
     assert "- UNVERIFIED tiny/tiny\\#9 (pr): Rumoured cube PR" in prior
     assert "heard of it" not in text  # an unverified note is not repeated as a statement
@@ -571,3 +571,21 @@ def test_a_contributing_md_that_is_not_utf8(cli, tmp_path: Path) -> None:
     assert finding in (out / "series.md").read_text(encoding="utf-8")
     data = _json(cli, project, up)
     assert any(finding in m for m in data["missing"])
+
+
+def test_a_bumped_version_macro_is_changed_api_not_added() -> None:
+    """Bug: bumping a version macro the base already defines (LLAMA_SESSION_VERSION 9 -> 10)
+    was briefed as "public API added", with questions about callers of the new API and the
+    sized types of a macro."""
+    from patchctl.model.patchfile import parse_patch
+    from patchctl.outreach.facts import changed_macros, public_api
+
+    patch = parse_patch(
+        b"From: A <a@b.c>\nSubject: [PATCH] x\n\n---\n"
+        b"diff --git a/include/x.h b/include/x.h\n--- a/include/x.h\n+++ b/include/x.h\n"
+        b"@@ -1,2 +1,3 @@\n-#define X_VERSION 9\n+#define X_VERSION 10\n+#define X_NEW 1\n"
+        b" int x(void);\n", path=Path("stack/patches/0001-x.patch"), name="0001-x.patch")
+    base = {"include/x.h": "#define X_VERSION 9 // the format\nint x(void);\n"}
+    assert [a.name for a in public_api(patch, base)] == ["X_NEW"]
+    assert [(a.name, a.signature) for a in changed_macros(patch, base)] == \
+        [("X_VERSION", "#define X_VERSION 10 (was: #define X_VERSION 9)")]

@@ -78,14 +78,16 @@ def test_the_same_failures_at_the_pin_and_after_the_patch_are_not_the_patchs(
     text = _brief(cli, proj, up, tmp_path / "out", _log(pin, after))
     results = _results(text)
     assert "tests passed" not in results
-    assert ("- upstream ctest, pin and 1 prefix: the same 3 of 5 fail at each; 0 changed by "
+    assert ("- upstream ctest, pin and 1 prefix: the same 3 fail at each, of 5/6 (pin to last "
+            "prefix) tests; 0 changed by "
             "the patch (pin -\\> p1, which adds test-cube: passed) (cpu: "
             "`evidence/cube/cube-ctest.json`)\n") in results
     assert ("  - at the pin: failed: test-vocab; not run: test-net; not run, unbuilt: "
             "test-chat\n") in results
     assert "NEW FAILURES" not in results
     rerun = text.split("Rerun (as recorded")[1]  # beside the record's command, in Details
-    assert "  - upstream ctest, pin and 1 prefix: the same 3 of 5 fail at each;" in rerun
+    assert "  - upstream ctest, pin and 1 prefix: the same 3 fail at each, of 5/6 (pin to last " \
+        "prefix) tests;" in rerun
     assert prose_problems(text) == []
 
 

@@ -101,7 +101,7 @@ def test_draft_outreach_warns_while_the_stacks_text_would_be_sent(
         "warning: 3 patches name a placeholder author (an address under .invalid, a name "
         f"reserved for examples); the diffs `{EXPORT}` writes carry no author: commit them "
         "as yourself"]
-    assert r.out.count(f"To submit: `{EXPORT}` writes the plain diffs") == 4
+    assert r.out.count(f"Submit the plain diffs `{EXPORT}` writes") == 4
 
 
 def test_no_warning_for_a_plain_patch_by_a_person(cli, tmp_path: Path, upstream: Upstream,
@@ -120,3 +120,32 @@ def test_no_warning_for_a_plain_patch_by_a_person(cli, tmp_path: Path, upstream:
     assert facts["disclosure"]["message"] is False
     assert facts["disclosure"]["stack_trailers"] == []
     assert facts["disclosure"]["placeholder"] is None
+
+
+def test_the_disclosure_quotes_the_rule_and_never_reads_a_missing_trailer_as_no_ai() -> None:
+    """Bug: a patch without an `Assisted-by:` trailer was briefed as "the patch records no
+    machine assistance", and the disclosure item was cited at its section heading: the rule
+    asks whether AI generated any part of the code, which a missing trailer cannot answer."""
+    from patchctl.outreach.disclosure import Disclosure, rule_lines
+
+    files = {"CONTRIBUTING.md": "# Guide\n\nIf AI is used to generate any portion of the code:\n"
+             "1. Explicitly disclose the manner in which AI was employed.\n"
+             "2. Perform a comprehensive manual review.\n"
+             "3. Be prepared to explain every line of code.\n",
+             ".github/pull_request_template.md": "## Requirements\n\n- AI usage disclosure:\n",
+             "AGENTS.md": "Disclose AI use.\n"}
+    rule = rule_lines(files)
+    assert [(f, n) for f, n, _ in rule] == [("CONTRIBUTING.md", 3), ("CONTRIBUTING.md", 4),
+                                            ("CONTRIBUTING.md", 5), ("CONTRIBUTING.md", 6),
+                                            (".github/pull_request_template.md", 3)]
+    bare = Disclosure("stack/patches/x.patch", True, False, 1, [], [], [], [], "A", None,
+                      False, [], rule)
+    assert "does not mean no AI was used" in bare.records
+    assert "no machine assistance" not in bare.records
+    todo = bare.todo
+    assert todo[0].endswith("(CONTRIBUTING.md:3, .github/pull_request_template.md:3)")
+    assert todo[1].endswith("(CONTRIBUTING.md:4)") and todo[2].endswith(
+        "(CONTRIBUTING.md:5, CONTRIBUTING.md:6)")
+    marked = Disclosure("stack/patches/x.patch", True, False, 1, [], [], [],
+                        ["Assisted-by: Claude"], "A", None, False, [], rule)
+    assert marked.records == "the patch records Assisted-by: Claude"

@@ -218,8 +218,9 @@ def test_what_the_upstream_asks_that_no_evidence_covers(briefs) -> None:
     assert "no evidence record runs ci/\n" in asks  # the sum concern has no evidence
     assert "no evidence record runs llama-perplexity, llama-bench" in asks
     assert "test-backend-ops" not in asks
-    assert "(Requirements)`: AI usage disclosure: the patch records no Assisted-by trailer" \
-        in asks
+    # a missing trailer is never read as "no AI": the submitter answers (the item's own line)
+    assert "md:7`: AI usage disclosure: the patch records no trailer (not a NO): ask whoever " \
+        "wrote it; yours to answer truthfully" in asks
     cube = briefs["0001-tiny-add-tiny_cube.md"].split("3. Asked upstream")[1].split("##")[0]
     # evidence/cube/cube-ci.json runs ci/run.sh, on another stack (issue 27 #3)
     assert ("no record of this patch as it is runs ci/ (records of other stacks do): "
@@ -432,3 +433,26 @@ def test_totals_of_other_stacks_fold_once_the_patch_has_its_own() -> None:
         (firstscreen.NO_TOTALS, ["evidence/x/bare.json", "evidence/x/bare-vulkan.json"])]
     assert [r.text for r in firstscreen.results([*old, bare])] == [
         "x: 1 ok, 0 failed", "x: 2 ok, 0 failed", firstscreen.NO_TOTALS]
+
+
+def test_a_recorded_wrapper_script_is_read_from_the_project_wherever_it_is(tmp_path: Path
+                                                                          ) -> None:
+    """Bug: a record's relative script (`scripts/perf-prefixes.sh`) was looked up in the
+    folder the record was made in, so a clone elsewhere rendered "no evidence record runs
+    llama-bench" where the original checkout said covered, and the same records gave
+    different briefs depending on where the project was checked out."""
+    from patchctl.outreach.firstscreen import runs, scripts
+
+    clone = tmp_path / "elsewhere" / "project"
+    (clone / "scripts").mkdir(parents=True)
+    (clone / "scripts" / "wrap.sh").write_text("#!/bin/sh\n\"$1\"/bin/llama-bench -p 512\n")
+    made_in = str(tmp_path / "original")  # the record's cwd: another checkout, since gone
+    for command in (["scripts/wrap.sh", "x"], ["bash", "scripts/wrap.sh"],
+                    [f"{made_in}/scripts/wrap.sh"]):
+        assert runs(command, "bench", clone, made_in), command
+        assert scripts(command, clone, made_in) == [(clone / "scripts/wrap.sh").resolve()]
+    assert not runs(["/usr/bin/wrap.sh"], "bench", clone, made_in)
+    (clone / ".venv" / "bin").mkdir(parents=True)  # what this checkout installed: not read
+    (clone / ".venv" / "bin" / "tool").write_text("#!/bin/sh\nllama-bench\n")
+    assert scripts([".venv/bin/tool"], clone, made_in) == []
+    assert scripts(["../../outside.sh"], clone, made_in) == []

@@ -40,6 +40,7 @@ def lint_patch(patch: Patch, *, upstream_symlinks: frozenset[str] = frozenset())
     findings: list[Finding] = []
     header_end = patch.diff_line - 1
     findings += _lint_metadata(patch, header_end)
+    findings += _lint_assisted(patch)
     findings += _lint_paths(patch, upstream_symlinks)
     if patch.crlf_damaged:
         findings.append(
@@ -88,6 +89,40 @@ def _lint_metadata(patch: Patch, header_end: int) -> list[Finding]:
                                _line_of(patch, near.start())))
         else:
             out.append(Finding(ERROR, "missing-trailer", "missing `Upstream-Status:` trailer"))
+    return out
+
+
+def assisted_problem(value: str) -> str | None:
+    """What is wrong with the value of an ``Assisted-by:`` trailer, or None. Its form is
+    ``TOOL [glob ...]``: the assistant's name (upstream llama.cpp's AGENTS.md asks for
+    ``Assisted-by: <assistant name>``), then optionally the files it helped write."""
+    tool, bracket, rest = value.partition("[")
+    if not tool.strip():
+        return f"`Assisted-by: {shorten(value)}` names no assistant; use `Assisted-by: NAME`"
+    if bracket and not rest.rstrip().endswith("]"):
+        return f"`Assisted-by: {shorten(value)}`: the globs need a closing `]`"
+    for glob in rest.rstrip().removesuffix("]").split():
+        problem = glob_problem(glob)
+        if problem is not None:
+            return f"`Assisted-by:` glob: {problem}"
+    return None
+
+
+def _lint_assisted(patch: Patch) -> list[Finding]:
+    """``Assisted-by:`` trailers well formed, their globs matching a file of the patch."""
+    out = []
+    paths = [f.path for f in patch.files]
+    for value in patch.metadata.get("Assisted-by", []):
+        line = _trailer_line(patch, "Assisted-by", value)
+        problem = assisted_problem(value)
+        if problem is not None:
+            out.append(Finding(ERROR, "assisted-by", problem, line))
+            continue
+        for glob in value.partition("[")[2].rstrip().removesuffix("]").split():
+            if not any(glob_match(p, glob) for p in paths):
+                out.append(Finding(WARNING, "assisted-by",
+                                   f"`Assisted-by:` glob {glob} matches no file of the patch",
+                                   line))
     return out
 
 
@@ -169,6 +204,8 @@ def trailer_problem(key: str, value: str, *, content: bool = True) -> str | None
     if key == "Upstream-Status" and not UPSTREAM_STATUS_STRICT.match(f"{key}: {value}"):
         return ("use exactly `Upstream-Status: Pending|Submitted [where]|Backport [ref]|Denied|"
                 "Inappropriate [why]|Inactive-Upstream [...]`")
+    if key.lower() == "assisted-by":
+        return assisted_problem(value)
     if key == "Reproducer" and not _under_reproducers(value.strip()):
         return f"`Reproducer: {value}` must be a path under reproducers/"
     return None

@@ -10,21 +10,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from patchctl import gitrepo
-from patchctl.model import schemas
 from patchctl.model.fingerprint import fingerprint
 from patchctl.model.patchfile import Hunk, Patch
 from patchctl.model.stack import Pin, Stack, select_names
 from patchctl.outreach import contrib, decls, facts, firstscreen, policy, surface
-from patchctl.outreach.disclosure import EXPORT_COMMAND, Disclosure, disclose
-from patchctl.outreach.standards import ManualCheck
-from patchctl.untrusted import printable
 
-SCHEMA = schemas.OUTREACH
+# re-exported: callers name them from here
+from patchctl.outreach.briefmodel import SCHEMA as SCHEMA
+from patchctl.outreach.briefmodel import Brief as Brief
+from patchctl.outreach.briefmodel import CheckResult as CheckResult
+from patchctl.outreach.briefmodel import HunkGuide as HunkGuide
+from patchctl.outreach.briefmodel import PatchBrief as PatchBrief
+from patchctl.outreach.briefmodel import PolicyFileInfo as PolicyFileInfo
+from patchctl.outreach.briefmodel import Relied as Relied
+from patchctl.outreach.briefmodel import Reviewer as Reviewer
+from patchctl.outreach.briefmodel import ReviewerQuestion as ReviewerQuestion
+from patchctl.outreach.disclosure import disclose
+from patchctl.untrusted import printable
 
 # Identifiers an added line uses that are too common to be worth a pointer.
 _STOP = {
@@ -43,150 +48,6 @@ _IDENT = re.compile(r"\b[A-Za-z_]\w{3,}\b")
 _DECL = re.compile(r"^\s*(?:static\s+|const\s+|inline\s+)*([\w:<>]+)[\s\*&]+(\w+)\s*[(=;\[{]")
 _PARAM = re.compile(r"[\w:<>]+\s*[\*&]*\s+[\*&]?(\w+)\s*(?:[,)=]|$)")
 _NOT_TYPE = {"return", "else", "case", "goto", "delete", "throw", "new", "co_return"}
-
-
-@dataclass
-class PolicyFileInfo:
-    path: str
-    present: bool
-    lines: int
-
-
-@dataclass
-class Reviewer:
-    name: str
-    source: str  # "CODEOWNERS:89 (/src/)" or "git log: 12 of the last 200 commits"
-    paths: list[str]
-    members: str | None = None  # a team's members as the file lists them
-
-
-@dataclass
-class Relied:
-    name: str
-    file: str
-    line: int
-    text: str
-
-
-@dataclass
-class HunkGuide:
-    file: str
-    number: int  # 1-based within the file
-    header: str  # the @@ line
-    added: int
-    removed: int
-    comments: list[str]  # comment lines the hunk adds (the author's words, quoted)
-    declares: list[str]  # public API the hunk adds
-    relies_on: list[Relied]
-
-
-@dataclass
-class ReviewerQuestion:
-    question: str
-    evidence: list[str]
-    source: str  # "outreach data" or what triggered it
-
-
-@dataclass
-class CheckResult:
-    what: str
-    path: str
-    text: str
-    found: list[Relied]
-    introduced: gitrepo.CommitRef | None
-
-
-@dataclass
-class PatchBrief:
-    index: int
-    file: str
-    subject: str
-    author: str
-    concern: str | None
-    upstream_status: str | None
-    scope: list[str]
-    body_present: bool
-    reproducer: str | None
-    stats: list[facts.FileStat]
-    api: list[facts.ApiItem]
-    rules: list[policy.Rule]
-    template: list[policy.TemplateSection]
-    outreach: facts.OutreachData | None
-    evidence: list[facts.EvidenceRun]
-    checks: list[CheckResult]
-    guide: list[HunkGuide]
-    questions: list[ReviewerQuestion]
-    assistance: list[facts.Assistance]
-    coauthors: list[str]
-    lint: list[facts.LintFinding]
-    reviewers: list[Reviewer]
-    authors: list[Reviewer]
-    missing: list[str]
-    results: list[firstscreen.ResultLine] = field(default_factory=list)
-    post_first: firstscreen.PostFirst | None = None
-    gaps: list[firstscreen.Gap] = field(default_factory=list)
-    guide_groups: list[firstscreen.GuideGroup] = field(default_factory=list)
-    port: dict[str, Any] | None = None  # filled by --onto
-    # who or what wrote it (the project's history of the file) and what git am would send
-    disclosure: Disclosure | None = None
-    # issue 24: touched paths no CODEOWNERS entry matches (None: no CODEOWNERS), discussions
-    # the issues name, owners of subsystems the questions name, standards not mechanical
-    unowned: list[str] | None = None
-    discussions: list[surface.Discussion] = field(default_factory=list)
-    subsystems: list[contrib.SubsystemOwners] = field(default_factory=list)
-    manual: list[ManualCheck] = field(default_factory=list)
-    churn: facts.Churn | None = None  # `patchctl burden`: what carrying it costs
-
-    @property
-    def added(self) -> int:
-        return sum(s.added for s in self.stats)
-
-    @property
-    def removed(self) -> int:
-        return sum(s.removed for s in self.stats)
-
-    @property
-    def verified_prior_art(self) -> list[facts.PriorArt]:
-        return [p for p in (self.outreach.prior_art if self.outreach else []) if p.verified]
-
-    @property
-    def unverified_prior_art(self) -> list[facts.PriorArt]:
-        return [p for p in (self.outreach.prior_art if self.outreach else []) if not p.verified]
-
-
-@dataclass
-class Brief:
-    name: str
-    url: str
-    base: str
-    base_date: str
-    base_subject: str
-    fingerprint: str
-    policy_files: list[PolicyFileInfo]
-    prose_rule: list[policy.Citation]  # lines forbidding machine-written descriptions
-    patches: list[PatchBrief]
-    onto: str | None = None
-    missing: list[str] = field(default_factory=list)
-    # how to submit: the plain diffs, no commit message, trailers or author
-    submit: list[str] = field(default_factory=lambda: list(EXPORT_COMMAND))
-    rules: list[policy.Rule] = field(default_factory=list)  # as the files state them
-    order: list[str] = field(default_factory=list)  # every patch of the stack, apply order
-    dependencies: list[firstscreen.Dependency] = field(default_factory=list)
-    issue_forms: list[surface.IssueForm] = field(default_factory=list)
-    declarations: str = ""  # how "relies on" found declarations (decls.DESCRIBE)
-
-    @property
-    def churn_order(self) -> list[PatchBrief]:
-        """The briefed patches by upstream churn on their lines, most first (then in order)."""
-        return sorted((p for p in self.patches if p.churn),
-                      key=lambda p: (-len(p.churn.commits) if p.churn else 0, p.index))
-
-    @property
-    def owners(self) -> list[str]:
-        return sorted({r.name for p in self.patches for r in p.reviewers})
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self)}
 
 
 def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = (),
@@ -300,8 +161,6 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
     if not patch.reproducer:
         missing.append("no Reproducer: trailer")
     missing += not_utf8
-    if not assistance:
-        missing.append("no Assisted-by: trailer: the patch records no machine assistance")
     return PatchBrief(
         index=index, file=patch.name, subject=patch.subject, author=_name_only(patch.author),
         concern=patch.concern, upstream_status=patch.upstream_status, scope=patch.scope,
@@ -314,9 +173,9 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         post_first=firstscreen.post_first(outreach, forms, rules_all),
         gaps=firstscreen.gaps(rules_all, template, template_path, evidence, assistance, touched,
                               project),
-        guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch),
+        guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch, files),
         unowned=more.unowned, discussions=more.discussions, subsystems=more.subsystems,
-        manual=more.manual)
+        manual=more.manual, api_changed=facts.changed_macros(patch, base_files))
 
 
 def _read(upstream: Path, base: str, paths: Sequence[str]
@@ -356,9 +215,13 @@ def _applies(rule: policy.Rule, patch: Patch, api: list[facts.ApiItem],
         else ("no", "no public API added (no declarations added to an include/ header)"),
         "sized-types": ("yes", f"check the types of: {names}") if api
         else ("no", "no public API added"),
-        "ai-disclosure": ("yes", "the patch records " + "; ".join(a.trailer for a in assistance))
-        if assistance else ("check", "the patch records no Assisted-by trailer"),
-        "assisted-by": ("yes", "the patch carries Assisted-by trailers") if assistance
+        "ai-disclosure": ("yes", "the patch records " + "; ".join(a.trailer for a in assistance)
+                          + ": answer the disclosure YES and describe the use yourself")
+        if assistance else ("yes", "the patch records no trailer, which does not mean no AI "
+                            "was used: ask whoever wrote it and answer truthfully"),
+        "assisted-by": ("yes", "the patch records " + "; ".join(a.trailer for a in assistance)
+                        + "; `patchctl export --format upstream` drops trailers: a commit you "
+                        "make with an agent's help carries your own") if assistance
         else ("check", "the patch records no Assisted-by trailer"),
         "ascii": ("yes", "policy lint found non-ASCII added lines") if "non-ascii" in lint_codes
         else ("yes", "policy lint found no non-ASCII added line"),

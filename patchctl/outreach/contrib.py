@@ -149,10 +149,10 @@ def applies(rule: policy.Rule, lint: list[facts.LintFinding], more: PatchFacts
         return "no", f"stated for maintainers (section: {headings[0]})"
     found = [x for x in lint if x.code == _LINT_OF.get(rule.id)]
     if rule.id in _LINT_OF:
-        return ("yes", f"policy lint: {len(found)} finding(s) (section 5)") if found \
+        return ("yes", f"policy lint: {len(found)} finding(s) (Details, Policy lint)") if found \
             else ("yes", "policy lint found none")
     if rule.id in ("reuse-infrastructure", "keep-simple", "large-change"):
-        return "check", "not mechanical: see the manual checks (section 5)"
+        return "check", "not mechanical: see the manual checks (Details, Policy lint)"
     if rule.id == "discuss-first":
         return ("yes", "discussions named: " + ", ".join(d.url for d in more.discussions)) \
             if more.discussions else ("check", "no discussion recorded or cached for the "

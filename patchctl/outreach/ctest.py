@@ -82,7 +82,10 @@ def compare(text: str, pin: str, subject: str) -> Comparison | None:
     pinned = f"{len(before)} of {len(base.outcomes)} fail at the pin"
     new_failures = [f"{t} at {', '.join(labels)}" for t, labels in sorted(new.items())]
     if not new and not fixed and all(set(s.failing) == set(before) for s in later):
-        head = f"{where}: the same {len(before)} of {len(base.outcomes)} fail at each"
+        totals = [len(s.outcomes) for s in [base, *later]]
+        of = str(totals[0]) if len(set(totals)) == 1 else \
+            "/".join(str(n) for n in totals) + " (pin to last prefix)"
+        head = f"{where}: the same {len(before)} fail at each, of {of} tests"
     else:
         parts = [pinned]
         if new:

@@ -16,7 +16,7 @@ import os
 import re
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchctl import gitrepo
@@ -50,6 +50,29 @@ class Disclosure:
     placeholder: str | None  # why the author is a placeholder, or None
     message: bool  # the patch carries a commit message (text between subject and trailers)
     stack_trailers: list[str]  # the trailer keys of the stack's it carries (Concern, Scope)
+    # the upstream's own lines on AI use and its disclosure, (file, line, text), at the base
+    rule: list[tuple[str, int, str]] = field(default_factory=list)
+
+    @property
+    def records(self) -> str:
+        """What the patch itself records about assistance; never a guess at what it omits."""
+        if self.patch_trailers:
+            return "the patch records " + "; ".join(self.patch_trailers)
+        return ("the patch carries no Assisted-by:, Co-authored-by: or Generated-by: trailer, "
+                "which does not mean no AI was used: ask whoever wrote it")
+
+    @property
+    def todo(self) -> list[str]:
+        """What the submitter must do, each with the upstream lines that ask it."""
+        def at(pattern: str) -> str:
+            found = [f"{f}:{n}" for f, n, t in self.rule if re.search(pattern, t, re.I)]
+            return f" ({', '.join(found)})" if found else ""
+
+        return [f"answer the template's AI usage disclosure truthfully: YES if AI generated "
+                f"any part of the code{at(r'AI usage disclosure|generate any portion')}",
+                f"describe how AI was used in your own words{at(r'disclose the manner')}",
+                "review every line yourself and be able to explain it to a maintainer"
+                + at(r"manual review|explain every line")]
 
     @property
     def facts(self) -> list[str]:
@@ -79,8 +102,23 @@ def _listed() -> str:
     return ", ".join(f"{k}:" for k in TRAILERS[:-1]) + f" or {TRAILERS[-1]}:"
 
 
-def disclose(project: Path, patch: Patch) -> Disclosure:
-    """The facts for one patch of the stack in ``project``."""
+# the lines of a contribution guide or pull request template that state the AI-use rule
+_RULE_LINE = re.compile(r"\bAI\b.*\bgenerat|disclos|manual review|explain every line", re.I)
+_RULE_FILES = re.compile(r"(^|/)CONTRIBUTING\.md$|pull_request_template\.md$", re.I)
+
+
+def rule_lines(files: dict[str, str | None]) -> list[tuple[str, int, str]]:
+    """The upstream's lines on AI-generated code and its disclosure, from its contribution
+    guide and pull request template at the base: (file, line, text)."""
+    return [(path, n, line.strip()) for path, text in files.items()
+            if text and _RULE_FILES.search(path)
+            for n, line in enumerate(text.splitlines(), start=1) if _RULE_LINE.search(line)]
+
+
+def disclose(project: Path, patch: Patch,
+             files: dict[str, str | None] | None = None) -> Disclosure:
+    """The facts for one patch of the stack in ``project``; ``files``, the upstream's
+    policy files at the base, give the rule they are held against."""
     file = Path(os.path.relpath(patch.path.absolute(), project.absolute())).as_posix()
     found = gitrepo.file_history(patch.path.absolute())
     commits, shallow = found if found is not None else ([], False)
@@ -99,7 +137,8 @@ def disclose(project: Path, patch: Patch) -> Disclosure:
         history_trailers=history_trailers, patch_trailers=patch_trailers,
         author=printable(_name_only(patch.author)), placeholder=placeholder(patch.author),
         message=bool(patch.body.strip()),
-        stack_trailers=[k for k in patch.metadata if k not in _DEP3_ONLY])
+        stack_trailers=[k for k in patch.metadata if k not in _DEP3_ONLY],
+        rule=rule_lines(files or {}))
 
 
 def placeholder(author: str) -> str | None:

@@ -9,16 +9,22 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any
 
-from patchctl.errors import StackError
 from patchctl.globs import glob_match, valid_globs
 from patchctl.model.patchfile import FileDiff, Patch
-from patchctl.outreach import ctest, policy
+from patchctl.outreach import ctest, perf, policy
+
+# re-exported: callers name them from here
+from patchctl.outreach.data import Objection as Objection
+from patchctl.outreach.data import OutreachData as OutreachData
+from patchctl.outreach.data import PriorArt as PriorArt
+from patchctl.outreach.data import Question as Question
+from patchctl.outreach.data import UpstreamCheck as UpstreamCheck
+from patchctl.outreach.data import load_outreach as load_outreach
 from patchctl.records.evidence import READABLE_SCHEMAS
 
 if TYPE_CHECKING:
@@ -153,9 +159,34 @@ def public_api(patch: Patch, base_files: dict[str, str | None]) -> list[ApiItem]
                 added = pending[0]
                 pending = []
             item = _classify(code, added, base)
-            if item:
+            if item and not (item.kind == "macro" and _defined(base, item.name)):
                 items.append(item)
     return items
+
+
+def changed_macros(patch: Patch, base_files: dict[str, str | None]) -> list[ApiItem]:
+    """Macros of public headers the base defines already and the patch redefines (a version
+    bumped): changed, not added; ``signature`` is the new definition, then the old one."""
+    out = []
+    for f in patch.files:
+        if f.target is None or not is_public_header(f.path):
+            continue
+        base = (base_files.get(f.path) or "").splitlines()
+        for added in added_lines(f):
+            code = strip_comments(added.text).strip()
+            if (m := _MACRO.match(code)) and (old := _defined(base, m.group(1))):
+                out.append(ApiItem("macro", m.group(1), f"{code} (was: {old})", added.path,
+                                   added.line))
+    return out
+
+
+def _defined(base: list[str], name: str) -> str | None:
+    """The base's ``#define NAME ...`` line, without its comment, or None."""
+    for text in base:
+        code = strip_comments(text).strip()
+        if (m := _MACRO.match(code)) and m.group(1) == name:
+            return " ".join(code.split())
+    return None
 
 
 def _classify(code: str, added: AddedLine, base: list[str]) -> ApiItem | None:
@@ -302,6 +333,8 @@ class EvidenceRun:
     cwd: str = ""  # where the command ran, as recorded
     # upstream's ctest at the pin and at each prefix, compared (ctest.py), if the log has it
     compare: ctest.Comparison | None = None
+    perf: list[str] = field(default_factory=list)  # llama-bench/perplexity per prefix (perf.py)
+    at: str = ""  # the stack the record was made at, when it is not this patch's own prefix
 
 
 _CHECK_LINE = re.compile(r"^(?:\d+: )?((?:ok|not ok|FAIL|PASS|PASSED|FAILED)\b.*)$")
@@ -413,11 +446,27 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
                           if (m := _CHECK_LINE.match(ln.strip()))][:60]
             run.totals = log_totals(text)
             run.compare = ctest.compare(text, at.pin, patch.subject)
+        if current and isinstance(data.get("metrics"), dict):
+            run.perf = perf.lines(data["metrics"], at.position)
+        run.at = _made_at(stack, at) if current else ""
         backend = data.get("backend")
         if isinstance(backend, dict) and isinstance(backend.get("name"), str):
             run.backend = backend["name"]
         runs.append(run)
     return runs
+
+
+def _made_at(stack: dict[str, Any], at: StackAt) -> str:
+    """Where a record of this patch was made, when that is more than the patch's own prefix
+    (its results are then the larger stack's, not the patch's alone): the patch count and
+    the fingerprint."""
+    listed = stack.get("patches")
+    k = len(listed) if isinstance(listed, list) and listed else \
+        at.prefixes.get(str(stack.get("fingerprint")), at.position)
+    if k <= at.position:
+        return ""
+    whole = ", all" if k == at.size else ""
+    return f"patches 1-{k}{whole}, {str(stack.get('fingerprint'))[:12]}: not this one alone"
 
 
 def log_totals(text: str) -> list[str]:
@@ -450,74 +499,3 @@ def _reproduce_steps(entry: dict[str, Any]) -> list[str]:
         out.append(f"{role} (pin + {side.get('prefix', '?')} patches): {result}"
                    f"{where}; {side.get('compiled', '?')} objects compiled; {times}")
     return out
-
-
-# -- outreach data -----------------------------------------------------------------------
-
-@dataclass
-class PriorArt:
-    kind: str
-    ref: str
-    url: str
-    title: str
-    state: str
-    verified: bool
-    checked_via: str
-    note: str
-
-
-@dataclass
-class Question:
-    question: str
-    evidence: list[str]  # prior-art refs, evidence record names, or files
-
-
-@dataclass
-class UpstreamCheck:
-    what: str
-    path: str
-    text: str
-    context: int = 0  # lines after each hit to show
-
-
-@dataclass
-class OutreachData:
-    file: str
-    fields: dict[str, str]  # title, summary, motivation, api, scope, ...
-    prior_art: list[PriorArt]
-    questions: list[Question]
-    checks: list[UpstreamCheck]
-
-
-_TEXT_FIELDS = ("title", "summary", "motivation", "api", "scope", "upstream", "pin", "checked_on")
-
-
-def load_outreach(stack_root: Path, concern: str | None) -> OutreachData | None:
-    """``stack/outreach/<concern>.toml``, or None when the stack has none for the concern."""
-    if not concern or not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*", concern):
-        return None  # only a slug names a file there: `../x` must not read outside the stack
-    path = stack_root / "outreach" / f"{concern}.toml"
-    if not path.is_file():
-        return None
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
-        raise StackError(f"{path}: cannot read outreach data: {e}") from e
-    try:
-        prior = [PriorArt(kind=str(p.get("kind", "")), ref=str(p["ref"]),
-                          url=str(p.get("url", "")), title=str(p.get("title", "")),
-                          state=str(p.get("state", "")), verified=p.get("verified") is True,
-                          checked_via=str(p.get("checked_via", "")), note=str(p.get("note", "")))
-                 for p in data.get("prior_art", [])]
-        questions = [Question(str(q["question"]), [str(e) for e in q.get("evidence", [])])
-                     for q in data.get("question", [])]
-        checks = [UpstreamCheck(str(c["what"]), str(c["path"]), str(c["text"]),
-                                int(c.get("context", 0)))
-                  for c in data.get("upstream_check", [])]
-    except KeyError as e:
-        raise StackError(f"{path}: malformed outreach entry (missing {e})") from e
-    except (TypeError, AttributeError, ValueError) as e:  # a table where a list belongs, ...
-        raise StackError(f"{path}: malformed outreach data ({e}); see docs/FORMATS.md") from e
-    fields = {k: str(data[k]) for k in _TEXT_FIELDS if k in data}
-    return OutreachData(path.relative_to(stack_root.parent).as_posix(), fields, prior,
-                        questions, checks)

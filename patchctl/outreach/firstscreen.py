@@ -46,9 +46,12 @@ def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
     for e in evidence:
         lines = [f"reproduce: {e.outcome}"] if e.outcome else \
             [e.compare.headline] if e.compare else e.totals or [NO_TOTALS]
-        for text in lines:
+        if e.at and lines != [NO_TOTALS] and not e.compare:
+            lines = [f"{t} ({e.at})" for t in lines]
+        for text in lines + e.perf:
             line = out.setdefault((text, e.backend), ResultLine(
-                text, e.backend, [], details=list(e.compare.details) if e.compare else [],
+                text, e.backend, [],
+                details=list(e.compare.details) if e.compare and text in lines else [],
                 alarm=bool(e.compare and e.compare.new_failures)))
             line.records.append(e.file)
             if not e.current:
@@ -234,15 +237,42 @@ def runs(command: Sequence[str], tool: str, root: Path | None = None, cwd: str =
     is the program (``/build/bin/llama-bench``; ``llama-perplexity`` for ``perplexity``) or,
     for a directory such as ``ci/``, a path in it. A record's name says nothing; a wrapper
     script counts when it is the program run (the command's first word, or an
-    interpreter's script) and a file of the project at ``root`` (a relative name is taken
-    from ``cwd``, the record's, else ``root``) whose own lines (comments aside) run the
-    tool, as scripts/perf-prefixes.sh runs llama-bench; a file it is given to read does
-    not (the text llama-perplexity scores)."""
+    interpreter's script) and a file of the project at ``root`` (``scripts``) whose own
+    lines (comments aside) run the tool, as scripts/perf-prefixes.sh runs llama-bench; a
+    file it is given to read does not (the text llama-perplexity scores)."""
     words = [w for arg in command for w in arg.split()]
     if _names(words, tool):
         return True
-    return root is not None and any(_names(_script_words(root, Path(cwd or root) / w), tool)
-                                    for w in _programs(command))
+    return root is not None and any(_names(_script_words(root, path), tool)
+                                    for path in scripts(command, root, cwd))
+
+
+def scripts(command: Sequence[str], root: Path, cwd: str = "") -> list[Path]:
+    """The project's files at ``root`` that a recorded command runs (its program, or an
+    interpreter's script). A relative name is taken from ``root``, and an absolute one under
+    the record's ``cwd`` is moved there, never read where the record was made: the same
+    records must give the same brief wherever the project is checked out."""
+    out = []
+    top = root.resolve()
+    for word in _programs(command):
+        name = PurePosixPath(word)
+        if name.is_absolute():
+            if name.is_relative_to(top):
+                name = name.relative_to(top)
+            elif cwd and name.is_relative_to(cwd):
+                name = name.relative_to(cwd)
+            else:
+                continue
+        try:
+            path = (top / name).resolve()
+        except (OSError, ValueError):
+            continue
+        # a hidden folder (.venv, .patchctl) holds what this checkout installed or made,
+        # not the project's files: another checkout has other ones, or none
+        if path.is_relative_to(top) and path.is_file() and \
+                not any(part.startswith(".") for part in path.relative_to(top).parts):
+            out.append(path)
+    return out
 
 
 _INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "env", "python", "python3"})
@@ -333,9 +363,13 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
                 out.append(Gap(c.text, where, status, records=older))
     for s in template:  # the checklist items a fact could answer: the disclosure
         for item in s.items:
-            if re.search(r"disclos", item, re.I) and not assistance:
-                out.append(Gap(item.rstrip(": "), f"{template_path}:{s.line} ({s.heading})",
-                               "the patch records no Assisted-by trailer: yours to state"))
+            if re.search(r"disclos", item, re.I):
+                line = s.item_lines[s.items.index(item)] if s.item_lines else s.line
+                recorded = "; ".join(a.trailer for a in assistance)
+                out.append(Gap(item.rstrip(": "), f"{template_path}:{line}",
+                               f"the patch records {recorded}: answer YES, in your own words"
+                               if recorded else "the patch records no trailer (not a NO): "
+                               "ask whoever wrote it; yours to answer truthfully"))
     return out
 
 

@@ -104,15 +104,22 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
 
 
 def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
-    """The evidence records the briefs of the patches ``names`` cite, as they are now: a
-    new record about a patch makes its brief stale too."""
+    """The evidence records the briefs of the patches ``names`` cite, as they are now (a
+    new record about a patch makes its brief stale too), and the project's scripts they run."""
     from patchctl.outreach.facts import cited_records, evidence_for, load_outreach, stack_at
+    from patchctl.outreach.firstscreen import scripts
 
     patches = stack.patches()
     pin = stack.pin().commit
-    return sorted({e.file for i, p in enumerate(patches, start=1) if p.name in names
-                   for e in evidence_for(project, p, stack_at(pin, patches, i),
-                                         cited_records(load_outreach(stack.root, p.concern)))})
+    runs = [e for i, p in enumerate(patches, start=1) if p.name in names
+            for e in evidence_for(project, p, stack_at(pin, patches, i),
+                                  cited_records(load_outreach(stack.root, p.concern)))]
+    # the project's scripts a record runs decide what the brief says it covers (a wrapper
+    # that runs llama-bench): a change to one makes the briefs stale
+    top = project.resolve()
+    ran = {path.relative_to(top).as_posix() for e in runs
+           for path in scripts(e.command, project, e.cwd)}
+    return sorted({e.file for e in runs} | ran)
 
 
 _INSTEAD = "pass an empty or new directory, or one it wrote before"

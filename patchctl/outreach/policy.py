@@ -226,6 +226,7 @@ class TemplateSection:
     line: int
     hints: list[str] = field(default_factory=list)  # the template's own comments
     items: list[str] = field(default_factory=list)  # its checklist lines
+    item_lines: list[int] = field(default_factory=list)  # the line of each item
     facts: list[str] = field(default_factory=list)  # which fact groups of the brief belong
 
 
@@ -260,6 +261,7 @@ def template_sections(text: str) -> list[TemplateSection]:
             continue
         if s.startswith(("- ", "* ")):
             current.items.append(_quote(re.sub(r"<!--.*?-->", "", s[2:]).strip()))
+            current.item_lines.append(line.number)
     for section in sections:
         words = " ".join([section.heading, *section.hints, *section.items])
         facts: list[str] = []
