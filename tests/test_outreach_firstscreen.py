@@ -405,14 +405,14 @@ def test_a_patch_of_many_different_files_lists_ten_and_points_to_the_guide(cli,
 
 
 def test_totals_of_other_stacks_fold_once_the_patch_has_its_own() -> None:
-    """Issue 26: the first screen leads with what holds for the patch as it is. Once a
+    """The first screen leads with what holds for the patch as it is. Once a
     record of this patch states totals, lines that only other stacks' records state become
     one line (their records stay under Evidence records), as do other stacks' records of a
     line the patch's own record states; with no current totals, every line stays."""
-    from patchctl.outreach import facts, firstscreen
+    from patchctl.outreach import firstscreen, recorded
 
-    def run(file: str, current: bool, totals: list[str]) -> facts.EvidenceRun:
-        return facts.EvidenceRun(name=file, file=file, command=[], exit_code=0, expect="pass",
+    def run(file: str, current: bool, totals: list[str]) -> recorded.EvidenceRun:
+        return recorded.EvidenceRun(name=file, file=file, command=[], exit_code=0, expect="pass",
                                  as_expected=True, seconds=1.0, started="", pin=None,
                                  fingerprint=None, current=current, totals=totals,
                                  backend="cpu")

@@ -16,7 +16,7 @@ from patchctl import gitrepo
 from patchctl.model.fingerprint import fingerprint
 from patchctl.model.patchfile import Hunk, Patch
 from patchctl.model.stack import Pin, Stack, select_names
-from patchctl.outreach import contrib, decls, facts, firstscreen, policy, surface
+from patchctl.outreach import contrib, decls, facts, firstscreen, policy, recorded, surface
 
 # re-exported: callers name them from here
 from patchctl.outreach.briefmodel import SCHEMA as SCHEMA
@@ -87,7 +87,7 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
         index = all_patches.index(patch) + 1
         briefs.append(_patch_brief(project, stack, upstream, pin, patch, index, files, rules_all,
                                    template, template_path, owners_path, series,
-                                   facts.stack_at(pin.commit, all_patches, index),
+                                   recorded.stack_at(pin.commit, all_patches, index),
                                    apis[patch.name], forms))
         briefs[-1].churn = facts.churn(carried, index)
     prose = next((r.citations for r in rules_all if r.id == "no-machine-prose"), [])
@@ -127,14 +127,14 @@ def _github_cache(project: Path) -> Path | None:
 def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: Patch,
                  index: int, files: dict[str, str | None], rules_all: list[policy.Rule],
                  template: list[policy.TemplateSection], template_path: str | None,
-                 owners_path: str | None, series: contrib.SeriesFacts, at: facts.StackAt,
+                 owners_path: str | None, series: contrib.SeriesFacts, at: recorded.StackAt,
                  api_found: tuple[list[facts.ApiItem], list[str], dict[str, str | None]],
                  forms: list[str]) -> PatchBrief:
     base = pin.commit
     touched = sorted({p for f in patch.files for p in f.paths})
     api, not_utf8, base_files = api_found
     outreach = facts.load_outreach(stack.root, patch.concern)
-    evidence = facts.evidence_for(project, patch, at, facts.cited_records(outreach))
+    evidence = recorded.evidence_for(project, patch, at, recorded.cited_records(outreach))
     assistance, coauthors = facts.assistance(patch)
     lint = facts.policy_lint(patch, rules_all, files.get(policy.EDITORCONFIG), api)
     questions = _questions(patch, api, rules_all, outreach, evidence)
@@ -318,7 +318,7 @@ def _identifiers(hunk: Hunk, introduced: set[str]) -> list[str]:
 
 def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],
                outreach: facts.OutreachData | None,
-               evidence: list[facts.EvidenceRun]) -> list[ReviewerQuestion]:
+               evidence: list[recorded.EvidenceRun]) -> list[ReviewerQuestion]:
     out: list[ReviewerQuestion] = []
     cite = {r.id: f"{r.citations[0].file}:{r.citations[0].line}" for r in rules}
     prior = [p.ref for p in (outreach.prior_art if outreach else []) if p.verified]

@@ -11,7 +11,7 @@ from typing import Any
 
 from patchctl import gitrepo
 from patchctl.model import schemas
-from patchctl.outreach import contrib, facts, firstscreen, policy, surface
+from patchctl.outreach import contrib, facts, firstscreen, policy, recorded, surface
 from patchctl.outreach.disclosure import EXPORT_COMMAND, Disclosure
 from patchctl.outreach.standards import ManualCheck
 
@@ -85,7 +85,7 @@ class PatchBrief:
     rules: list[policy.Rule]
     template: list[policy.TemplateSection]
     outreach: facts.OutreachData | None
-    evidence: list[facts.EvidenceRun]
+    evidence: list[recorded.EvidenceRun]
     checks: list[CheckResult]
     guide: list[HunkGuide]
     questions: list[ReviewerQuestion]

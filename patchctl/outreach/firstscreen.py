@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from patchctl.model.patchfile import Hunk, Patch
-from patchctl.outreach import decls, facts, policy
+from patchctl.outreach import decls, facts, policy, recorded
 
 # -- one line per test result -------------------------------------------------------------
 
@@ -34,7 +34,7 @@ NO_TOTALS = "no totals recorded"
 OTHER_STACKS = "totals of other stacks"
 
 
-def results(evidence: Sequence[facts.EvidenceRun]) -> list[ResultLine]:
+def results(evidence: Sequence[recorded.EvidenceRun]) -> list[ResultLine]:
     """Each record's totals, one line each (for upstream's ctest at the pin and at each
     prefix, the comparison, ``ctest.compare``, in place of the totals line); records
     stating the same line on the same backend share it, and the records without any totals
@@ -325,7 +325,7 @@ def _script_words(root: Path, named: Path) -> list[str]:
 
 
 def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection],
-         template_path: str | None, evidence: Sequence[facts.EvidenceRun],
+         template_path: str | None, evidence: Sequence[recorded.EvidenceRun],
          assistance: Sequence[facts.Assistance], touched: Sequence[str],
          root: Path | None = None) -> list[Gap]:
     """The tests the rules ask for: covered by the records of the patch as it is that run
@@ -345,7 +345,7 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
             tools = [t for t in named if not any(t != u and t in u for u in named)]
             where = f"{c.file}:{c.line}"
             missing, older = [], []
-            covering: list[tuple[str, list[facts.EvidenceRun]]] = []
+            covering: list[tuple[str, list[recorded.EvidenceRun]]] = []
             for t in tools:
                 ran = [e for e in evidence if runs(e.command, t, root, e.cwd)]
                 now = [e for e in ran if e.current]
@@ -374,12 +374,12 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
 
 
 def _covered(ask: str, where: str,
-             covering: Sequence[tuple[str, Sequence[facts.EvidenceRun]]]) -> Gap:
+             covering: Sequence[tuple[str, Sequence[recorded.EvidenceRun]]]) -> Gap:
     """One entry for an ask's covered tools: every record that runs one of them, once,
     with the tools it runs when it does not run them all."""
     tools = [t for t, _ in covering]
     runs_of: dict[str, list[str]] = {}
-    records: list[facts.EvidenceRun] = []
+    records: list[recorded.EvidenceRun] = []
     for t, now in covering:
         for e in now:
             if e.file not in runs_of:

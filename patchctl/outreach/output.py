@@ -106,8 +106,9 @@ def inputs(project: Path, stack: Stack, evidence_files: list[str]) -> dict[str, 
 def evidence_files(project: Path, stack: Stack, names: list[str]) -> list[str]:
     """The evidence records the briefs of the patches ``names`` cite, as they are now (a
     new record about a patch makes its brief stale too), and the project's scripts they run."""
-    from patchctl.outreach.facts import cited_records, evidence_for, load_outreach, stack_at
+    from patchctl.outreach.facts import load_outreach
     from patchctl.outreach.firstscreen import scripts
+    from patchctl.outreach.recorded import cited_records, evidence_for, stack_at
 
     patches = stack.patches()
     pin = stack.pin().commit
