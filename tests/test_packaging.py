@@ -42,8 +42,9 @@ def build(src: Path, out: Path) -> tuple[Path, Path]:
 @pytest.mark.slow
 def test_the_wheel_installs_with_pipx_and_runs_the_quickstart(tmp_path: Path) -> None:
     """From the sources to a maintainer's CI: the built wheel and sdist pass `twine check
-    --strict` with the metadata an index shows; pipx installs the wheel offline; the
-    README's quickstart runs as written with the `patchctl` it installed."""
+    --strict` with the metadata an index shows; pip installs the wheel offline into a fresh
+    venv and `pip check` finds its dependencies whole; pipx installs it offline; the
+    README's quickstart runs as written with the `patchctl` pipx installed."""
     world = quickstart.make_world(tmp_path / "world")
     src = quickstart.snapshot(world.project.parent / "patchctl")
     sdist, wheel = build(src, src / "dist")
@@ -66,6 +67,24 @@ def test_the_wheel_installs_with_pipx_and_runs_the_quickstart(tmp_path: Path) ->
 
     house = tmp_path / "wheelhouse"
     wheelhouse.wheelhouse(house, [*runtime_requirements(), *BUILD_REQUIRES, "pip"])
+    # Plain pip into a fresh venv, offline: the wheel's Requires-Dist is all it needs.
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    pip = [str(venv / "bin/python"), "-m", "pip"]
+    install = subprocess.run(
+        [*pip, "install", "-q", "--no-index", "--find-links", str(house), str(wheel)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert install.returncode == 0, install.stdout + install.stderr
+    check = subprocess.run([*pip, "check"], capture_output=True, text=True, check=False)
+    assert check.returncode == 0, check.stdout
+    version = subprocess.run(
+        [str(venv / "bin/patchctl"), "--version"], capture_output=True, text=True, check=False
+    )
+    assert version.stdout == "patchctl, version 0.1.0\n", version.stdout + version.stderr
+
     tools = tmp_path / "tools"  # pipx alone: the tests' own patchctl stays off PATH
     tools.mkdir()
     (tools / "pipx").symlink_to(BIN / "pipx")
