@@ -1,5 +1,6 @@
 """The processes patchctl starts: each in a process group of its own, which a timeout, an
-interrupt or an error ends whole, holding at most ``MAX_PROCESSES`` processes at once.
+interrupt or an error ends whole, holding at most ``MAX_PROCESSES`` processes at once
+(``run``, ``capture``; a build that ``stream`` runs is ended whole but not counted).
 
 A process that patchctl starts may start others (git fetch starts git-remote-https, which
 may start index-pack; a partial clone's lazy fetch starts a fetch of its own). Killing the
@@ -20,7 +21,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import IO
 
@@ -159,3 +160,37 @@ def terminate_on_sigterm() -> None:
 
     with contextlib.suppress(ValueError):  # not the main thread: leave it as it is
         signal.signal(signal.SIGTERM, handler)
+
+
+def capture(argv: Sequence[str], *, input: str | None = None,
+            env: Mapping[str, str] | None = None, cwd: str | None = None,
+            timeout: float | None = None) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(argv, capture_output=True, text=True, check=False)`` in a group of
+    its own (``run``): a tool's version, a device list, a worker's self-test. Text is read
+    as UTF-8, undecodable bytes replaced."""
+    done = run(argv, input=None if input is None else input.encode(), env=_env(env), cwd=cwd,
+               timeout=timeout)
+    return subprocess.CompletedProcess(list(argv), done.returncode,
+                                       (done.stdout or b"").decode("utf-8", "replace"),
+                                       (done.stderr or b"").decode("utf-8", "replace"))
+
+
+def stream(argv: Sequence[str], line: Callable[[bytes], None], *,
+           env: Mapping[str, str] | None = None, cwd: str | None = None) -> int:
+    """Run ``argv`` in a group of its own, its stdout and stderr together, ``line`` called
+    with each line as it comes (a build's progress, a recorded command's output); its exit
+    code. Not bounded by count (ninja starts a compiler per core), but ended whole: on an
+    interrupt or error, and whatever it left running when it exits."""
+    with start(argv, env=_env(env), cwd=cwd, stdout=subprocess.PIPE,
+               stderr=subprocess.STDOUT) as proc:
+        assert proc.stdout is not None
+        for chunk in proc.stdout:
+            line(chunk)
+        code = proc.wait()
+        if group_members(proc.pid):
+            kill_group(proc.pid)
+        return code
+
+
+def _env(env: Mapping[str, str] | None) -> dict[str, str] | None:
+    return None if env is None else dict(env)

@@ -126,7 +126,10 @@ def markdown_problems(text: str, *, files: set[str] = frozenset()) -> list[str]:
                 href = str(child.attrGet("href") or "")
                 if not href:
                     problems.append("a link without a target")
-                elif not (href.startswith(("https://", "http://", "#")) or href in files):
+                # on stdout (no files named) a brief and its details, which --out writes
+                # side by side, link each other
+                elif not (href.startswith(("https://", "http://", "#")) or href in files or
+                          (not files and re.fullmatch(r"\d{4}-[\w.+-]+\.md", href))):
                     problems.append(f"link to {href!r}, which is not a written file")
     for marker in ("{{", "}}", "{%", "%}", "{#", "#}"):
         if marker in text:

@@ -33,6 +33,7 @@ class Watch:
 
 
 def _descendants(root: int, skip: set[int]) -> list[int]:
+    """The live processes below ``root`` (zombies that an earlier test left unreaped aside)."""
     children: dict[int, list[int]] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
@@ -40,8 +41,9 @@ def _descendants(root: int, skip: set[int]) -> list[int]:
                 stat = Path(f"/proc/{name}/stat").read_bytes()
             except OSError:
                 continue
-            ppid = int(stat[stat.rfind(b")") + 2:].split()[1])
-            children.setdefault(ppid, []).append(int(name))
+            state, ppid = stat[stat.rfind(b")") + 2:].split()[:2]
+            if state != b"Z":
+                children.setdefault(int(ppid), []).append(int(name))
     found, todo = [], [root]
     while todo:
         for child in children.get(todo.pop(), []):
@@ -87,15 +89,10 @@ def _kill(pid: int) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-def _server_pids() -> set[int]:
-    """The test servers are this process's children too: not counted."""
-    out = set()
-    for pid in _descendants(os.getpid(), set()):
-        with contextlib.suppress(OSError):
-            if b"git_http_server.py" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                out.add(pid)
-                out.update(_descendants(pid, set()))
-    return out
+def _existing() -> set[int]:
+    """What runs below this process before the command: the test servers, and whatever an
+    earlier test left; none of it is counted."""
+    return set(_descendants(os.getpid(), set()))
 
 
 @pytest.fixture
@@ -114,7 +111,7 @@ def test_a_plain_http_upstream_is_fetched_whole(cli, project, upstream: Upstream
                                                  cache: Path) -> None:
     """`verify --upstream http://...` of a static host of a bare repository started an
     unbounded cascade of git processes: the pin is now fetched whole, with no promisor."""
-    with serving(upstream.path, "dumb") as url, watchdog(12, spare=_server_pids()) as w:
+    with serving(upstream.path, "dumb") as url, watchdog(12, spare=_existing()) as w:
         r = cli("-C", str(project), "verify", "--upstream", url)
     assert r.code == 0, r.err
     (clone,) = (cache / "upstreams").iterdir()
@@ -137,7 +134,7 @@ def test_a_partial_cache_whose_server_turned_plain_stops_with_an_answer(
         git(repo, "fetch", "-q", "--filter=blob:none", "origin", _pin(project))
         git(repo, "remote", "set-url", "origin", plain)
         assert _promisor(repo) == "true"
-        with watchdog(procs.MAX_PROCESSES + 40, spare=_server_pids()) as w:
+        with watchdog(procs.MAX_PROCESSES + 40, spare=_existing()) as w:
             began = time.monotonic()
             r = cli("-C", str(project), "verify", "--upstream", plain)
             took = time.monotonic() - began
@@ -160,12 +157,12 @@ def test_a_smart_server_that_fails_mid_pack(cli, project, upstream: Upstream, ca
     """A server that stops sending a pack (silent, or the connection closed): one line,
     exit 3, within the network timeout, and nothing left running."""
     monkeypatch.setenv("PATCHCTL_NETWORK_TIMEOUT", "4")
-    with serving(upstream.path, mode) as url, watchdog(12, spare=_server_pids()) as w:
+    with serving(upstream.path, mode) as url, watchdog(12, spare=(before := _existing())) as w:
         began = time.monotonic()
         r = cli("-C", str(project), "verify", "--upstream", url)
         took = time.monotonic() - began
         time.sleep(0.2)
-        left = _descendants(os.getpid(), _server_pids())
+        left = _descendants(os.getpid(), before)
     assert r.code == 3, (r.code, r.err)
     assert len(r.err.strip().splitlines()) == 1
     assert ("made no end in 4 s" if mode == "stall" else "cannot fetch from") in r.err
@@ -177,7 +174,7 @@ def test_the_smart_server_under_load(project, upstream: Upstream, tmp_path: Path
     """Several verifies at once, each its own patchctl process and cache, against one
     smart server: every one fetches as a partial clone and passes, none floods."""
     env = {**os.environ, "PATCHCTL_NETWORK_TIMEOUT": "60"}
-    with serving(upstream.path) as url, watchdog(60, spare=_server_pids()) as w:
+    with serving(upstream.path) as url, watchdog(60, spare=_existing()) as w:
         runs = [subprocess.Popen(
             [sys.executable, "-m", "patchctl", "-C", str(project), "verify", "--upstream",
              url], env={**env, "PATCHCTL_CACHE_DIR": str(tmp_path / f"cache{i}")},

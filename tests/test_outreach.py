@@ -96,8 +96,10 @@ def test_golden_briefs_for_the_example_stack(cli, tmp_path: Path) -> None:
     r = cli("-C", str(example), "draft-outreach", "--series", "--out", str(out))
     assert r.code == 0, r.err
     written = sorted(p.name for p in out.glob("*.md"))
-    assert written == ["0001-util-add-tiny_square.md", "0002-tiny-bump-op-02.md",
-                       "0003-tiny-declare-square.md", "series.md"]
+    assert written == ["0001-util-add-tiny_square.details.md", "0001-util-add-tiny_square.md",
+                       "0002-tiny-bump-op-02.details.md", "0002-tiny-bump-op-02.md",
+                       "0003-tiny-declare-square.details.md", "0003-tiny-declare-square.md",
+                       "series.md"]
     if UPDATE_GOLDEN:
         shutil.rmtree(GOLDEN, ignore_errors=True)
         GOLDEN.mkdir(parents=True)
@@ -208,7 +210,7 @@ def test_jinja_syntax_in_a_subject_is_rendered_literally(cli, tmp_path: Path) ->
                       trailers={"Concern": "{{ config }}"})
     project = _project(tmp_path, up, [("0001-x.patch", patch)])
     text = _brief(cli, project, up)
-    assert markdown_problems(text, files={"0001-x.md", "series.md"}) == []
+    assert markdown_problems(text, files={"0001-x.md", "0001-x.details.md", "series.md"}) == []
     rendered = html(text)
     assert "{{ 7*7 }} {% if true %}x{% endif %} | a|b `tick`" in rendered
     # evaluated, the subject would read "tiny : 49 x": look for that, not for "49" alone,
@@ -373,9 +375,9 @@ def test_onto_ports_and_grades_each_patch(cli, tmp_path: Path) -> None:
     old = (project / "stack/patches/0002-tiny-bump-op-02.patch").read_text()
     hunk = re.compile(r"^@@ .* @@", re.M)
     assert hunk.findall(offset) != hunk.findall(old)  # regenerated at the new position
-    brief = (out / "0005-tiny-tighten-op-15.md").read_text()
+    brief = (out / "0005-tiny-tighten-op-15.details.md").read_text()
     assert "- grade: **conflict**" in brief and "- conflicts in: `src/tiny.c`" in brief
-    assert markdown_problems(brief, files={"series.md"}) == []
+    assert markdown_problems(brief, files={"0005-tiny-tighten-op-15.md"}) == []
 
 
 def test_evidence_records_give_results_timings_and_rerun_commands(cli, forbids) -> None:
@@ -589,3 +591,22 @@ def test_a_bumped_version_macro_is_changed_api_not_added() -> None:
     assert [a.name for a in public_api(patch, base)] == ["X_NEW"]
     assert [(a.name, a.signature) for a in changed_macros(patch, base)] == \
         [("X_VERSION", "#define X_VERSION 10 (was: #define X_VERSION 9)")]
+
+
+def test_a_question_the_outreach_data_asks_in_its_own_words_is_asked_once(cli, forbids) -> None:
+    """Every patch adding API got "What happens for callers that never set the new API?",
+    and the outreach data asked the same ("What does this cost a caller that never sets
+    ...?"): the brief asked it twice. The data's wording stays, with the evidence of both."""
+    project, up = forbids
+    (project / "stack" / "outreach").mkdir()
+    (project / "stack" / "outreach" / "cube.toml").write_text(
+        'format = 1\nconcern = "cube"\nsummary = "Adds tiny_cube."\n'
+        '[[question]]\nquestion = "What does this cost a caller that never sets it?"\n'
+        'evidence = ["src/util.c (the default)"]\n')
+    questions = _json(cli, project, up)["patches"][0]["questions"]
+    asked = [q["question"] for q in questions]
+    assert not [q for q in asked if q.startswith("What happens for callers that never set")]
+    own = next(q for q in questions if q["question"].startswith("What does this cost"))
+    assert own["evidence"][0] == "src/util.c (the default)"
+    assert [e for e in own["evidence"] if e.startswith("include/tiny.h:")]
+    assert own["source"] == "public API added; stack/outreach/cube.toml"

@@ -58,7 +58,9 @@ def _brief(cli, project: Path, up: Path, out: Path, log: str) -> str:
     assert r.code == 0, r.err
     r = cli("-C", str(project), "draft-outreach", "--upstream", str(up), "--out", str(out))
     assert r.code == 0, r.err
-    return (out / "0001-tiny-add-tiny_cube.md").read_text(encoding="utf-8")
+    # the brief, then its details (the evidence records and their reruns)
+    return "".join((out / name).read_text(encoding="utf-8") for name in (
+        "0001-tiny-add-tiny_cube.md", "0001-tiny-add-tiny_cube.details.md"))
 
 
 def _results(text: str) -> str:
@@ -137,3 +139,22 @@ def test_compare_needs_the_pin_and_a_later_section() -> None:
     assert c is not None and c.new_failures == ["test-a at p1"]
     assert c.details == ["at the pin: failed: test-b",
                          "changed by the patch: test-a (passed -> failed)"]
+
+
+def test_a_build_failure_repeated_at_every_tree_is_shown_once(cli, project,
+                                                              tmp_path: Path) -> None:
+    """Ninja writes "FAILED: [code=1] tests/CMakeFiles/test-chat.dir/..." once per tree the
+    log builds; the brief pasted each of those lines again for every tree (20 lines for 4
+    targets and 5 trees, in three briefs), and the code in brackets hid that the test did
+    not run because its target failed to build."""
+    proj, up = project
+    pin = (proj / "stack" / "upstream.toml").read_text().split('commit = "')[1][:40]
+    log = _log(pin, {**AT_PIN, "test-cube": "passed"}).replace(
+        "  FAILED: tests/", "  FAILED: [code=1] tests/")
+    text = _brief(cli, proj, up, tmp_path / "out", log)
+    assert ("  - at the pin: failed: test-vocab; not run: test-net; not run, unbuilt: "
+            "test-chat\n") in _results(text)
+    lines = text.split("Test lines from its log:")[1].split("```")[1]
+    assert [ln.strip() for ln in lines.splitlines() if "FAILED" in ln] == [
+        "FAILED: [code=1] tests/CMakeFiles/test-chat.dir/test-chat.cpp.o (2 times, once per "
+        "tree: the pin and 1 prefix)"]

@@ -51,7 +51,7 @@ def test_the_disclosure_states_the_history_of_the_patch_file(cli, project: Path,
     assert facts["history_trailers"] == ["Co-authored-by: Carol", "Generated-by: GenY",
                                          "Assisted-by: ToolX"]
     text = _outreach(cli, project, upstream, "0001").out
-    section = text.split("### AI-usage disclosure facts")[1].split("\n### ")[0]
+    section = text.split("## AI-usage disclosure facts")[1].split("\n## ")[0]
     assert "3 commits by Bob (2), Alice (1); committed by Lead (3)" in section
     assert "trailers in those commits: Co-authored-by: Carol; Generated-by: GenY; " \
         "Assisted-by: ToolX" in section
@@ -101,7 +101,8 @@ def test_draft_outreach_warns_while_the_stacks_text_would_be_sent(
         "warning: 3 patches name a placeholder author (an address under .invalid, a name "
         f"reserved for examples); the diffs `{EXPORT}` writes carry no author: commit them "
         "as yourself"]
-    assert r.out.count(f"Submit the plain diffs `{EXPORT}` writes") == 4
+    # the banner of series.md, of each brief and of each brief's details
+    assert r.out.count(f"Submit the plain diffs `{EXPORT}` writes") == 7
 
 
 def test_no_warning_for_a_plain_patch_by_a_person(cli, tmp_path: Path, upstream: Upstream,

@@ -216,7 +216,9 @@ def test_what_the_upstream_asks_that_no_evidence_covers(briefs) -> None:
     open while the patch records no Assisted-by trailer."""
     asks = briefs["0002-tiny-add-tiny_cube_sum.md"].split("3. Asked upstream")[1].split("##")[0]
     assert "no evidence record runs ci/\n" in asks  # the sum concern has no evidence
-    assert "no evidence record runs llama-perplexity, llama-bench" in asks
+    # the ask is that they are "not affected": a record must compare the pin with the patch
+    assert "no evidence record compares llama-perplexity, llama-bench before and after the " \
+        "patch" in asks
     assert "test-backend-ops" not in asks
     # a missing trailer is never read as "no AI": the submitter answers (the item's own line)
     assert "md:7`: AI usage disclosure: the patch records no trailer (not a NO): ask whoever " \
@@ -225,7 +227,8 @@ def test_what_the_upstream_asks_that_no_evidence_covers(briefs) -> None:
     # evidence/cube/cube-ci.json runs ci/run.sh, on another stack (issue 27 #3)
     assert ("no record of this patch as it is runs ci/ (records of other stacks do): "
             "`evidence/cube/cube-ci.json`\n") in cube
-    assert "no evidence record runs llama-perplexity, llama-bench" in cube
+    assert "no evidence record compares llama-perplexity, llama-bench before and after the " \
+        "patch" in cube
 
 
 def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> None:
@@ -234,7 +237,9 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     of the patch as it is whose command runs llama-bench (written by `patchctl record`)
     now lists the ask as covered, with the record and its rerun command; a record whose
     name says llama-perplexity but whose command is a wrapper covers nothing, nor does
-    a file the command is given to read (issue 36 #3: the text a perplexity run scores)."""
+    a file the command is given to read (issue 36 #3: the text a perplexity run scores).
+    The ask is that they are "not affected": a record that runs llama-bench without the pin
+    (a baseline for another design, with the patch throughout) was listed as covering it."""
     with system_config_off():
         up = policy_upstream(tmp_path / "up", CONTRIBUTING, template=TEMPLATE)
         patch = api_patch(up, tmp_path / "scratch")
@@ -250,7 +255,12 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     (scripts / "says.sh").write_text("#!/bin/sh\n# would run llama-perplexity\necho PPL = 1.0\n")
     # a file the command reads is not a script it runs, whatever its lines say
     (scripts / "reads.txt").write_text("Run llama-perplexity -f text.txt to score a text.\n")
-    for name, command in (("cube-llama-bench", [str(bench), "-m", "tiny.gguf", "-r", "3"]),
+    pin = up.commits["policy"][:9]  # a record that names the pin ran it too: it compares
+    for name, command in (("cube-llama-bench", [str(bench), "-m", "tiny.gguf", "-r", "3",
+                                                f"pin={pin}"]),
+                          # llama-bench as the baseline of another design, the patch applied
+                          # throughout: it does not show the patch leaves speed alone
+                          ("cube-rpc-baseline", [str(bench), "-m", "tiny.gguf", "--rpc", "h:1"]),
                           ("cube-llama-perplexity", ["sh", "-c", "echo PPL = 1.0"]),
                           ("cube-says", ["sh", str(scripts / "says.sh")]),
                           ("cube-reads", ["sh", str(scripts / "says.sh"),
@@ -263,39 +273,44 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     assert ("4. Asked upstream, covered by records of this patch:\n"
             "   - `CONTRIBUTING.md:12`: - Verify that perplexity and speed are not affected "
             "(use ...: `llama-bench`\n"
-            f"     - `evidence/cube/cube-llama-bench.json`, rerun: `{bench} -m tiny.gguf -r 3`\n"
+            f"     - `evidence/cube/cube-llama-bench.json`, rerun: `{bench} -m tiny.gguf -r 3 "
+            f"pin={pin}`\n"
             ) in actions
-    assert "\\`llama-...: no evidence record runs llama-perplexity\n" in actions
+    assert ("\\`llama-...: no evidence record compares llama-perplexity before and after the "
+            "patch\n") in actions
     assert "5. Policy lint" in actions
+    assert "cube-rpc-baseline" not in actions
     assert prose_problems(text) == []
     # a script of the project whose own lines run the tool covers it (its comments do not)
     (scripts / "ppl.sh").write_text('#!/bin/sh\n"$1/bin/llama-perplexity" -m "$2" -f t.txt\n')
     r = cli("-C", str(project), "record", "--name", "cube-ppl", "--evidence-dir", str(ev),
-            "--", "sh", str(scripts / "ppl.sh"), str(tmp_path), "tiny.gguf")
+            "--", "sh", str(scripts / "ppl.sh"), str(tmp_path), "tiny.gguf", pin)
     assert r.code != 0  # no such binary: the record says how it ended, it still counts
     text = _render(cli, project, up.path, tmp_path / "out2")["0001-tiny-add-tiny_cube.md"]
     actions = text.split("## Next actions")[1].split("## Facts")[0]
-    assert "no evidence record runs llama-perplexity" not in actions
+    assert "no evidence record compares llama-perplexity" not in actions
     # one entry for the ask: each record once, with the tools it runs when not all of them
     assert "(use ...: `llama-perplexity`, `llama-bench`\n" in actions
     assert ("`evidence/cube/cube-ppl.json` (`llama-perplexity` only), rerun: "
-            f"`sh {scripts}/ppl.sh {tmp_path} tiny.gguf`") in actions
+            f"`sh {scripts}/ppl.sh {tmp_path} tiny.gguf {pin}`") in actions
     assert "`evidence/cube/cube-llama-bench.json` (`llama-bench` only)" in actions
     # a record that runs every tool the ask names is rerun; those running part of it are
     # named on one line (the brief's first screen stays short as records accumulate)
     (scripts / "both.sh").write_text('#!/bin/sh\n"$1/bin/llama-perplexity" -m "$2"\n'
                                      '"$1/bin/llama-bench" -m "$2"\n')
     cli("-C", str(project), "record", "--name", "cube-both", "--evidence-dir", str(ev),
-        "--", "sh", str(scripts / "both.sh"), str(tmp_path), "tiny.gguf")
+        "--", "sh", str(scripts / "both.sh"), str(tmp_path), "tiny.gguf", pin)
     text = _render(cli, project, up.path, tmp_path / "out3")["0001-tiny-add-tiny_cube.md"]
     actions = text.split("## Next actions")[1].split("## Facts")[0]
     assert (f"     - `evidence/cube/cube-both.json`, rerun: "
-            f"`sh {scripts}/both.sh {tmp_path} tiny.gguf`\n"
+            f"`sh {scripts}/both.sh {tmp_path} tiny.gguf {pin}`\n"
             "     - and 2 running part of it (reruns under Evidence records): "
             "`evidence/cube/cube-ppl.json`, `evidence/cube/cube-llama-bench.json`\n") in actions
     assert "(`llama-bench` only)" not in actions and "rerun: `sh " + str(scripts) + "/ppl.sh" \
         not in actions
-    assert "cube-ppl:" in text.split("### Evidence records")[1]  # its rerun is still there
+    details = _render(cli, project, up.path, tmp_path / "out4")[
+        "0001-tiny-add-tiny_cube.details.md"]
+    assert "cube-ppl:" in details.split("## Evidence records")[1]  # its rerun is still there
 
 
 def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:
@@ -307,10 +322,14 @@ def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:
     assert "### 2. The same change in 3 files" in guide
     assert ("- files: `src/models/alpha.c`, `src/models/beta.c`, `src/models/gamma.c`"
             in guide)
-    assert guide.count("hunk 1 of `src/models/") == 1  # the first file's hunks only
     assert "-    for (int il = 0; il < n_layer; ++il) {" in guide
     assert "### 3. src/util.c" in guide and "### 4." not in guide
-    assert "- `src/models/alpha.c` and 2 more, the same change: +4 -1 each" in text
+    # hunk by hunk in the details file: the first file's hunks only
+    details = briefs["0002-tiny-add-tiny_cube_sum.details.md"]
+    hunks = details.split("## Hunk by hunk")[1].split("\n## ")[0]
+    assert "### 2. The same change in 3 files" in hunks
+    assert hunks.count("hunk 1 of `src/models/") == 1
+    assert "- `src/models/alpha.c` and 2 more, the same change: +4 -1 each" in details
 
 
 def test_rules_are_quoted_once_in_the_series(stack, briefs, cli, tmp_path: Path) -> None:
@@ -322,7 +341,7 @@ def test_rules_are_quoted_once_in_the_series(stack, briefs, cli, tmp_path: Path)
     assert "  - `CONTRIBUTING.md:5`: - Features must begin with an issue, not a PR." in series
     for name, text in briefs.items():
         assert markdown_problems(text, files=set(briefs)) == [], name
-        if name != "series.md":
+        if name != "series.md" and not name.endswith(".details.md"):
             assert "- [ ]" not in text and "`CONTRIBUTING.md:5`: -" not in text
             assert "Quoted once for the series in [series.md](series.md)" in text
             assert re.search(r"^\| Features begin with an issue \| (yes|check) \|", text,
@@ -396,12 +415,13 @@ def test_a_patch_of_many_different_files_lists_ten_and_points_to_the_guide(cli,
                             scratch=tmp_path / "scratch")
         project = make_project(tmp_path / "proj", up, [("0001-f-note-the-inputs.patch", text)],
                                pin=base)
-        brief = _render(cli, project, up.path, tmp_path / "out")["0001-f-note-the-inputs.md"]
-    listed = brief.split("### Changed files")[1].split("###")[0]
+        out = _render(cli, project, up.path, tmp_path / "out")
+    brief, details = out["0001-f-note-the-inputs.md"], out["0001-f-note-the-inputs.details.md"]
+    listed = details.split("## Changed files")[1].split("##")[0]
     assert [line for line in listed.splitlines() if line.startswith("- `src/")] == \
         [f"- `src/f{i:02d}.c`: +{i + 1} -0" for i in range(10)]
     assert "- 4 more files: the guide's entries 11 to 14" in listed
-    assert "### 14. src/f13.c" in brief.split("## Understanding guide")[1]
+    assert "### 14. src/f13.c: 1 hunk, +14 -0" in brief.split("## Understanding guide")[1]
 
 
 def test_totals_of_other_stacks_fold_once_the_patch_has_its_own() -> None:

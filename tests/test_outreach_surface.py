@@ -355,3 +355,51 @@ def test_upstream_status_online_caches_the_outreach_issues_for_their_discussions
     assert "body" not in cached["tiny-org/tiny#7"]  # only the URLs are kept
     _, p = _patch_json(cli, project, up)
     assert [d["url"] for d in p["discussions"]] == [url]
+
+
+def test_a_comment_split_after_a_semicolon_is_a_mid_sentence_split(tmp_path: Path) -> None:
+    """The lint took a semicolon for the end of a sentence, so "restored into the range that
+    saved it only;" followed by "not into another range" passed as two sentences, and the
+    brief said the patch splits no sentence across lines."""
+    text = ("From 0 Mon Sep 17 00:00:00 2001\nFrom: A <a@b>\nSubject: [PATCH] x\n\n---\n"
+            "diff --git a/src/x.c b/src/x.c\n--- a/src/x.c\n+++ b/src/x.c\n"
+            "@@ -1,2 +1,6 @@\n int a;\n"
+            "+// a state is restored into the range that saved it only;\n"
+            "+// not into another range\n"
+            "+// A sentence ends here.\n+// another one starts here\n int b;\n")
+    rule = policy.Rule("no-mid-sentence-split", "t",
+                       [policy.Citation("AGENTS.md", 5, "- Do not split a sentence mid-sentence")])
+    found = [(f.code, f.line) for f in standards.lint(_parsed(text, tmp_path), [rule], {})]
+    assert found == [("mid-sentence-split", 2)]
+
+
+def test_check_fails_on_a_builder_count_the_patch_contradicts(cli, surface_project) -> None:
+    """The outreach data's prose counted the builders a patch edits ("edits 2 builders")
+    while the patch edits three; the brief repeated the count as a fact and
+    `draft-outreach --check` still said the briefs were up to date."""
+    project, up = surface_project
+    toml = project / "stack" / "outreach" / "range.toml"
+    toml.write_text(RANGE_TOML.replace(
+        'summary = "Runs a range. Only the builders that run a range are accepted (alpha, beta)."',
+        'summary = "Runs a range. It edits 2 builders and 3 files."'))
+    out = project / "briefs"
+    _run(cli, project, up, "--out", str(out))
+    r = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert r.code == 1, r.out
+    claims = [ln.strip() for ln in r.out.splitlines() if ln.strip().startswith("claim ")]
+    assert claims == [
+        "claim stack/outreach/range.toml:4: summary says '2 builders', but 0001 edits 3 "
+        "builder(s) (per-architecture files under models/): alpha, beta, gamma: correct "
+        "the outreach data",
+        "claim stack/outreach/range.toml:4: summary says '3 files', but 0001 changes 5 "
+        "file(s): correct the outreach data"]
+    # the brief lists them too, in its policy lint
+    _, p = _patch_json(cli, project, up)
+    assert len([x for x in p["lint"] if "says '2 builders'" in x["message"]]) == 1
+    # a count that is right is no finding, and the briefs written with it are current
+    toml.write_text(RANGE_TOML.replace(
+        'summary = "Runs a range. Only the builders that run a range are accepted (alpha, beta)."',
+        'summary = "Runs a range. It edits 3 builders (the alpha, beta and gamma builders)."'))
+    _run(cli, project, up, "--out", str(out))
+    r = cli("-C", str(project), "draft-outreach", "--check", "--out", str(out))
+    assert r.code == 0, r.out

@@ -95,3 +95,29 @@ def _running(mark: str) -> bool:
             if mark.encode() in cmd and b") Z" not in stat:
                 return True
     return False
+
+
+def test_a_stream_gives_each_line_and_leaves_nothing_behind() -> None:
+    """A build or a recorded command streamed its lines through a bare Popen: an interrupt
+    killed the first process only, and what it started ran on. Now each line comes as it
+    is printed, and whatever is left in its group when it exits is ended."""
+    mark = _mark()
+    seen: list[bytes] = []
+    code = procs.stream(["sh", "-c", f"echo one; echo two >&2; (sleep {mark} &) ; exit 3"],
+                        seen.append)
+    assert code == 3 and sorted(seen) == [b"one\n", b"two\n"]
+    time.sleep(0.1)
+    assert not _running(mark)
+
+
+def test_an_interrupted_stream_ends_its_group() -> None:
+    """KeyboardInterrupt while a streamed command runs ends the command's whole group."""
+    mark = _mark()
+
+    def stop(line: bytes) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        procs.stream(["sh", "-c", f"sleep {mark} & echo started; wait"], stop)
+    time.sleep(0.1)
+    assert not _running(mark)

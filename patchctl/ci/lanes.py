@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -29,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil
+from patchctl import fsutil, procs
 from patchctl.errors import InputError
 from patchctl.model import schemas
 from patchctl.model.stack import Stack
@@ -215,24 +214,19 @@ def run(lane: Lane, steps: list[Step], *, project: Path, work: Path, echo: Echo,
 
 
 def _stream(argv: list[str], echo: Echo) -> tuple[int, str, str | None]:
-    """Run without a shell, stdout and stderr together, each line echoed as it comes."""
+    """Run without a shell, stdout and stderr together, each line echoed as it comes; in a
+    process group of its own, ended whole on an interrupt (``procs.stream``)."""
     env = {**os.environ, "CLICOLOR_FORCE": "0"}
+    lines: list[str] = []
+
+    def shown(raw: bytes) -> None:
+        lines.append(raw.decode("utf-8", "replace"))
+        echo(lines[-1])
+
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace", env=env)
+        code = procs.stream(argv, shown, env=env)
     except OSError as e:
         message = f"cannot run {argv[0]}: {e.strerror}"
         echo(message + "\n")
         return 127, message + "\n", message
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            echo(line)
-        code = proc.wait()
-    finally:
-        if proc.poll() is None:  # interrupted: do not leave a compiler running
-            proc.kill()
-            proc.wait()
     return code, "".join(lines), None

@@ -37,7 +37,8 @@ NEVER_POSTS = ("patchctl never posts, comments or pushes anything upstream: it w
 @click.option("--series", is_flag=True,
               help="Brief every patch and the series as a whole (the default without PATCH).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path),
-              help="Write one Markdown file per patch, series.md and MANIFEST.json to DIR "
+              help="Write per patch a brief and its details (NNNN-name.md, NNNN-name.details.md), "
+              "series.md and MANIFEST.json to DIR "
               "(replacing the briefs there at once). Default: print to stdout.")
 @click.option("--onto", metavar="REF", shell_complete=complete_ref,
               help="Also port each patch to upstream REF (index-only, 3-way), grade it "
@@ -116,7 +117,8 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     if whole:
         files["series.md"] = render.render_series(b)
     for p in b.patches:
-        files[p.file.removesuffix(".patch") + ".md"] = render.render_patch(b, p, series=whole)
+        files[render.brief_name(p.file)] = render.render_patch(b, p, series=whole)
+        files[render.details_name(p.file)] = render.render_details(b, p)
     # a brief is valid UTF-8 on stdout and on disk: text from git's output that is not
     # (a subject, an author) is decoded the way the upstream's policy files are
     files = {name: decode(text)[0] for name, text in files.items()}
@@ -135,7 +137,8 @@ def draft_outreach(ctx: click.Context, patches: tuple[str, ...], series: bool, o
     evidence = output.evidence_files(project, stack, [p.file for p in b.patches])
     meta = {"command": shlex.join(command), "name": b.name, "base": b.base, "onto": b.onto,
             "fingerprint": b.fingerprint, "patches": [p.file for p in b.patches],
-            "policy_files": {f.path: f.lines for f in b.policy_files}}
+            "policy_files": {f.path: f.lines for f in b.policy_files},
+            "architectures": b.architectures}
     written = output.write(project, stack, out, files, meta=meta, evidence_files=evidence,
                           handoff=handoff_text)
     if as_json:

@@ -16,7 +16,16 @@ from patchctl import gitrepo
 from patchctl.model.fingerprint import fingerprint
 from patchctl.model.patchfile import Hunk, Patch
 from patchctl.model.stack import Pin, Stack, select_names
-from patchctl.outreach import contrib, decls, facts, firstscreen, policy, recorded, surface
+from patchctl.outreach import (
+    claims,
+    contrib,
+    decls,
+    facts,
+    firstscreen,
+    policy,
+    recorded,
+    surface,
+)
 
 # re-exported: callers name them from here
 from patchctl.outreach.briefmodel import SCHEMA as SCHEMA
@@ -103,7 +112,8 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     deps = firstscreen.dependencies(all_patches, {k: v[0] for k, v in apis.items()})
     return Brief(pin.name, pin.url, base, ref.date, ref.subject, fp, infos, prose, briefs,
                  missing=missing, rules=rules_all, order=[p.name for p in all_patches],
-                 dependencies=deps, issue_forms=series.forms, declarations=series.declarations)
+                 dependencies=deps, issue_forms=series.forms, declarations=series.declarations,
+                 architectures=sorted(series.known))
 
 
 def _api(upstream: Path, base: str, patch: Patch
@@ -134,7 +144,12 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
     touched = sorted({p for f in patch.files for p in f.paths})
     api, not_utf8, base_files = api_found
     outreach = facts.load_outreach(stack.root, patch.concern)
-    evidence = recorded.evidence_for(project, patch, at, recorded.cited_records(outreach))
+    cited = recorded.cited_records(outreach)
+    evidence = recorded.evidence_for(project, patch, at, cited)
+    # records the outreach data says are of this project's own code, not the upstream's
+    dropped = facts.left_out(outreach, [e.file for e in evidence], cited)
+    left_out = [e for e in evidence if e.file in dropped]
+    evidence = [e for e in evidence if e.file not in dropped]
     assistance, coauthors = facts.assistance(patch)
     lint = facts.policy_lint(patch, rules_all, files.get(policy.EDITORCONFIG), api)
     questions = _questions(patch, api, rules_all, outreach, evidence)
@@ -142,6 +157,9 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         upstream, base, series, patch, rules_all,
         (owners_path, files[owners_path] or "") if owners_path else None, outreach,
         [q.question for q in questions], base_files, stack.root)
+    if outreach is not None:  # the files and builders its text counts, against the patches
+        lint += claims.stale_claims(outreach, claims.toml_text(stack.root, outreach), patch,
+                                    stack.patches(), series.known)
     lint = sorted(lint + more.lint, key=lambda x: (x.file, x.line or 0, x.code))
     rules = [_applies(r, patch, api, outreach, assistance, lint, more) for r in rules_all]
     reviewers = _owners(files.get(owners_path) if owners_path else None, owners_path, touched)
@@ -175,7 +193,8 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
                               project),
         guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch, files),
         unowned=more.unowned, discussions=more.discussions, subsystems=more.subsystems,
-        manual=more.manual, api_changed=facts.changed_macros(patch, base_files))
+        manual=more.manual, api_changed=facts.changed_macros(patch, base_files),
+        left_out=left_out)
 
 
 def _read(upstream: Path, base: str, paths: Sequence[str]
@@ -338,12 +357,31 @@ def _questions(patch: Patch, api: list[facts.ApiItem], rules: list[policy.Rule],
                                      if p.kind == "issue"], f"rule {cite['issue-first']}"))
     out.append(ReviewerQuestion("How was it tested, and how are the tests rerun?", runs,
                                 "every patch"))
-    for q in outreach.questions if outreach else []:
-        out.append(ReviewerQuestion(q.question, q.evidence, outreach.file if outreach else ""))
     unique: dict[str, ReviewerQuestion] = {}  # the outreach data may repeat one asked here
+    for q in outreach.questions if outreach else []:
+        asked = ReviewerQuestion(q.question, q.evidence, outreach.file if outreach else "")
+        # the outreach data asking one of the questions above in its own words replaces it,
+        # with the evidence of both
+        for generic in [g for g in out if (m := _SAME_ASK.get(g.question)) and
+                        m.search(q.question)]:
+            out.remove(generic)
+            asked.evidence = list(dict.fromkeys([*asked.evidence, *generic.evidence]))
+            asked.source = f"{generic.source}; {asked.source}"
+        out.append(asked)
     for asked in out:
         unique.setdefault(" ".join(asked.question.lower().split()), asked)
     return list(unique.values())
+
+
+# a question asked of every patch with an API -> how the outreach data asks the same
+_SAME_ASK = {
+    "What happens for callers that never set the new API (defaults, cost when unused)?":
+        re.compile(r"\bnever sets?\b|\bwhen unused\b|\bdefaults?\b", re.I),
+    "Which issue asked for this, and what did maintainers say?":
+        re.compile(r"\bwhich issue\b", re.I),
+    "How was it tested, and how are the tests rerun?":
+        re.compile(r"\bhow (?:was|is) it tested\b", re.I),
+}
 
 
 def _check(upstream: Path, base: str, c: facts.UpstreamCheck) -> CheckResult:

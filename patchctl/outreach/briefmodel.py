@@ -110,6 +110,8 @@ class PatchBrief:
     manual: list[ManualCheck] = field(default_factory=list)
     churn: facts.Churn | None = None  # `patchctl burden`: what carrying it costs
     api_changed: list[facts.ApiItem] = field(default_factory=list)  # macros redefined
+    # records the outreach data leaves out of the brief (the worker's handoff lists them)
+    left_out: list[recorded.EvidenceRun] = field(default_factory=list)
 
     @property
     def added(self) -> int:
@@ -148,6 +150,9 @@ class Brief:
     dependencies: list[firstscreen.Dependency] = field(default_factory=list)
     issue_forms: list[surface.IssueForm] = field(default_factory=list)
     declarations: str = ""  # how "relies on" found declarations (decls.DESCRIBE)
+    # the upstream's per-architecture files at the base, by name: what a claim of the outreach
+    # data may name as a builder (--check reads them from the manifest, without the upstream)
+    architectures: list[str] = field(default_factory=list)
 
     @property
     def churn_order(self) -> list[PatchBrief]:

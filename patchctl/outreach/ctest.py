@@ -22,7 +22,8 @@ _SECTION = re.compile(r"^== ([\w.+-]+): ([0-9a-f]{7,40})\b\s*(.*)$")
 _TEST = re.compile(r"^\s*(?:\d+/\d+ Test\s+#\d+: )?([\w.+-]+?)\s*\.*\s*"
                    r"(Passed|\*{3}Failed|\*{3}Not Run|\*{3}Timeout|\*{3}Exception|\*{3}Skipped|"
                    r"Not Run|Failed)\b.*?[\d.]+ sec\s*$")
-_UNBUILT = re.compile(r"^\s*FAILED: (?:\S*/)?CMakeFiles/([\w.+-]+)\.dir/")
+# ninja's "FAILED: [code=1] tests/CMakeFiles/test-chat.dir/test-chat.cpp.o" (or without the code)
+_UNBUILT = re.compile(r"^\s*FAILED: (?:\[code=\d+\] )?(?:\S*/)?CMakeFiles/([\w.+-]+)\.dir/")
 OK = ("passed", "skipped")  # ctest counts neither as failed
 
 

@@ -45,6 +45,12 @@ class Objection:
 
 
 @dataclass
+class LeftOut:
+    records: list[str]  # globs of evidence records, relative to the project
+    why: str  # why they say nothing to the upstream (this project's own code, ...)
+
+
+@dataclass
 class OutreachData:
     file: str
     fields: dict[str, str]  # title, summary, motivation, api, scope, ...
@@ -52,6 +58,7 @@ class OutreachData:
     questions: list[Question]
     checks: list[UpstreamCheck]
     objections: list[Objection] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)  # records a brief does not list
 
 
 _TEXT_FIELDS = ("title", "summary", "motivation", "api", "scope", "upstream", "pin", "checked_on")
@@ -81,10 +88,21 @@ def load_outreach(stack_root: Path, concern: str | None) -> OutreachData | None:
                   for c in data.get("upstream_check", [])]
         objections = [Objection(str(o["text"]), str(o["source"]), o.get("checked") is True)
                       for o in data.get("objection", [])]
+        left_out = [LeftOut([str(g) for g in x["records"]], str(x["why"]))
+                    for x in data.get("left_out", [])]
     except KeyError as e:
         raise StackError(f"{path}: malformed outreach entry (missing {e})") from e
     except (TypeError, AttributeError, ValueError) as e:  # a table where a list belongs, ...
         raise StackError(f"{path}: malformed outreach data ({e}); see docs/FORMATS.md") from e
     fields = {k: str(data[k]) for k in _TEXT_FIELDS if k in data}
     return OutreachData(path.relative_to(stack_root.parent).as_posix(), fields, prior,
-                        questions, checks, objections)
+                        questions, checks, objections, left_out)
+
+
+def left_out(data: OutreachData | None, files: list[str], cited: set[str]) -> list[str]:
+    """Of the records ``files``, those the outreach data leaves out of the brief (a
+    ``[[left_out]]`` glob matches them), unless its questions cite them."""
+    from fnmatch import fnmatchcase
+
+    globs = [g for x in (data.left_out if data else []) for g in x.records]
+    return [f for f in files if f not in cited and any(fnmatchcase(f, g) for g in globs)]

@@ -22,6 +22,7 @@ from patchctl.outreach.data import OutreachData as OutreachData
 from patchctl.outreach.data import PriorArt as PriorArt
 from patchctl.outreach.data import Question as Question
 from patchctl.outreach.data import UpstreamCheck as UpstreamCheck
+from patchctl.outreach.data import left_out as left_out
 from patchctl.outreach.data import load_outreach as load_outreach
 
 if TYPE_CHECKING:

@@ -229,6 +229,8 @@ class Gap:
 
 
 _TOOLS = re.compile(r"\bci/|llama-[\w-]+|test-[\w-]+|\bperplexity\b|\bbench\b", re.I)
+_COMPARISON = re.compile(r"\bnot (?:be )?(?:affected|impacted|degraded|changed)\b|"
+                         r"\bregress", re.I)
 _IF_MODIFIED = re.compile(r"^\W*if you modified (?:the |a |an )?`?([\w./-]+)`?", re.I)
 
 
@@ -346,8 +348,12 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
             where = f"{c.file}:{c.line}"
             missing, older = [], []
             covering: list[tuple[str, list[recorded.EvidenceRun]]] = []
+            # "not affected by your changes" asks for a comparison: a record that runs
+            # llama-bench for another end (a baseline of another design) does not answer it
+            compares = bool(_COMPARISON.search(c.text))
             for t in tools:
-                ran = [e for e in evidence if runs(e.command, t, root, e.cwd)]
+                ran = [e for e in evidence if runs(e.command, t, root, e.cwd)
+                       and (not compares or _compares(e))]
                 now = [e for e in ran if e.current]
                 if now:
                     covering.append((t, now))
@@ -357,8 +363,10 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
             if covering:
                 out.append(_covered(c.text, where, covering))
             if missing:
-                status = "no evidence record runs " + ", ".join(missing) if not older else \
-                    "no record of this patch as it is runs " + ", ".join(missing) + \
+                runs_it = "compares " if compares else "runs "
+                what = ", ".join(missing) + (" before and after the patch" if compares else "")
+                status = "no evidence record " + runs_it + what if not older else \
+                    "no record of this patch as it is " + runs_it + what + \
                     " (records of other stacks do)"
                 out.append(Gap(c.text, where, status, records=older))
     for s in template:  # the checklist items a fact could answer: the disclosure
@@ -371,6 +379,14 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
                                if recorded else "the patch records no trailer (not a NO): "
                                "ask whoever wrote it; yours to answer truthfully"))
     return out
+
+
+def _compares(e: recorded.EvidenceRun) -> bool:
+    """Whether a record compares the pin with the patch: its results per prefix (a ctest
+    or llama-bench log of the pin and each prefix), or a command that names the pin."""
+    pin = (e.pin or "")[:7]
+    return bool(e.perf or e.compare or
+                (len(pin) == 7 and any(pin in w for arg in e.command for w in arg.split())))
 
 
 def _covered(ask: str, where: str,

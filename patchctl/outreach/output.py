@@ -39,6 +39,7 @@ _MANIFEST_SHAPE: dict[str, Any] = {
         "command": {"type": "string"},
         "fingerprint": {"type": "string"},
         "patches": {"type": "array", "items": {"type": "string"}},
+        "architectures": {"type": "array", "items": {"type": "string"}},
         "inputs": {"type": "object", "additionalProperties": {"type": "string"}},
         "outputs": {"type": "object", "additionalProperties": {"type": "string"}},
     },
@@ -234,6 +235,13 @@ def check(project: Path, stack: Stack, out: Path) -> CheckResult:
         if recorded.get(key) != now.get(key):
             what = "added" if key not in recorded else "removed" if key not in now else "changed"
             result.stale.append(f"input {key} {what}")
+    # a claim of the outreach data that the patches contradict is stale however recent the
+    # briefs are: it would be shown as a fact
+    from patchctl.outreach.claims import stack_claims
+
+    known = manifest.get("architectures")
+    for x in stack_claims(stack, set(known) if isinstance(known, list) else set()):
+        result.stale.append(f"claim {x.message}")
     for name, digest in sorted(manifest.get("outputs", {}).items()):
         file = out / name
         if not file.is_file():

@@ -15,6 +15,7 @@ from patchctl.model.patchfile import Patch
 from patchctl.outreach import ctest, perf
 from patchctl.outreach.data import OutreachData
 from patchctl.records.evidence import READABLE_SCHEMAS
+from patchctl.textout import count
 
 
 @dataclass
@@ -148,10 +149,11 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
         log = path.parent / str(data.get("output_file", ""))
         if data.get("output_file") and log.is_file():
             text = log.read_text(encoding="utf-8", errors="replace")
-            run.checks = [m.group(1).strip() for ln in text.splitlines()
-                          if (m := _CHECK_LINE.match(ln.strip()))][:60]
-            run.totals = log_totals(text)
             run.compare = ctest.compare(text, at.pin, patch.subject)
+            run.checks = _once([m.group(1).strip() for ln in text.splitlines()
+                                if (m := _CHECK_LINE.match(ln.strip()))],
+                               len(ctest.sections(text)) if run.compare else 0)[:60]
+            run.totals = log_totals(text)
         if current and isinstance(data.get("metrics"), dict):
             run.perf = perf.lines(data["metrics"], at.position)
         run.at = _made_at(stack, at) if current else ""
@@ -160,6 +162,17 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
             run.backend = backend["name"]
         runs.append(run)
     return runs
+
+
+def _once(lines: list[str], builds: int) -> list[str]:
+    """Each distinct test line once, in order, with how often the log has it: a log of
+    ``builds`` trees (the pin and each prefix) repeats a failing build target once per tree."""
+    seen: dict[str, int] = {}
+    for ln in lines:
+        seen[ln] = seen.get(ln, 0) + 1
+    every = f", once per tree: the pin and {count(builds - 1, 'prefix')}" if builds > 1 else ""
+    return [ln if n == 1 else f"{ln} ({n} times{every if n == builds else ''})"
+            for ln, n in seen.items()]
 
 
 def _made_at(stack: dict[str, Any], at: StackAt) -> str:

@@ -74,11 +74,34 @@ def environment() -> jinja2.Environment:
     from patchctl.untrusted import shorten
 
     env.filters.update(md=md, code=code, cellcode=cellcode, block=block, shell=shell,
-                       sentences=sentences, short=short, shorten=shorten)
+                       sentences=sentences, short=short, shorten=shorten,
+                       brief_name=brief_name, details_name=details_name)
+    env.globals["guide_comments"] = GUIDE_COMMENTS
     from patchctl.outreach.facts import is_test_path
 
     env.tests["test_path"] = is_test_path
     return env
+
+
+# A patch's brief is read whole before a PR (at most 3,000 words, 800 before the guide): per
+# file, its guide quotes this many of the comments a patch adds; every hunk, with all its
+# comments and where the upstream code it uses is declared, is in the details file.
+GUIDE_COMMENTS = 3
+
+
+def brief_name(patch_file: str) -> str:
+    """``0002-x.md`` for ``0002-x.patch``: the brief's file name."""
+    return patch_file.removesuffix(".patch") + ".md"
+
+
+def details_name(patch_file: str) -> str:
+    """``0002-x.details.md``: the file beside the brief with the sources behind it."""
+    return patch_file.removesuffix(".patch") + ".details.md"
+
+
+def render_details(brief: Brief, patch: PatchBrief) -> str:
+    """The reference beside a patch's brief: every hunk, and the sources its lines name."""
+    return _tidy(environment().get_template("outreach-details.md.j2").render(b=brief, p=patch))
 
 
 def render_patch(brief: Brief, patch: PatchBrief, *, series: bool = False) -> str:

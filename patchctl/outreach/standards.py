@@ -27,7 +27,9 @@ from patchctl.outreach.facts import (
 )
 
 C_FILES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".m", ".mm")
-_SENTENCE_END = (".", "!", "?", ":", ";")
+# a semicolon joins two clauses of one sentence: a line ending in one and going on in
+# lowercase splits that sentence as much as a line ending in a word
+_SENTENCE_END = (".", "!", "?", ":")
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _FIELD = re.compile(r"^(?!return\b|typedef\b|using\b|static\b|friend\b)[A-Za-z_][\w\s\*&:<>,]*?"
                     r"\b(\w+)\s*(\[[^\]]*\])?\s*(=[^;]*)?;$")

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import __version__, fsutil
+from patchctl import __version__, fsutil, procs
 from patchctl.errors import PatchctlError, redact, redact_bytes
 from patchctl.model import schemas
 
@@ -49,7 +49,7 @@ def tool_versions() -> dict[str, str]:
         if shutil.which(argv[0]) is None:
             continue
         try:
-            proc = subprocess.run(argv, capture_output=True, text=True, timeout=10, check=False)
+            proc = procs.capture(argv, timeout=10)
         except (OSError, subprocess.TimeoutExpired):
             continue
         first = (proc.stdout or proc.stderr).strip().splitlines()
@@ -129,10 +129,9 @@ def worker_identity(worker: Path) -> dict[str, Any]:
     from patchctl.untrusted import BadDocument, parse_json, shorten
 
     try:
-        proc = subprocess.run([str(worker), "--version", "--json"], capture_output=True,
-                              timeout=60, check=False)
+        proc = procs.run([str(worker), "--version", "--json"], timeout=60)
         if proc.returncode == 0:
-            identity: dict[str, Any] = parse_json(proc.stdout, IDENTITY_SCHEMA)
+            identity: dict[str, Any] = parse_json(proc.stdout or b"", IDENTITY_SCHEMA)
             return identity
         why = f"exit {proc.returncode}: {shorten(reason(proc.stderr), 300)}"
     except (OSError, subprocess.TimeoutExpired, BadDocument) as e:
@@ -182,19 +181,18 @@ def run_and_record(name: str, argv: list[str], *, evidence_dir: Path, project: P
     started = dt.datetime.now(dt.UTC).replace(microsecond=0).isoformat()
     t0 = time.perf_counter()
     chunks: list[bytes] = []
+
+    def kept(line: bytes) -> None:  # a secret the command prints is neither kept nor shown
+        chunks.append(redact_bytes(line))
+        if echo:
+            echo(chunks[-1])
+
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                cwd=os.getcwd())
+        code = procs.stream(argv, kept, cwd=os.getcwd())
     except OSError as e:
         from patchctl.errors import EnvironmentFailure
 
         raise EnvironmentFailure(f"cannot run {argv[0]}: {e.strerror}") from e
-    assert proc.stdout is not None
-    for line in proc.stdout:  # a secret the command prints is neither kept nor shown
-        chunks.append(redact_bytes(line))
-        if echo:
-            echo(chunks[-1])
-    code = proc.wait()
     output = b"".join(chunks)
     fsutil.atomic_write(log_path, output)
     shown = [redact(a) for a in argv]  # a secret given on the command line is not kept

@@ -16,6 +16,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from patchctl import procs
+
 # The spelling differs between GCC's __builtin_cpu_supports (what the worker
 # and native/cmake/Lanes.cmake use) and /proc/cpuinfo.
 _CPUINFO_NAMES = {"sse4.2": "sse4_2", "sse4.1": "sse4_1"}
@@ -71,9 +73,8 @@ def _gpus() -> list[dict[str, str]]:
     if smi is None:
         return []
     try:
-        proc = subprocess.run([smi, "--query-gpu=name,driver_version,memory.total",
-                               "--format=csv,noheader"], capture_output=True, text=True,
-                              timeout=30, check=False)
+        proc = procs.capture([smi, "--query-gpu=name,driver_version,memory.total",
+                               "--format=csv,noheader"], timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return []
     gpus = []
@@ -117,8 +118,7 @@ def _vulkan() -> dict[str, Any] | None:
     if tool is None:
         return None
     try:
-        proc = subprocess.run([tool, "--summary"], capture_output=True, text=True,
-                              timeout=60, check=False)
+        proc = procs.capture([tool, "--summary"], timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return parse_vulkaninfo(proc.stdout if proc.returncode == 0 else "")

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import platform
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable
@@ -21,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from patchctl import __version__, fsutil, gitrepo
+from patchctl import __version__, fsutil, gitrepo, procs
 from patchctl.errors import EXIT_FINDINGS, EnvironmentFailure, InputError, PatchctlError, StackError
 from patchctl.model import schemas
 from patchctl.model.fingerprint import make_lock, short
@@ -185,8 +184,8 @@ def self_test(archive: Path, dest: Path) -> dict[str, Any]:
     """Unpack ``archive`` and run its ``worker --self-test --recipe recipe.json --json``."""
     root = layout.extract(archive, dest)
     worker = root / layout.WORKER
-    proc = subprocess.run([str(worker), "--self-test", "--recipe", str(root / layout.RECIPE),
-                           "--json"], capture_output=True, text=True, timeout=300, check=False)
+    proc = procs.capture([str(worker), "--self-test", "--recipe", str(root / layout.RECIPE),
+                           "--json"], timeout=300)
     if proc.returncode != 0:
         raise SelfTestFailed(f"the packaged worker failed its self-test (exit {proc.returncode}): "
                              f"{reason(proc.stderr)}; no archive written")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil
+from patchctl import fsutil, procs
 from patchctl.errors import InputError
 from patchctl.model import schemas
 from patchctl.records import hostinfo
@@ -100,9 +100,8 @@ def _verify_root(root: Path, report: VerifyReport) -> VerifyReport:
 
 def _worker_gate(root: Path, found: list[str]) -> None:
     try:
-        proc = subprocess.run([str(root / layout.WORKER), "--check", "--recipe",
-                               str(root / layout.RECIPE)], capture_output=True, text=True,
-                              errors="replace", timeout=300, check=False)
+        proc = procs.capture([str(root / layout.WORKER), "--check", "--recipe",
+                               str(root / layout.RECIPE)], timeout=300)
     except (OSError, subprocess.TimeoutExpired) as e:
         found.append(f"the packaged worker's start-up check did not run ({shorten(str(e))})")
         return
@@ -163,14 +162,13 @@ def _worker_identity(worker: Path, found: list[str]) -> dict[str, Any] | None:
         return None
     why = "not a worker binary, or not for this host"
     try:
-        proc = subprocess.run([str(worker), "--version", "--json"], capture_output=True,
-                              timeout=60, check=False)
+        proc = procs.run([str(worker), "--version", "--json"], timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         proc = None
         why = shorten(str(e))
     if proc is not None and proc.returncode == 0:
         try:
-            identity: dict[str, Any] = parse_json(proc.stdout, IDENTITY_SCHEMA,
+            identity: dict[str, Any] = parse_json(proc.stdout or b"", IDENTITY_SCHEMA,
                                                   max_bytes=MAX_DOCUMENT_BYTES)
             return identity
         except BadDocument as e:

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from patchctl import procs
 from patchctl.errors import EnvironmentFailure
 from patchctl.release import documents
 from patchctl.toolout import reason
@@ -31,8 +32,7 @@ def tested_on(build: Path, env: dict[str, str]) -> dict[str, Any]:
     Raises EnvironmentFailure when ggml-vulkan has no device here."""
     worker = build / "bin" / "worker"
     try:
-        proc = subprocess.run([str(worker), "--devices", "--json"], capture_output=True,
-                              text=True, errors="replace", env=env, timeout=120, check=False)
+        proc = procs.capture([str(worker), "--devices", "--json"], env=env, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise EnvironmentFailure(f"`worker --devices` of the vulkan build did not run "
                                  f"({shorten(str(e))})") from e
@@ -81,8 +81,8 @@ def shader_compiler(build: Path, env: dict[str, str]) -> dict[str, str]:
     if not glslc or not Path(glslc).is_file():
         return {}
     try:
-        proc = subprocess.run([glslc, "--version"], capture_output=True, text=True, env=env,
-                              errors="replace", timeout=60, check=False)
+        proc = procs.capture([glslc, "--version"], env=env,
+                              timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return {"glslc": "unknown"}
     first = (proc.stdout.strip().splitlines() or ["unknown"])[0]

@@ -19,14 +19,13 @@ import hashlib
 import re
 import shlex
 import shutil
-import subprocess
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from patchctl import fsutil, gitrepo
+from patchctl import fsutil, gitrepo, procs
 from patchctl.errors import EnvironmentFailure, InputError, StackError
 from patchctl.globs import check_globs, glob_match
 from patchctl.model import schemas
@@ -385,8 +384,7 @@ def _run_step(step: Step, *, reproducer: Path, build: Path, src: Path, cache: Pa
 
 def _own_objects(ninja: str, build: Path) -> list[str]:
     """The reproducer's object files: compile edges outside the upstream binary dir."""
-    proc = subprocess.run([ninja, "-C", str(build), "-t", "targets", "all"], capture_output=True,
-                          text=True, errors="replace", check=False)
+    proc = procs.capture([ninja, "-C", str(build), "-t", "targets", "all"])
     return [path for path, _, rule in (ln.partition(": ") for ln in proc.stdout.splitlines())
             if "_COMPILER__" in rule and not _UPSTREAM_OBJECT.search(path)]
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from patchctl import procs
 from patchctl.errors import EnvironmentFailure
 
 MIN_CMAKE = (3, 21)
@@ -53,8 +54,7 @@ def find_toolchain() -> Toolchain:
 
 def _version(tool: str, pattern: str) -> str:
     try:
-        proc = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60,
-                              check=False)
+        proc = procs.capture([tool, "--version"], timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
         raise EnvironmentFailure(f"cannot run `{tool} --version` ({e}); {INSTALL_HINT}") from e
     m = re.search(pattern, proc.stdout + proc.stderr)
@@ -71,21 +71,15 @@ def run_tool(argv: list[str], say: Progress | None = None, *,
     env = {**(os.environ if env is None else env), "NINJA_STATUS": "[%f/%t] ",
            "CLICOLOR_FORCE": "0"}
     t0 = time.perf_counter()
+    lines: list[str] = []
+
+    def seen(raw: bytes) -> None:
+        lines.append(raw.decode("utf-8", "replace"))
+        if say and (m := _STATUS.match(lines[-1])):
+            say(f"building {m.group(1)}/{m.group(2)}")
+
     try:
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                stdin=subprocess.DEVNULL, text=True, errors="replace", env=env)
+        code = procs.stream(argv, seen, env=env)  # ended whole on an interrupt
     except OSError as e:
         raise EnvironmentFailure(f"cannot run {argv[0]}: {e.strerror}; {INSTALL_HINT}") from e
-    lines: list[str] = []
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if say and (m := _STATUS.match(line)):
-                say(f"building {m.group(1)}/{m.group(2)}")
-        code = proc.wait()
-    finally:
-        if proc.poll() is None:  # interrupted: do not leave a compiler running
-            proc.kill()
-            proc.wait()
     return code, "".join(lines), time.perf_counter() - t0
