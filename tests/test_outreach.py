@@ -416,6 +416,56 @@ def test_evidence_records_give_results_timings_and_rerun_commands(cli, forbids) 
     assert "evidence/unrelated.json" not in text
 
 
+def test_the_handoff_names_the_stack_a_record_of_another_stack_was_made_at(
+    cli, forbids, tmp_path: Path
+) -> None:
+    """The handoff's evidence table said only whether a record covers the patch as it is,
+    so a record made at an earlier stack that held the same patch read as made at the
+    current one: the handoff check then failed after every change to another patch. A
+    record of another stack now carries 'made at stack' and its fingerprint; one of the
+    current stack carries none."""
+    project, up = forbids
+    ev = project / "evidence"
+    (ev / "cube").mkdir(parents=True)
+    fp = _json(cli, project, up)["fingerprint"]
+    record = {
+        "schema": "patchctl.evidence/1",
+        "name": "cube-upstream-test",
+        "argv": ["ctest"],
+        "exit_code": 0,
+        "expect": "pass",
+        "as_expected": True,
+        "seconds": 0.25,
+        "started": "2026-11-29T00:00:00+00:00",
+        "stack": {"pin": "0" * 40, "fingerprint": "ab" * 32},
+        "extra": {},
+    }
+    (ev / "cube" / "cube-old.json").write_text(json.dumps({**record, "name": "cube-old"}))
+    (ev / "cube" / "cube-now.json").write_text(
+        json.dumps({**record, "name": "cube-now", "stack": {"pin": "0" * 40, "fingerprint": fp}})
+    )
+    handoff = tmp_path / "HANDOFF.md"
+    r = cli(
+        "-C",
+        str(project),
+        "draft-outreach",
+        "--upstream",
+        str(up.path),
+        "--out",
+        str(tmp_path / "briefs"),
+        "--handoff",
+        str(handoff),
+    )
+    assert r.code == 0, r.err
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in handoff.read_text().splitlines()
+        if line.startswith("| `evidence/cube/")
+    }
+    assert rows["`evidence/cube/cube-old.json`"].endswith("(made at stack abababab) |")
+    assert "made at stack" not in rows["`evidence/cube/cube-now.json`"]
+
+
 def test_records_a_reviewer_question_cites_are_shown_with_their_rerun_command(cli,
                                                                            forbids) -> None:
     """Issue 26: a question of stack/outreach/<concern>.toml that cites a record outside the
