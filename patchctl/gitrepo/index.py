@@ -114,7 +114,7 @@ class SeriesItem:
     """One patch of a series to apply: its file, strip level and number of file diffs
     (``files``: lets one batched call be split back into per-patch offsets)."""
 
-    path: Path
+    path: str | os.PathLike[str]
     strip: int = 1
     files: int | None = None
 

@@ -388,7 +388,9 @@ def edit_series(text: str, order: Sequence[str], *, renamed: Mapping[str, str] |
 
 
 def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:
-    data = _toml(text, source)
+    data = _plain_toml(text)
+    if data is None:
+        data = _toml(text, source)
     missing = [k for k in ("name", "url", "commit") if not isinstance(data.get(k), str)]
     if missing:
         raise StackError(f"{source}: missing {', '.join(missing)} (see docs/FORMATS.md)")
@@ -449,6 +451,24 @@ def _str(table: Mapping[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{key} must be a string")
     return value
+
+
+# A line of TOML as patchctl writes a pin file (tomlwrite): a comment, a blank line, or
+# `key = "a string of printable ASCII without quote or backslash"`, which TOML reads as it is
+_PLAIN_LINE = re.compile(r'#[\t -~]*|[ \t]*|([A-Za-z0-9_-]+) = "([ !#-\[\]-~]*)"')
+
+
+def _plain_toml(text: str) -> dict[str, Any] | None:
+    """What ``tomllib.loads`` gives for a file of such lines only, without loading the TOML
+    parser (verify reads the pin before git starts); None for any other file."""
+    data: dict[str, Any] = {}
+    for line in text.split("\n"):
+        m = _PLAIN_LINE.fullmatch(line)
+        if m is None or m.group(1) in data:  # a duplicate key is TOML's error to give
+            return None
+        if m.group(1) is not None:
+            data[m.group(1)] = m.group(2)
+    return data
 
 
 def _toml(text: str, source: Path | str) -> dict[str, Any]:
