@@ -12,54 +12,17 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from patchctl.gitrepo.core import FIXED_IDENTITY, OBJECT_ID, Result, git_env, run_git, start_git
 from patchctl.gitrepo.missing import index_blobs, lacking, missing_files, objects_dir, tree_blobs
-from patchctl.toolout import reason
 
-_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
-_HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
+if TYPE_CHECKING:  # what git said beyond success: made only when it said it (applyout)
+    from patchctl.gitrepo.applyout import ApplyError, HunkOffset, WhitespaceWarning
 
-
-# `git apply --whitespace=warn`: "FILE:LINE: WHAT." then the line itself
-_WHITESPACE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:\n]+?)\.\n(?P<text>.*)$",
-                         re.MULTILINE)
-# in every warning; a quick search for it spares the slow scan of a clean run's output
+# in every whitespace warning of `git apply --whitespace=warn` (gitrepo.applyout reads
+# them); a quick search for it spares the slow scan of a clean run's output
 _WHITESPACE_HINT = re.compile(r":\d+: ")
-_FAILED_AT = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
-_ERROR = re.compile(r"^error: (.*)$")
-
-
-@dataclass(frozen=True)
-class HunkOffset:
-    """A hunk `git apply -v` placed away from where its header said (the one definition:
-    verify, rebase-pin and import report these)."""
-
-    file: str  # the path git names
-    hunk: int  # 1-based within its file diff
-    offset: int  # lines
-    line: int  # where it applied
-
-
-@dataclass(frozen=True)
-class WhitespaceWarning:
-    """A line `git apply` warned adds a whitespace error (it names at most five a run)."""
-
-    file: str  # the patch file, as git was given it
-    line: int  # as git numbers it: newer gits count from the first line of each patch
-    # file, older ones (2.39, for one) count on across all the patch files of one run
-    what: str  # "trailing whitespace", "space before tab in indent", ...
-    text: str  # the line as git shows it (without its "+", or "+" alone for a blank)
-
-
-@dataclass(frozen=True)
-class ApplyError:
-    """Why `git apply` refused, read once from its stderr."""
-
-    message: str  # git's first real error line, without "error: " (else its last line)
-    file: str | None = None  # "patch failed: FILE:LINE" names the file and line ...
-    line: int | None = None  # ... where the failing hunk was expected upstream
 
 
 @dataclass(frozen=True)
@@ -74,39 +37,29 @@ class ApplyRun:
 
     def offsets(self) -> list[tuple[int, HunkOffset]]:
         """(file diff index in input order, offset) from `git apply -v`."""
-        out: list[tuple[int, HunkOffset]] = []
         text = self.stderr + self.stdout
         if "succeeded at" not in text:
-            return out  # no hunk moved (the usual case): no need to read 2 lines a file
-        file_index, path = -1, "?"
-        for line in text.splitlines():
-            if m := _CHECKING.match(line):
-                file_index, path = file_index + 1, m.group(1)
-            elif (m := _HUNK_OK.match(line)) and m.group(3) and int(m.group(3)):
-                out.append((file_index, HunkOffset(path, int(m.group(1)), int(m.group(3)),
-                                                   int(m.group(2)))))
-        return out
+            return []  # no hunk moved (the usual case): no need to read 2 lines a file
+        from patchctl.gitrepo import applyout
+
+        return applyout.offsets(text)
 
     def whitespace(self) -> list[WhitespaceWarning]:
         """The lines git warned add whitespace errors, in its order (one scan of its
         whole output)."""
         if not _WHITESPACE_HINT.search(self.stderr):  # 2,000 clean patches: ~7 ms less
             return []
-        return [WhitespaceWarning(m.group("file"), int(m.group("line")), m.group("what"),
-                                  m.group("text")) for m in _WHITESPACE.finditer(self.stderr)]
+        from patchctl.gitrepo import applyout
+
+        return applyout.whitespace(self.stderr)
 
     @property
     def error(self) -> ApplyError | None:
         if self.ok:
             return None
-        lines = self.stderr.splitlines()
-        for line in lines:
-            if m := _FAILED_AT.match(line):
-                return ApplyError(f"patch failed: {m.group('file')}:{m.group('line')}",
-                                  m.group("file"), int(m.group("line")))
-        errors = [m.group(1) for ln in lines if (m := _ERROR.match(ln))]
-        message = next((e for e in errors if not e.startswith("while searching")), None)
-        return ApplyError(message or reason(self.stderr))
+        from patchctl.gitrepo import applyout
+
+        return applyout.error(self.stderr)
 
 
 @dataclass(frozen=True)
