@@ -124,7 +124,6 @@ class ParseCache:
         self.entries: dict[str, list[Any]] = {}
         self.used: dict[str, list[Any]] = {}
         self.changed = False
-        self.reads = 0  # patch files whose bytes were read (their stat was not known)
         self.lock: str | None = None  # engine's key of the lock last found current
         self._lock: str | None = None  # as read
         self._contents = hashlib.sha256(self.key.encode())
@@ -159,7 +158,6 @@ class ParseCache:
                 return summary
         from patchctl.model import patchfile  # only for a patch read anew
 
-        self.reads += 1
         data = patchfile.patch_bytes(Path(path))
         sha = hashlib.sha256(data).hexdigest()
         self._contents.update(f"{name}\0{strip}\0{sha}\n".encode())
