@@ -304,6 +304,8 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     actions = text.split("## Next actions")[1].split("## Facts")[0]
     assert (f"     - `evidence/cube/cube-both.json`, rerun: "
             f"`sh {scripts}/both.sh {tmp_path} tiny.gguf {pin}`\n"
+            # it names a folder outside the project (tmp_path): a clone lacks it
+            "       - needs the paths of the machine that recorded it\n"
             "     - and 2 running part of it (reruns under Evidence records): "
             "`evidence/cube/cube-ppl.json`, `evidence/cube/cube-llama-bench.json`\n") in actions
     assert "(`llama-bench` only)" not in actions and "rerun: `sh " + str(scripts) + "/ppl.sh" \
