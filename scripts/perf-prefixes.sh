@@ -7,8 +7,8 @@
 #
 #   scripts/perf-prefixes.sh UPSTREAM WORK BENCH_MODEL PPL_MODEL TEXT ROUNDS
 #
-# Needs: this project's clone, patchctl (or PATCHCTL), a llama.cpp clone at the pin (partial:
-# --exclude 'models/*.gguf'), cmake, ninja, a C++ compiler, python3, two GGUF models, a text file.
+# Needs: a llama.cpp clone at the pin (partial: --exclude 'models/*.gguf'), cmake, ninja, a C++
+# compiler, two GGUF models, a text file.
 #
 # The trees are the pin and the pin with the first K patches of stack/series, K = 1..N, labelled
 # pin, p1..pN: each is written by `patchctl -C WORK/stacks/LABEL apply --into WORK/LABEL/src

@@ -200,7 +200,7 @@ def test_why_the_tests_failing_at_the_pin_fail_is_said_from_the_log_and_the_cmak
     named = ("at the pin: failed: test-args, test-net, test-vocab; not run: test-state; "
              "not run, unbuilt: test-chat")
     assert c.details == [
-        "at the pin, by cause (the log; tests/CMakeLists.txt; each: Details): unbuilt: "
+        "why, at the pin (each: Details): unbuilt: "
         "llama-app, test-chat; test-net runs cmake/download-models.cmake; test-state needs "
         "test-net to pass first; test-vocab reads models/vocab.gguf; test-args: none stated"]
     assert c.why == [

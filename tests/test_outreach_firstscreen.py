@@ -174,7 +174,7 @@ def test_first_screen_order_and_one_line_results(briefs) -> None:
     assert "- 4 passed, 1 skipped (cuda: `evidence/cube/cube-pytest.json` (other stack))" \
         in results
     # no totals in the log: said, not invented; no backend in the record: said
-    assert "- 1 more record(s) without totals: see Evidence records" in results
+    assert "- more records (Details): 1 without totals" in results
     # the summary is facts, one a sentence, with its source
     assert "- summary, from `stack/outreach/cube.toml`" in text
     assert "  - Callers no longer write x\\*x\\*x (e.g. in ops).\n" in text

@@ -103,4 +103,4 @@ def test_the_committed_briefs_rerun_needs_no_scratch_folder() -> None:
         assert line.endswith("rerun: `scripts/perf-prefixes.sh UPSTREAM WORK BENCH_MODEL "
                              "PPL_MODEL TEXT ROUNDS`"), path.name
         assert "/work/" not in covered, path.name
-        assert "its script's usage; needs: this project's clone, patchctl" in covered, path.name
+        assert "its script's usage; needs: a llama.cpp clone at the pin" in covered, path.name

@@ -260,7 +260,7 @@ def _short(why: list[tuple[str, str]], *, named: bool) -> list[str]:
     shorts = [x for x in shorts if x]
     if not shorts:
         return []
-    head = f"at the pin, by cause (the log; {CMAKE}; each: Details): " if named else "also "
+    head = "why, at the pin (each: Details): " if named else "also "
     return [head + "; ".join(shorts)]
 
 
