@@ -21,7 +21,7 @@ from patchctl.errors import InputError
 from patchctl.textout import count, table
 
 if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
-    from patchctl.rebase.engine import PatchResult, RebaseResult
+    from patchctl.rebase.results import PatchResult, RebaseResult
 
 
 @click.command("rebase-pin")
@@ -48,7 +48,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
 
     Each patch is classified on NEW_REF with the patches before it applied:
-    exact, offset, 3way, conflict or upstream (already there: the commit that
+    exact, offset, 3way, conflict, waiting (it conflicts only because an
+    earlier conflict whose lines it stands on is left out; --check's "to
+    resolve" counts conflicts only) or upstream (already there: the commit that
     landed it is named, found by patch-id, reverse-apply, or the upstream PR or
     commit the patch names). Only NEW_REF's tree proves a patch upstream: it
     holds every change the patch makes, at its place. A patch that names a
@@ -109,6 +111,8 @@ def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
     verdict = _VERDICT.get(p.change or "", "")
     if p.resolved:
         return f"resolved by hand, {verdict}"
+    if p.waits_on and result.status != "stopped":
+        return f"waits on {p.waits_on[0][:4]}" + (" ..." if len(p.waits_on) > 1 else "")
     if result.status in ("checked", "needs-drop"):
         return "would drop" if p.change == "dropped" else (f"would be {verdict}" if verdict
                                                            else "")
@@ -142,7 +146,12 @@ def render(result: RebaseResult) -> str:
                                                       for o in p.offsets))
         if p.conflicts:
             out.append("       conflicts in: " + ", ".join(p.conflicts))
-        if p.after_conflict:
+        if p.waits_on:
+            them = "that patch's" if len(p.waits_on) == 1 else "those patches'"
+            out.append(f"       waits on {', '.join(p.waits_on)}: its lines stand on {them}, "
+                       "left out here; no conflict of its own (graded again once they are "
+                       "resolved)")
+        elif p.after_conflict:
             out.append("       (checked with the conflicting patch before it left out)")
         if p.landed:
             c = p.landed.commit
@@ -173,6 +182,10 @@ def render(result: RebaseResult) -> str:
             out += [f"         {ln}" for ln in p.interdiff.rstrip("\n").splitlines()]
     if result.bisect_checks:
         out.append(f"bisect: {count(result.bisect_checks, 'index-only check')} in all")
+    if result.to_resolve or result.waiting:
+        out.append(f"to resolve: {count(result.to_resolve, 'conflict')}"
+                   + (f"; {count(result.waiting, 'patch', 'patches')} waiting on them"
+                      if result.waiting else ""))
     tail = {
         "checked": "check only: nothing written",
         "up-to-date": "the stack is already at this commit; nothing written",

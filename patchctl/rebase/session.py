@@ -41,7 +41,6 @@ from patchctl.rebase.cited import cited
 from patchctl.rebase.engine import (
     DROPPED,
     Progress,
-    RebaseResult,
     Searcher,
     Source,
     Step,
@@ -56,6 +55,7 @@ from patchctl.rebase.engine import (
     sources_of,
     upstream_paths,
 )
+from patchctl.rebase.results import RebaseResult
 from patchctl.rebase.state import DoneEntry, RebaseState, rebase_dir
 
 
@@ -75,7 +75,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         snap = stackwrite.snapshot(stack.root)
         with gitrepo.temp_index(upstream) as index:
             seed(index, pin.commit, sources)
-            steps = classify(index, sources, new, progress=progress,
+            steps = classify(index, sources, new, progress=progress, old=pin.commit,
                              landable=upstream_paths(upstream, pin.commit, new),
                              cited=cited(upstream, pin.commit, new, sources, pin.url))
             searcher = None
@@ -253,7 +253,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         rest = sources[len(done):]
         with gitrepo.temp_index(git_dir) as index:
             steps = classify(index, rest, gitrepo.tree_of(git_dir, "HEAD"), progress=progress,
-                             first=len(sources),
+                             first=len(sources), old=state.old, priors=sources[:len(done)],
                              landable=upstream_paths(git_dir, state.old, state.new),
                              cited=cited(git_dir, state.old, state.new, rest,
                                          stack.pin().url))
