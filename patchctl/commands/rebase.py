@@ -35,6 +35,10 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               help="Resume after resolving and staging a conflict in the rebase work tree "
               "(and, if the resolution changes them, editing the patch's header in "
               ".patchctl/rebase/header).")
+@click.option("--widen-scope", is_flag=True,
+              help="With --continue: when the resolution reaches files outside the patch's "
+              "Scope: (code upstream moved to a new file), add their exact paths to it; "
+              "--continue alone refuses and names them.")
 @click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
 @click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
 @click.option("--drop-upstream", is_flag=True,
@@ -43,8 +47,8 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
 @quiet_option
 @click.pass_context
 def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bisect: bool,
-               check: bool, cont: bool, abort: bool, allow_downgrade: bool, drop_upstream: bool,
-               as_json: bool) -> int:
+               check: bool, cont: bool, widen_scope: bool, abort: bool, allow_downgrade: bool,
+               drop_upstream: bool, as_json: bool) -> int:
     """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
 
     Each patch is classified on NEW_REF with the patches before it applied:
@@ -61,6 +65,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     tree is left under .patchctl/rebase/ to resolve, then --continue; the
     patch's header is in .patchctl/rebase/header, and what is there at
     --continue (Subject, body, trailers such as Scope:) is the rebased patch's.
+    A resolution that reaches files outside Scope: is refused with their
+    names; --continue --widen-scope adds those exact paths to Scope: and
+    re-checks the stack at the new pin (applies, reverses) as always.
     Exit 0 when rebased (or --check finds all applying), 1 when stopped.
     """
     from patchctl.rebase import session as rebasing
@@ -70,6 +77,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         raise InputError(f"{' and '.join(modes)} cannot be combined")
     if (cont or abort) and new_ref:
         raise InputError(f"{modes[0]} takes no NEW_REF: the rebase in progress has one")
+    if widen_scope and not cont:
+        raise InputError("--widen-scope goes with --continue: it widens the Scope: of the "
+                         "patch resolved at a stop")
     if not (cont or abort) and not new_ref:
         raise InputError("missing NEW_REF: the upstream commit, tag or branch to move to")
     project = project_dir(ctx)
@@ -78,7 +88,7 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         result = rebasing.abort(project, stack)
     elif cont:
         result = rebasing.continue_rebase(project, stack, drop_upstream=drop_upstream,
-                                              progress=progress)
+                                          widen_scope=widen_scope, progress=progress)
     else:
         assert new_ref is not None
         repo = resolve_upstream(upstream, stack.pin(), stack)
@@ -146,6 +156,8 @@ def render(result: RebaseResult) -> str:
                                                       for o in p.offsets))
         if p.conflicts:
             out.append("       conflicts in: " + ", ".join(p.conflicts))
+        if p.widened:
+            out.append(f"       Scope: widened with {', '.join(p.widened)} (--widen-scope)")
         if p.waits_on:
             them = "that patch's" if len(p.waits_on) == 1 else "those patches'"
             out.append(f"       waits on {', '.join(p.waits_on)}: its lines stand on {them}, "
@@ -200,7 +212,7 @@ def render(result: RebaseResult) -> str:
             *([f"  $EDITOR {result.header}   # optional: the patch's Subject, body and "
                "trailers (Scope: too), if the resolution changes them"] if result.header else []),
             "  patchctl rebase-pin --continue   # re-checks the resolved stack at the new pin, "
-            "then writes it",
+            "then writes it (add --widen-scope if the resolution reaches files outside Scope:)",
             "  patchctl rebase-pin --abort      # or give up: stack/ stays as it was",
         ]
     elif result.message and result.status not in ("up-to-date",):

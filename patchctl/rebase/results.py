@@ -83,6 +83,7 @@ class PatchResult:
     change: str | None = None  # unchanged | context-only | content-changed | dropped
     interdiff: str | None = None
     resolved: bool = False  # its conflict was resolved by hand (--continue)
+    widened: list[str] = field(default_factory=list)  # paths --widen-scope added to Scope:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PatchResult:
@@ -116,6 +117,7 @@ class PatchResult:
             change=d.get("change"),
             interdiff=d.get("interdiff"),
             resolved=d.get("resolved", False),
+            widened=list(d.get("widened", [])),
         )
 
 
