@@ -86,8 +86,11 @@ def test_widen_scope_takes_the_files_in_one_step(cli, proj) -> None:
     assert v.code == 0, v.out + v.err
 
 
-def test_widen_scope_only_with_continue(cli, proj) -> None:
-    """--widen-scope names what a stop's resolution may add; alone it is a usage error."""
+def test_widen_scope_never_with_abort(cli, proj) -> None:
+    """--widen-scope takes what a resolution or a followed move adds; --abort takes nothing,
+    so the two together are a usage error."""
     project, up = proj
-    r = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--widen-scope")
-    assert r.code == 2 and "--widen-scope goes with --continue" in r.err
+    _stop(cli, project, up)
+    r = cli("-C", str(project), "rebase-pin", "--abort", "--widen-scope")
+    assert r.code == 2 and "--widen-scope does not go with --abort" in r.err
+    assert (project / ".patchctl/rebase/state.json").exists()

@@ -36,9 +36,10 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               "(and, if the resolution changes them, editing the patch's header in "
               ".patchctl/rebase/header).")
 @click.option("--widen-scope", is_flag=True,
-              help="With --continue: when the resolution reaches files outside the patch's "
-              "Scope: (code upstream moved to a new file), add their exact paths to it; "
-              "--continue alone refuses and names them.")
+              help="When a resolution (--continue) or a patch followed where upstream moved "
+              "its lines reaches files outside the patch's Scope:, add their exact paths to "
+              "it; without it, --continue refuses and names them, and a moved patch stays "
+              "a conflict.")
 @click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
 @click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
 @click.option("--drop-upstream", is_flag=True,
@@ -52,7 +53,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
 
     Each patch is classified on NEW_REF with the patches before it applied:
-    exact, offset, 3way, conflict, waiting (it conflicts only because an
+    exact, offset, 3way, moved (its lines moved upstream to exactly one place,
+    found by an exact search of the tree: re-targeted there, naming the commit
+    that moved them), conflict, waiting (it conflicts only because an
     earlier conflict whose lines it stands on is left out; --check's "to
     resolve" counts conflicts only) or upstream (already there: the commit that
     landed it is named, found by patch-id, reverse-apply, or the upstream PR or
@@ -77,9 +80,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         raise InputError(f"{' and '.join(modes)} cannot be combined")
     if (cont or abort) and new_ref:
         raise InputError(f"{modes[0]} takes no NEW_REF: the rebase in progress has one")
-    if widen_scope and not cont:
-        raise InputError("--widen-scope goes with --continue: it widens the Scope: of the "
-                         "patch resolved at a stop")
+    if widen_scope and abort:
+        raise InputError("--widen-scope does not go with --abort: it widens the Scope: of a "
+                         "resolved or moved patch")
     if not (cont or abort) and not new_ref:
         raise InputError("missing NEW_REF: the upstream commit, tag or branch to move to")
     project = project_dir(ctx)
@@ -94,7 +97,8 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         repo = resolve_upstream(upstream, stack.pin(), stack)
         result = rebasing.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
                                    allow_downgrade=allow_downgrade,
-                                   drop_upstream=drop_upstream, progress=progress)
+                                   drop_upstream=drop_upstream, widen_scope=widen_scope,
+                                   progress=progress)
     end_progress()
     if as_json:
         emit_json(result.to_dict())
@@ -156,6 +160,11 @@ def render(result: RebaseResult) -> str:
                                                       for o in p.offsets))
         if p.conflicts:
             out.append("       conflicts in: " + ", ".join(p.conflicts))
+        for m in p.moved:
+            by = f", by {m.commit[:12]} {m.subject!r}" if m.commit else ""
+            out.append(f"       moved: {m.file} hunk #{m.hunk} -> {m.to}:{m.line}{by}")
+        if p.moved_note:
+            out.append(f"       not followed as moved: {p.moved_note}")
         if p.widened:
             out.append(f"       Scope: widened with {', '.join(p.widened)} (--widen-scope)")
         if p.waits_on:

@@ -131,6 +131,12 @@ def in_scope(path: str, globs: Sequence[str]) -> bool:
     return any(glob_match(path, g) for g in globs)
 
 
+def scope_literal(path: str) -> bool:
+    """Whether ``path`` can stand in ``Scope:`` as itself: no blank or comma (they split
+    the trailer) and no glob character (it would match more than the path)."""
+    return not re.search(r"[\s,*?\[\]\\]", path)
+
+
 def outside_scope(patch: Patch) -> list[str]:
     """The paths the patch touches that its ``Scope:`` does not cover, in diff order (none
     when it has no Scope: lint says that once)."""

@@ -35,10 +35,12 @@ from patchctl.errors import GitError, InputError
 from patchctl.model import grades, patchtext, stackwrite
 from patchctl.model.fingerprint import lock_state, make_lock
 from patchctl.model.grades import APPLIES as APPLIES  # outreach reads it from here
-from patchctl.model.grades import CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM, WAITING
+from patchctl.model.grades import CONFLICT, EXACT, MOVED, OFFSET, THREE_WAY, UPSTREAM, WAITING
+from patchctl.model.lint import outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Pin, Stack, render_lock, rewrite_series
 from patchctl.rebase import review as rebase_review
+from patchctl.rebase.moved import follow, write_diff
 from patchctl.rebase.results import Bisect, Cited, Commit, Landing, PatchResult
 from patchctl.rebase.waiting import waits_on
 from patchctl.textout import count
@@ -83,7 +85,8 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
              progress: Progress | None = None, first: int | None = None,
              landable: frozenset[str] | None = None,
              cited: Mapping[int, Cited] | None = None, old: str | None = None,
-             priors: Sequence[Source] = ()) -> list[Step]:
+             priors: Sequence[Source] = (), widen_scope: bool = False,
+             new_pin: str | None = None) -> list[Step]:
     """Each patch in order on ``tree`` plus the patches before it that applied.
 
     ``landable``: the paths upstream changed between the old and the new pin. A
@@ -98,7 +101,10 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     diff holds its lines), any other cited patch keeps its grade and is ``superseded?``.
 
     With ``old`` (the old pin; ``priors``: the old stack before ``sources``), a conflict
-    standing only on patches left out before it is ``waiting`` (rebase/waiting.py).
+    standing only on patches left out before it is ``waiting`` (rebase/waiting.py), and one
+    whose lines upstream moved is re-targeted there, ``moved`` (rebase/moved.py), when that
+    stays in its Scope (``widen_scope``: the paths are added to it), naming the commit of
+    ``old``..``new_pin`` (default: ``tree``) that moved them.
     """
     index.read_tree(tree)
     current = index.write_tree()
@@ -138,6 +144,10 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         if result.grade == CONFLICT:
             result.conflicts = gitrepo.unmerged_paths(index) or [f.path for f in s.patch.files]
             index.read_tree(current)
+            if old:
+                after = _follow(index, step, tree, current, f"{old}..{new_pin or tree}",
+                                widen_scope=widen_scope)
+        if result.grade == CONFLICT:
             after, after_conflict = current, True
             result.waits_on = waits_on(index.repo, index.env, old, current, [
                 *priors, *(t.source for t in steps[:-1])], left_out, s.patch) if old else []
@@ -150,14 +160,54 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             result.superseded = found.superseded()
         if result.grade == EXACT:
             result.change = patchtext.UNCHANGED
-        elif result.grade in (OFFSET, THREE_WAY):
-            step.text = regenerate(index, s.patch, current, after)
+        elif result.grade in (OFFSET, THREE_WAY, MOVED):
+            step.text = step.text or regenerate(index, s.patch, current, after)
             new = patchtext.reparse(step.text, name=s.name, path=s.path)
             result.change = patchtext.compare(s.patch, new)
             if result.change == patchtext.CONTENT:
                 result.interdiff = patchtext.interdiff(s.patch, new, name=s.name)
         current = after
     return steps
+
+
+def _follow(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str, *,
+            widen_scope: bool) -> str:
+    """A conflicting patch re-targeted where upstream moved its lines (rebase/moved.py):
+    it must apply, reverse to ``current``, and stay in Scope (or widen it). Returns the
+    tree after it; ``current`` when it stays a conflict (the index holds that tree)."""
+    r, patch = step.result, step.source.patch
+    found = follow(index.repo, index.env, tree, current, span, patch)
+    if found is None or found.diff is None:
+        r.moved_note = found.refused if found else None
+        return current
+    path = write_diff(found.diff)
+    try:
+        moved = index.write_tree() if index.apply([path]).ok else None
+        back = moved is not None and index.apply([path], reverse=True).ok and \
+            index.write_tree() == current
+    finally:
+        path.unlink()
+    index.read_tree(current)
+    if moved is None or not back:
+        r.moved_note = "re-targeted where its lines went, it does not apply and reverse there"
+        return current
+    diff, head = gitrepo.format_diff(index.repo, current, moved, env=index.env), \
+        patchtext.header_text(patch)
+    text = patchtext.render(head, diff, mail_form=patch.mail_form)
+    outside = outside_scope(patchtext.reparse(text, name=patch.name, path=patch.path))
+    if outside and (not widen_scope or not all(map(scope_literal, outside))):
+        r.moved_note = (f"its lines moved ({', '.join(sorted({h.to for h in found.hunks}))}) "
+                        f"but {', '.join(outside)} is outside its Scope "
+                        f"({' '.join(patch.scope)}); " + ("--widen-scope takes it" if all(
+                            map(scope_literal, outside)) else "widen it by hand"))
+        return current
+    if outside:
+        head = patchtext.set_trailer(head, "Scope", " ".join([*patch.scope, *outside]),
+                                     mail_form=patch.mail_form)
+        text = patchtext.render(head, diff, mail_form=patch.mail_form)
+    index.read_tree(moved)
+    r.grade, r.moved, r.widened, r.conflicts, step.text = MOVED, found.hunks, outside, [], text
+    return moved
 
 
 def upstream_paths(repo: Path, old: str, new: str) -> frozenset[str]:

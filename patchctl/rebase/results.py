@@ -14,6 +14,7 @@ from patchctl import gitrepo
 from patchctl.model.grades import APPLIES, CONFLICT, WAITING
 from patchctl.model.schemas import REBASE as SCHEMA
 from patchctl.rebase import review as rebase_review
+from patchctl.rebase.moved import MovedHunk
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,8 @@ class PatchResult:
     interdiff: str | None = None
     resolved: bool = False  # its conflict was resolved by hand (--continue)
     widened: list[str] = field(default_factory=list)  # paths --widen-scope added to Scope:
+    moved: list[MovedHunk] = field(default_factory=list)  # moved: the hunks re-targeted
+    moved_note: str | None = None  # why its lines were not followed, when looked for
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PatchResult:
@@ -118,6 +121,8 @@ class PatchResult:
             interdiff=d.get("interdiff"),
             resolved=d.get("resolved", False),
             widened=list(d.get("widened", [])),
+            moved=[MovedHunk(**m) for m in d.get("moved", [])],
+            moved_note=d.get("moved_note"),
         )
 
 

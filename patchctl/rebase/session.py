@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 import shutil
 import time
 from pathlib import Path
@@ -33,7 +32,7 @@ from patchctl.errors import InputError, StackError
 from patchctl.model import patchtext, stackwrite
 from patchctl.model.fingerprint import fingerprint, lock_state, make_lock
 from patchctl.model.grades import CONFLICT, EXACT, UPSTREAM
-from patchctl.model.lint import ERROR, added_findings, outside_scope
+from patchctl.model.lint import ERROR, added_findings, outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Stack
 from patchctl.rebase import review as rebase_review
@@ -62,7 +61,7 @@ from patchctl.rebase.state import DoneEntry, RebaseState, rebase_dir
 
 def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, check: bool = False,
                bisect: bool = False, allow_downgrade: bool = False, drop_upstream: bool = False,
-               progress: Progress | None = None) -> RebaseResult:
+               widen_scope: bool = False, progress: Progress | None = None) -> RebaseResult:
     started = time.perf_counter()
     rebase_state.refuse_if_in_progress(project)
     upstream = gitrepo.git_dir(upstream)  # a work tree path would not reach its objects
@@ -77,6 +76,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         with gitrepo.temp_index(upstream) as index:
             seed(index, pin.commit, sources)
             steps = classify(index, sources, new, progress=progress, old=pin.commit,
+                             widen_scope=widen_scope,
                              landable=upstream_paths(upstream, pin.commit, new),
                              cited=cited(upstream, pin.commit, new, sources, pin.url))
             searcher = None
@@ -256,6 +256,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         with gitrepo.temp_index(git_dir) as index:
             steps = classify(index, rest, gitrepo.tree_of(git_dir, "HEAD"), progress=progress,
                              first=len(sources), old=state.old, priors=sources[:len(done)],
+                             widen_scope=widen_scope, new_pin=state.new,
                              landable=upstream_paths(git_dir, state.old, state.new),
                              cited=cited(git_dir, state.old, state.new, rest,
                                          stack.pin().url))
@@ -369,7 +370,7 @@ def _resolve(project: Path, state: RebaseState, sources: list[Source], done: lis
 def _widened(path: Path, old: Patch, new: Patch, paths: list[str], diff: str) -> Patch:
     """``new`` with ``paths`` added to its ``Scope:``, written to the header file first (a
     killed --continue keeps it), then read back and checked as the user's edit is."""
-    odd = [p for p in paths if re.search(r"[\s,*?\[\]\\]", p)]
+    odd = [p for p in paths if not scope_literal(p)]
     if odd:
         raise InputError(f"{odd[0]} cannot be added to `Scope:` as it is (a blank, comma or "
                          f"glob character in it); edit `Scope:` in {path} and run "
