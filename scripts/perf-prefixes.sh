@@ -5,19 +5,67 @@
 # the pin's digit for digit. With CTEST=1 also upstream's own ctest per tree, in the form
 # `patchctl draft-outreach` compares (docs/FORMATS.md, "A log of upstream's ctest").
 #
-#   scripts/perf-prefixes.sh SRC WORK BENCH_MODEL PPL_MODEL TEXT ROUNDS LABEL=COMMIT...
+#   scripts/perf-prefixes.sh UPSTREAM WORK BENCH_MODEL PPL_MODEL TEXT ROUNDS
 #
-# SRC is a git repository of the upstream holding the stack's patches as commits (`patchctl edit
-# LAST --full` makes one); each COMMIT is checked out into WORK/LABEL/src (the files whose blobs a
-# partial clone lacks left out, as `patchctl edit --full` leaves them), built in WORK/LABEL/build-tools (llama-bench, llama-perplexity) and, with
-# CTEST=1, WORK/LABEL/build-tests (upstream's tests on, tools off). The first LABEL is the
-# baseline. CCACHE=1 compiles through ccache, with the trees' paths made relative so that the
-# files a prefix leaves alone hit the cache. Writes WORK/perf.json for `patchctl record --metrics`.
+# Needs: a llama.cpp clone at the pin (partial: --exclude 'models/*.gguf'), cmake, ninja, a C++
+# compiler, two GGUF models, a text file.
+#
+# The trees are the pin and the pin with the first K patches of stack/series, K = 1..N, labelled
+# pin, p1..pN: each is written by `patchctl -C WORK/stacks/LABEL apply --into WORK/LABEL/src
+# --upstream UPSTREAM`, WORK/stacks/LABEL being this stack with its series cut after K patches.
+# Options before UPSTREAM: --dry-run prints the steps and runs none; --exclude GLOB (repeatable)
+# goes to `patchctl apply` (a partial clone lacks its largest blobs: 'models/*.gguf'). Each tree
+# is built in WORK/LABEL/build-tools (llama-bench, llama-perplexity) and, with CTEST=1,
+# WORK/LABEL/build-tests (upstream's tests on, tools off). The first LABEL is the baseline.
+# CCACHE=1 compiles through ccache, with the trees' paths made relative so that the files a
+# prefix leaves alone hit the cache. Writes WORK/perf.json for `patchctl record --metrics`.
 set -euo pipefail
-src=$1 work=$(realpath -m "$2") bench_model=$3 ppl_model=$4 text=$5 rounds=$6
-shift 6
-mkdir -p "$work"
-labels=()
+usage() {
+    echo "usage: $0 [--dry-run] [--exclude GLOB]... UPSTREAM WORK BENCH_MODEL PPL_MODEL TEXT ROUNDS" >&2
+    exit 2
+}
+dry= excludes=()
+while [ $# -gt 0 ]; do
+    case $1 in
+        --dry-run) dry=1; shift ;;
+        --exclude) [ $# -ge 2 ] || usage; excludes+=(--exclude "$2"); shift 2 ;;
+        --) shift; break ;;
+        -*) echo "$0: unknown option $1" >&2; usage ;;
+        *) break ;;
+    esac
+done
+[ $# -eq 6 ] || usage
+upstream=$1 work=$(realpath -m "$2") bench_model=$3 ppl_model=$4 text=$5 rounds=$6
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+patchctl=${PATCHCTL:-patchctl}
+fail() { echo "$0: $*" >&2; exit 2; }
+[[ $rounds =~ ^[1-9][0-9]*$ ]] || fail "ROUNDS must be a positive number, not '$rounds'"
+[ -e "$upstream" ] || fail "UPSTREAM $upstream does not exist: give a llama.cpp clone holding the pin"
+for f in "$bench_model" "$ppl_model" "$text"; do
+    [ -f "$f" ] || fail "$f is not a file"
+done
+[ -f "$root/stack/series" ] || fail "$root/stack/series not found: run the script of a clone of the project"
+# the series' entries (a line: the patch's file name, then an optional -pN), in apply order
+mapfile -t series < <(grep -vE '^[[:space:]]*(#|$)' "$root/stack/series")
+labels=(pin)
+pin=$(sed -nE 's/^commit = "([0-9a-f]{40})"$/\1/p' "$root/stack/upstream.toml")
+mapfile -t subjects < <("$patchctl" -C "$root" series --json | python3 -c \
+    'import json, sys; print("\n".join(p["subject"] for p in json.load(sys.stdin)["patches"]))')
+[ "${#subjects[@]}" = "${#series[@]}" ] || fail "patchctl series lists ${#subjects[@]} patches, stack/series ${#series[@]}"
+for ((k = 1; k <= ${#series[@]}; k++)); do labels+=("p$k"); done
+# run a command, or with --dry-run print it
+run() {
+    if [ -n "$dry" ]; then
+        printf '%q ' "$@" | sed 's/ $//'
+        echo
+    else
+        "$@"
+    fi
+}
+# the same, its output dropped when it runs
+runq() {
+    if [ -n "$dry" ]; then run "$@"; else "$@" >/dev/null; fi
+}
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
         -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF)
 if [ -n "${CCACHE:-}" ]; then
@@ -26,35 +74,46 @@ if [ -n "${CCACHE:-}" ]; then
 fi
 threads=$(nproc)
 
-for spec in "$@"; do
-    label=${spec%%=*} commit=${spec#*=}
-    labels+=("$label")
+for ((k = 0; k < ${#labels[@]}; k++)); do
+    label=${labels[$k]}
+    stack=$work/stacks/$label/stack
     tree=$work/$label/src
-    echo "== $label: $(git -C "$src" log -1 --format='%h %s' "$commit")"
-    # every file the upstream clone has (a partial clone lacks its largest blobs: they are left
-    # out); a file already in the tree is kept, so a rerun only adds what is missing
-    mkdir -p "$tree"
-    export GIT_INDEX_FILE=$work/$label/index
-    git -C "$src" read-tree "$commit"
-    python3 - "$src" "$commit" "$tree" <<'EOF_PRESENT' | git -C "$src" --work-tree="$tree" checkout-index -z --stdin
-import os, subprocess, sys
-src, commit, tree = sys.argv[1:]
-def git(*args):
-    return subprocess.run(["git", "-C", src, *args], check=True, capture_output=True).stdout
-missing = {ln[1:] for ln in git("rev-list", "--objects", "--missing=print", "--no-walk",
-                                commit).splitlines() if ln.startswith(b"?")}
-entries = [e.split(b"\t", 1) for e in git("ls-files", "-s", "-z").split(b"\0") if e]
-sys.stdout.buffer.write(b"".join(path + b"\0" for meta, path in entries
-                                 if meta.split()[1] not in missing and
-                                 not os.path.lexists(os.path.join(tree.encode(), path))))
-EOF_PRESENT
-    unset GIT_INDEX_FILE
+    # this stack with its series cut after k patches
+    run mkdir -p "$stack/patches"
+    run cp "$root/stack/upstream.toml" "$stack/upstream.toml"
+    if [ -n "$dry" ]; then
+        echo "(series: the comments of stack/series and its first $k entries, into $stack/series)"
+    else
+        { grep -E '^[[:space:]]*#' "$root/stack/series" || true
+          printf '%s\n' "${series[@]:0:$k}"; } > "$stack/series"
+    fi
+    for entry in "${series[@]:0:$k}"; do
+        run cp "$root/stack/patches/${entry%% *}" "$stack/patches/"
+    done
+    run "$patchctl" -C "$work/stacks/$label" apply --into "$tree" --upstream "$upstream" \
+        "${excludes[@]}" -q
+    # the section header upstream's ctest log is read by: the pin's commit and subject, or the
+    # tree `patchctl apply` wrote (its stamp) and the subject of the prefix's last patch
+    if [ "$k" = 0 ]; then
+        id=$pin subject=$(git -C "$upstream" log -1 --format=%s "$pin" 2>/dev/null || true)
+    else
+        id=$([ -n "$dry" ] || sed -nE 's/^tree = "([0-9a-f]+)"$/\1/p' "$tree/.patchctl-stamp")
+        subject=${subjects[$((k - 1))]}
+    fi
+    echo "== $label: ${id:0:9}${id:+ }$subject"
     t0=$(date +%s)
-    cmake -S "$tree" -B "$work/$label/build-tools" "${common[@]}" -DLLAMA_BUILD_TESTS=OFF \
-        -DLLAMA_BUILD_TOOLS=ON >/dev/null
-    ninja -C "$work/$label/build-tools" llama-bench llama-perplexity >/dev/null
-    echo "build: llama-bench llama-perplexity in $(( $(date +%s) - t0 )) s"
+    runq cmake -S "$tree" -B "$work/$label/build-tools" "${common[@]}" -DLLAMA_BUILD_TESTS=OFF \
+        -DLLAMA_BUILD_TOOLS=ON
+    runq ninja -C "$work/$label/build-tools" llama-bench llama-perplexity
+    [ -n "$dry" ] || echo "build: llama-bench llama-perplexity in $(( $(date +%s) - t0 )) s"
     if [ -n "${CTEST:-}" ]; then
+        if [ -n "$dry" ]; then
+            run cmake -S "$tree" -B "$work/$label/build-tests" "${common[@]}" \
+                -DLLAMA_BUILD_TESTS=ON -DLLAMA_BUILD_TOOLS=OFF
+            run ninja -C "$work/$label/build-tests" -k 0
+            run ctest --test-dir "$work/$label/build-tests" -j2 --timeout 600
+            continue
+        fi
         t0=$(date +%s)
         cmake -S "$tree" -B "$work/$label/build-tests" "${common[@]}" -DLLAMA_BUILD_TESTS=ON \
             -DLLAMA_BUILD_TOOLS=OFF >/dev/null
@@ -76,6 +135,15 @@ EOF_PRESENT
         grep -E 'tests passed|tests failed' <<<"$out" || true
     fi
 done
+
+if [ -n "$dry" ]; then
+    for label in "${labels[@]}"; do
+        run "$work/$label/build-tools/bin/llama-perplexity" -m "$ppl_model" -f "$text" -c 128 \
+            -b 128 -t "$threads" --no-warmup
+    done
+    echo "(then $rounds round(s) of llama-bench -m $bench_model -p 512 -n 128 -r 1 -t $threads -o jsonl, every tree once a round; WORK/perf.json)"
+    exit 0
+fi
 
 # perplexity: one run per tree; the chunks' values and the final estimate
 for label in "${labels[@]}"; do

@@ -196,3 +196,57 @@ def make_history(root: Path) -> History:
     git(path, "reset", "-q", "--hard", "master")
     git(path, "tag", "v2", up.commits["c30"])
     return History(up, patches)
+
+
+# -- small stacked histories: a pin P1, an upstream move to P2, a stack made on P1 ----------
+
+Change = tuple[str, str] | list[tuple[str, str]] | str | None
+Edit = tuple[str, dict[str, Change]]  # subject, path -> (old, new), or several, or the
+# whole new text, or None (deleted)
+
+
+def _apply_edit(work: Path, changes: dict[str, Change]) -> None:
+    for rel, change in changes.items():
+        path = work / rel
+        if change is None:
+            path.unlink()
+        elif isinstance(change, str):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(change)
+        else:
+            for old, new in change if isinstance(change, list) else [change]:
+                replace_in(path, old, new)
+
+
+def make_stacked(root: Path, files: dict[str, str], upstream: list[Edit],
+                 stack: list[tuple[Edit, str]]) -> tuple[Upstream, list[tuple[str, str]]]:
+    """An upstream whose first commit ``P1`` holds ``files`` and whose ``upstream`` edits,
+    one commit each, lead to ``P2``; and the stack: each (edit, Scope) committed on P1 in
+    turn and written with `git format-patch`, as (file name, text)."""
+    up = root / "up"
+    up.mkdir(parents=True)
+    git(up, "init", "-q", "-b", "master")
+    _apply_edit(up, dict(files))
+    git(up, "add", "-A")
+    git(up, "commit", "-q", "-m", "root (#1)")
+    commits = {"P1": git(up, "rev-parse", "HEAD").strip()}
+    for n, (subject, changes) in enumerate(upstream, 2):
+        _apply_edit(up, changes)
+        git(up, "add", "-A")
+        git(up, "commit", "-q", "-m", f"{subject} (#{n})")
+        commits[f"u{n - 1}"] = git(up, "rev-parse", "HEAD").strip()
+    commits["P2"] = git(up, "rev-parse", "HEAD").strip()
+    git(up, "tag", "P1", commits["P1"])
+    git(up, "tag", "P2", commits["P2"])
+    scratch = root / "scratch"
+    git(root, "clone", "-q", "--no-checkout", str(up), str(scratch))
+    git(scratch, "checkout", "-q", "-b", "stack", commits["P1"])
+    for (subject, changes), scope in stack:
+        _apply_edit(scratch, changes)
+        git(scratch, "add", "-A")
+        git(scratch, "commit", "-q", "-m", f"{subject}\n\nWhy: the downstream needs it.\n\n"
+            f"Concern: {subject.split()[0]}\nUpstream-Status: Pending\nScope: {scope}\n")
+    out = scratch / "out"
+    names = git(scratch, "format-patch", "--zero-commit", "--no-signature", "-o", str(out),
+                f"{commits['P1']}..stack").split()
+    return Upstream(up, commits), [(Path(n).name, Path(n).read_text()) for n in names]

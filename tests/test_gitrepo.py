@@ -142,6 +142,34 @@ def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream:
         assert back.ok and back.batched and index.write_tree() == upstream.tree(base)
 
 
+def test_a_tree_read_into_an_index_once_is_copied_from_then_on(upstream: Upstream) -> None:
+    """Every verify ran `git read-tree` of the pin's tree on each index before git could
+    apply a patch (a process, and 34 M instructions at 4,000 files, per part). The index
+    git wrote for a tree is kept in the cache; a later seed copies it (no git process),
+    byte for byte what read-tree writes. A damaged or cut copy is a miss: read-tree again."""
+    from patchctl import fsutil
+
+    repo = gitrepo.git_dir(upstream.path)
+    tree = upstream.tree()
+    with gitrepo.temp_index(repo) as fresh:
+        fresh.read_tree(tree)
+        expected = fresh.path.read_bytes()
+    kept = fsutil.cache_dir() / "indexes" / tree
+
+    def seeded() -> int:
+        with gitrepo.temp_index(repo) as index:
+            index.seed(tree)
+            assert index.path.read_bytes() == expected
+            return index.calls
+
+    assert seeded() == 1 and kept.read_bytes() == expected  # read by git, then kept
+    assert seeded() == 0  # copied
+    data = kept.read_bytes()
+    for damaged in (data[:100] + bytes([data[100] ^ 1]) + data[101:], data[:-1], b""):
+        kept.write_bytes(damaged)
+        assert seeded() == 1 and kept.read_bytes() == expected  # read again, kept anew
+
+
 def test_tree_symlinks_lists_every_link_once_per_tree(tmp_path: Path, upstream: Upstream) -> None:
     """verify lints writes through upstream's symlinks from this set: every link in the
     tree, nested ones included; a tree is listed by git once, then read from the cache."""

@@ -158,3 +158,61 @@ def test_a_build_failure_repeated_at_every_tree_is_shown_once(cli, project,
     assert [ln.strip() for ln in lines.splitlines() if "FAILED" in ln] == [
         "FAILED: [code=1] tests/CMakeFiles/test-chat.dir/test-chat.cpp.o (2 times, once per "
         "tree: the pin and 1 prefix)"]
+
+
+CMAKE = """\
+function(llama_test target)
+    # NAME and ARGS as upstream's helper takes them
+endfunction()
+llama_test(test-tokenizer-0 NAME test-vocab     ARGS ${PROJECT_SOURCE_DIR}/models/vocab.gguf)
+add_test(NAME test-net COMMAND ${CMAKE_COMMAND}
+    -DDEST=${MODEL_DEST}
+    -P ${CMAKE_SOURCE_DIR}/cmake/download-models.cmake
+)
+set_tests_properties(test-net PROPERTIES FIXTURES_SETUP net-model)
+llama_build_and_test(test-state.cpp ARGS -m "${MODEL_DEST}")
+set_tests_properties(test-state PROPERTIES FIXTURES_REQUIRED net-model)
+llama_build_and_test(test-args.cpp)
+"""
+
+
+def test_why_the_tests_failing_at_the_pin_fail_is_said_from_the_log_and_the_cmake_file(
+        ) -> None:
+    """Bug: the brief said the same 12 tests fail at the pin and at every prefix, but not
+    why, so a reviewer reads them as the patch's problem or the tester's. It now says what
+    the log states (build targets failing everywhere, a library too) and what upstream's
+    tests/CMakeLists.txt at the pin says each failing test needs (a fixture test that must
+    pass first, a file of the source tree it reads, a script it runs); a test neither
+    explains is named as such, and no cause is made up."""
+    from patchctl.outreach import ctest
+
+    pin = "1234567890" + "0" * 30
+    at_pin = {"test-alloc": "passed", "test-vocab": "failed", "test-net": "failed",
+              "test-state": "not run", "test-args": "failed", "test-chat": "not run"}
+    log = "".join(_section(label, commit, subject, {**at_pin, **more},
+                           ("test-chat", "llama-app"))
+                  for label, commit, subject, more in (
+                      ("pin", pin[:9], "base", {}),
+                      ("p1", "abcdef012", SUBJECT, {"test-cube": "passed"})))
+    c = ctest.compare(log, pin, SUBJECT, CMAKE)
+    assert c is not None
+    where = "tests/CMakeLists.txt at the pin"
+    named = ("at the pin: failed: test-args, test-net, test-vocab; not run: test-state; "
+             "not run, unbuilt: test-chat")
+    assert c.details == [
+        "why, at the pin (each: Details): unbuilt: "
+        "llama-app, test-chat; test-net runs cmake/download-models.cmake; test-state needs "
+        "test-net to pass first; test-vocab reads models/vocab.gguf; test-args: none stated"]
+    assert c.why == [
+        named,
+        "build targets failing at the pin and every prefix (the log): llama-app, test-chat",
+        f"runs a script of the source tree, {where}: "
+        "test-net: cmake/download-models.cmake (:5)",
+        f"need test-net (failed at the pin) to pass first (FIXTURES_REQUIRED), {where}: "
+        "test-state (:11)",
+        f"reads a file of the source tree, {where}: test-vocab: models/vocab.gguf (:4)",
+        "no cause in the log or tests/CMakeLists.txt: test-args"]
+    # without the CMake file only what the log says, and no test is said to lack a cause
+    bare = ctest.compare(log, pin, SUBJECT)
+    assert bare is not None and bare.details == [named, "also unbuilt: llama-app"]
+    assert bare.why == c.why[1:2]

@@ -174,7 +174,7 @@ def test_first_screen_order_and_one_line_results(briefs) -> None:
     assert "- 4 passed, 1 skipped (cuda: `evidence/cube/cube-pytest.json` (other stack))" \
         in results
     # no totals in the log: said, not invented; no backend in the record: said
-    assert "- 1 more record(s) without totals: see Evidence records" in results
+    assert "- more records (Details): 1 without totals" in results
     # the summary is facts, one a sentence, with its source
     assert "- summary, from `stack/outreach/cube.toml`" in text
     assert "  - Callers no longer write x\\*x\\*x (e.g. in ops).\n" in text
@@ -304,6 +304,8 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
     actions = text.split("## Next actions")[1].split("## Facts")[0]
     assert (f"     - `evidence/cube/cube-both.json`, rerun: "
             f"`sh {scripts}/both.sh {tmp_path} tiny.gguf {pin}`\n"
+            # it names a folder outside the project (tmp_path): a clone lacks it
+            "       - needs the paths of the machine that recorded it\n"
             "     - and 2 running part of it (reruns under Evidence records): "
             "`evidence/cube/cube-ppl.json`, `evidence/cube/cube-llama-bench.json`\n") in actions
     assert "(`llama-bench` only)" not in actions and "rerun: `sh " + str(scripts) + "/ppl.sh" \

@@ -585,8 +585,8 @@ def test_a_resolution_can_change_the_patch_header(cli, proj: Path) -> None:
     (work / "README.md").write_text((work / "README.md").read_text() + "Tightened op 15.\n")
     git(work, "add", "README.md")
     refused = rebase(cli, proj, "--continue")
-    assert refused.code == 2 and "README.md is outside the patch's Scope" in refused.err
-    assert str(header) in refused.err  # says where to widen it
+    assert refused.code == 2 and "outside its Scope (src/tiny.c): README.md;" in refused.err
+    assert str(header) in refused.err and "--widen-scope" in refused.err  # how to widen it
     header.write_text(text.replace("Why: the downstream needs it.",
                                    "Why: the downstream needs it; op 15 is documented.")
                       .replace("Upstream-Status: Pending", "Upstream-Status: Maybe"))

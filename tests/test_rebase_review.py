@@ -62,7 +62,7 @@ def test_continue_rechecks_the_resolution_before_writing(cli, proj: Path) -> Non
     git(work, "add", "README.md")
     r = rebase(cli, proj, "--continue")
     assert r.code == 2, r.out + r.err
-    assert "does not hold" in r.err and "README.md is outside the patch's Scope" in r.err
+    assert "reaches files outside its Scope (src/tiny.c): README.md;" in r.err
     assert snap(proj) == before
     git(work, "checkout", "HEAD", "--", "README.md")
     code, data = rebase_json(cli, proj, "--continue")

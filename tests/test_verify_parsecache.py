@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,7 @@ import pytest
 
 from patchctl.model.lint import lint_patch
 from patchctl.model.patchfile import read_patch
+from patchctl.verify import parsecache
 from patchctl.verify.parsecache import ParseCache, summarize
 
 
@@ -27,9 +29,54 @@ def test_cached_patches_equal_parsed_ones(project: Path, tmp_path: Path) -> None
     again = ParseCache(project / "stack", tmp_path / "c")
     warm = _all(again, project)
     assert not again.changed  # every patch came from the cache
-    fresh = [summarize(read_patch(p.path, name=p.name)) for p in cold]
+    fresh = [summarize(read_patch(Path(p.path), name=p.name)) for p in cold]
     assert warm == cold == fresh
-    assert [p.patch() for p in warm] == [read_patch(p.path, name=p.name) for p in cold]
+    assert [p.patch() for p in warm] == [read_patch(Path(p.path), name=p.name) for p in cold]
+
+
+def test_a_patch_whose_stat_is_kept_is_not_read_again(project: Path, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warm verify opened, read and hashed every patch file (2,000 of them) only to find
+    each in the cache. A patch whose stat (size, mtime, ctime, inode, device) is the one the
+    cache kept is not read; one whose stat changed is read again."""
+    from patchctl.model import patchfile
+
+    monkeypatch.setattr(parsecache, "RACY_NS", 0)  # the fixture wrote the patches just now
+    read: list[str] = []
+    patch_bytes = patchfile.patch_bytes
+    monkeypatch.setattr(patchfile, "patch_bytes", lambda p: read.append(p.name) or patch_bytes(p))
+    first = ParseCache(project / "stack", tmp_path / "c")
+    cold = _all(first, project)
+    first.save()
+    assert len(read) == len(cold)
+    read.clear()
+    again = ParseCache(project / "stack", tmp_path / "c")
+    assert _all(again, project) == cold and read == [] and not again.changed
+    path = sorted((project / "stack/patches").iterdir())[0]
+    path.write_text(path.read_text().replace("Upstream-Status: Pending",
+                                             "Upstream-Status: Denied"))
+    third = ParseCache(project / "stack", tmp_path / "c")
+    assert third.read(path, name=path.name, strip=1).upstream_status == "Denied"
+    assert read == [path.name]
+
+
+def test_a_patch_changed_just_before_it_was_read_keeps_no_stat(project: Path,
+                                                               tmp_path: Path) -> None:
+    """git's racy-git case: a file rewritten at the same size within one timestamp tick of
+    the read (or of 2 s on FAT) can keep its stat. A file changed within RACY_NS of the
+    read keeps no stat in the cache, so it is read and hashed again next time; one changed
+    before that keeps it."""
+    path = sorted((project / "stack/patches").iterdir())[0]
+    cache = ParseCache(project / "stack", tmp_path / "c")
+    cache.read(path, name=path.name, strip=1)  # written by the fixture just now
+    assert cache.used[path.name][2] is None
+    st = path.stat()
+    later = max(st.st_mtime_ns, st.st_ctime_ns) + parsecache.RACY_NS + 1
+    assert not parsecache._settled(st, now=later - 2)
+    assert parsecache._settled(st, now=later)
+    cache.save()
+    data = json.loads(cache.path.read_text())
+    assert data["patches"][path.name][2] is None
 
 
 def test_cached_lint_findings_come_back_and_symlinks_lint_again(tmp_path: Path) -> None:
@@ -75,7 +122,7 @@ def test_a_damaged_cache_costs_only_time(project: Path, tmp_path: Path) -> None:
     cache.save()
     data = json.loads(cache.path.read_text())
     for entry in data["patches"].values():
-        entry[1] = "garbage"
+        entry[3][1] = "garbage"
     cache.path.write_text(json.dumps(data))
     again = ParseCache(project / "stack", tmp_path / "c")
     assert _all(again, project) == _all(ParseCache(project / "stack", tmp_path / "d"), project)
@@ -83,17 +130,23 @@ def test_a_damaged_cache_costs_only_time(project: Path, tmp_path: Path) -> None:
     assert ParseCache(project / "stack", tmp_path / "c").entries == {}
 
 
+@pytest.mark.parametrize("settled", [False, True])
 @pytest.mark.parametrize("damaged", [0, "", None, {}, "x"])
 def test_an_entry_with_damaged_findings_is_parsed_again(project: Path, tmp_path: Path,
-                                                         damaged: object) -> None:
+                                                         damaged: object, settled: bool,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     """A summary's findings field that was not a list, but empty or falsy ("" or {}), was
-    trusted as "no findings"; every such entry is parsed again now."""
+    trusted as "no findings"; every such entry is parsed again now, whether the patch is
+    known by its stat or by its bytes."""
+    if settled:
+        monkeypatch.setattr(parsecache, "RACY_NS", 0)
     cache = ParseCache(project / "stack", tmp_path / "c")
     fresh = _all(cache, project)
     cache.save()
     data = json.loads(cache.path.read_text())
     for entry in data["patches"].values():
-        entry[7] = damaged
+        assert (entry[2] is not None) is settled
+        entry[3][7] = damaged
     cache.path.write_text(json.dumps(data))
     again = ParseCache(project / "stack", tmp_path / "c")
     assert _all(again, project) == fresh and again.changed
@@ -108,8 +161,9 @@ def test_verify_reports_the_same_cold_and_warm(cli, project: Path) -> None:
         data.pop("seconds")
         runs.append((data.pop("git_calls"), data))
     assert runs[0][1] == runs[1][1]
-    # the second run reads the pin tree's symlinks from the cache: no ls-tree
-    assert runs[0][0] == runs[1][0] + 1
+    # the second run reads the pin tree's symlinks from the cache (no ls-tree) and copies
+    # the index git wrote for the pin's tree (no read-tree)
+    assert runs[0][0] == runs[1][0] + 2
 
 
 @pytest.mark.parametrize("what", ["fifo", "zero", "patches-list"])
@@ -119,7 +173,6 @@ def test_a_cache_that_is_no_file_of_ours_is_a_miss(project: Path, tmp_path: Path
     the path held: a FIFO there hung verify, a symlink to /dev/zero read without end, and a
     `patches` that was a list was a traceback. Each is a miss, written anew. (Read in a
     child with a deadline and 1 GiB of memory, so the old behaviour fails, not hangs.)"""
-    import os
     import resource
     import subprocess
     import sys
@@ -159,9 +212,13 @@ def test_a_warm_verify_loads_neither_the_linter_nor_the_parser_before_git(projec
     """A verify whose patches all came from the parse cache still imported the linter and its
     glob matcher, and the patch parser before it started git: start-up work on every run
     for code that only a changed patch needs. Now it loads neither the linter nor the
-    matcher, and the parser only once git runs (it reads the patch files' bytes)."""
+    matcher; nor the parser, when every patch file's stat is the one the cache kept (it
+    reads no patch file then), nor the TOML parser (the lock is the one found current)."""
     probe = ("import json, sys, threading\n"
              "from patchctl.cli import main\n"
+             "from patchctl.verify import parsecache\n"
+             "parsecache.RACY_NS = 0\n"  # the patches were written just now
+
              "from patchctl.gitrepo import index\n"
              "seen = {}\n"
              "start = index.RoundTrip.__init__\n"
@@ -175,9 +232,9 @@ def test_a_warm_verify_loads_neither_the_linter_nor_the_parser_before_git(projec
              "    seen['exit'] = e.code\n"
              "print('LOADED', json.dumps([seen['exit'], seen.get('at_git'), *(\n"
              "    m in sys.modules for m in ('patchctl.model.lint', 'patchctl.globs',\n"
-             "                               'patchctl.model.patchfile'))]))")
+             "                               'patchctl.model.patchfile', 'tomllib'))]))")
     runs = [subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                            check=True).stdout.split("LOADED ", 1)[1] for _ in range(2)]
     cold, warm = (json.loads(r) for r in runs)
-    assert cold == [0, False, True, True, True]  # the first run parses and lints every patch
-    assert warm == [0, False, False, False, True]
+    assert cold[:5] == [0, False, True, True, True]  # the first parses and lints every patch
+    assert warm == [0, False, False, False, False, False]

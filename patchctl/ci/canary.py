@@ -3,9 +3,10 @@
 Input is ``patchctl rebase-pin TIP --check --bisect --json`` (schema
 ``patchctl.rebase/1``; fields this module does not know are ignored, so the
 report can grow). A patch is *broken* when its grade is ``conflict``: it no
-longer applies, even three-way. It is *newly* broken when the previous report
-(kept by the workflow between runs) did not have it broken, or when there is
-no previous report: then the baseline is the pin, where every patch applies.
+longer applies, even three-way (or ``waiting``: it stands on such a patch, left
+out). It is *newly* broken when the previous report (kept by the workflow
+between runs) did not have it broken, or when there is no previous report: then
+the baseline is the pin, where every patch applies.
 Only new breaks fail the canary; a break that persists is reported, not
 re-raised every night.
 """
@@ -23,7 +24,7 @@ from patchctl.textout import count
 from patchctl.untrusted import BadDocument, printable, read_json
 
 SCHEMA = schemas.CANARY
-BROKEN = "conflict"
+BROKEN = frozenset({"conflict", "waiting"})  # waiting: stands on a conflict left out
 NEW, STILL, FIXED, APPLIES, LANDED = "newly broken", "still broken", "fixed", "applies", \
     "landed"
 
@@ -64,7 +65,7 @@ class Canary:
 
     @property
     def broken(self) -> list[str]:
-        return [r.name for r in self.rows if r.grade == BROKEN]
+        return [r.name for r in self.rows if r.grade in BROKEN]
 
     @property
     def ok(self) -> bool:
@@ -177,12 +178,12 @@ def compare(report: dict[str, Any], previous: dict[str, Any] | None, *,
     rows: list[Row] = []
     for p in report["patches"]:
         grade, was = p["grade"], before.get(p["name"])
-        if grade == BROKEN:
-            state = STILL if was == BROKEN else NEW
+        if grade in BROKEN:
+            state = STILL if was in BROKEN else NEW
         elif grade == "upstream":
             state = LANDED
         else:
-            state = FIXED if was == BROKEN else APPLIES
+            state = FIXED if was in BROKEN else APPLIES
         bisect = p.get("bisect") or {}
         rows.append(Row(
             index=int(p.get("index", len(rows) + 1)), name=p["name"], grade=grade, state=state,

@@ -21,7 +21,7 @@ from patchctl.errors import InputError
 from patchctl.textout import count, table
 
 if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
-    from patchctl.rebase.engine import PatchResult, RebaseResult
+    from patchctl.rebase.results import PatchResult, RebaseResult
 
 
 @click.command("rebase-pin")
@@ -35,6 +35,11 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               help="Resume after resolving and staging a conflict in the rebase work tree "
               "(and, if the resolution changes them, editing the patch's header in "
               ".patchctl/rebase/header).")
+@click.option("--widen-scope", is_flag=True,
+              help="When a resolution (--continue) or a patch followed where upstream moved "
+              "its lines reaches files outside the patch's Scope:, add their exact paths to "
+              "it; without it, --continue refuses and names them, and a moved patch stays "
+              "a conflict.")
 @click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
 @click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
 @click.option("--drop-upstream", is_flag=True,
@@ -43,12 +48,16 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
 @quiet_option
 @click.pass_context
 def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bisect: bool,
-               check: bool, cont: bool, abort: bool, allow_downgrade: bool, drop_upstream: bool,
-               as_json: bool) -> int:
+               check: bool, cont: bool, widen_scope: bool, abort: bool, allow_downgrade: bool,
+               drop_upstream: bool, as_json: bool) -> int:
     """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
 
     Each patch is classified on NEW_REF with the patches before it applied:
-    exact, offset, 3way, conflict or upstream (already there: the commit that
+    exact, offset, 3way, moved (its lines moved upstream to exactly one place,
+    found by an exact search of the tree: re-targeted there, naming the commit
+    that moved them), conflict, waiting (it conflicts only because an
+    earlier conflict whose lines it stands on is left out; --check's "to
+    resolve" counts conflicts only) or upstream (already there: the commit that
     landed it is named, found by patch-id, reverse-apply, or the upstream PR or
     commit the patch names). Only NEW_REF's tree proves a patch upstream: it
     holds every change the patch makes, at its place. A patch that names a
@@ -59,6 +68,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     tree is left under .patchctl/rebase/ to resolve, then --continue; the
     patch's header is in .patchctl/rebase/header, and what is there at
     --continue (Subject, body, trailers such as Scope:) is the rebased patch's.
+    A resolution that reaches files outside Scope: is refused with their
+    names; --continue --widen-scope adds those exact paths to Scope: and
+    re-checks the stack at the new pin (applies, reverses) as always.
     Exit 0 when rebased (or --check finds all applying), 1 when stopped.
     """
     from patchctl.rebase import session as rebasing
@@ -68,6 +80,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         raise InputError(f"{' and '.join(modes)} cannot be combined")
     if (cont or abort) and new_ref:
         raise InputError(f"{modes[0]} takes no NEW_REF: the rebase in progress has one")
+    if widen_scope and abort:
+        raise InputError("--widen-scope does not go with --abort: it widens the Scope: of a "
+                         "resolved or moved patch")
     if not (cont or abort) and not new_ref:
         raise InputError("missing NEW_REF: the upstream commit, tag or branch to move to")
     project = project_dir(ctx)
@@ -76,13 +91,14 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         result = rebasing.abort(project, stack)
     elif cont:
         result = rebasing.continue_rebase(project, stack, drop_upstream=drop_upstream,
-                                              progress=progress)
+                                          widen_scope=widen_scope, progress=progress)
     else:
         assert new_ref is not None
         repo = resolve_upstream(upstream, stack.pin(), stack)
         result = rebasing.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
                                    allow_downgrade=allow_downgrade,
-                                   drop_upstream=drop_upstream, progress=progress)
+                                   drop_upstream=drop_upstream, widen_scope=widen_scope,
+                                   progress=progress)
     end_progress()
     if as_json:
         emit_json(result.to_dict())
@@ -109,6 +125,8 @@ def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
     verdict = _VERDICT.get(p.change or "", "")
     if p.resolved:
         return f"resolved by hand, {verdict}"
+    if p.waits_on and result.status != "stopped":
+        return f"waits on {p.waits_on[0][:4]}" + (" ..." if len(p.waits_on) > 1 else "")
     if result.status in ("checked", "needs-drop"):
         return "would drop" if p.change == "dropped" else (f"would be {verdict}" if verdict
                                                            else "")
@@ -142,7 +160,19 @@ def render(result: RebaseResult) -> str:
                                                       for o in p.offsets))
         if p.conflicts:
             out.append("       conflicts in: " + ", ".join(p.conflicts))
-        if p.after_conflict:
+        for m in p.moved:
+            by = f", by {m.commit[:12]} {m.subject!r}" if m.commit else ""
+            out.append(f"       moved: {m.file} hunk #{m.hunk} -> {m.to}:{m.line}{by}")
+        if p.moved_note:
+            out.append(f"       not followed as moved: {p.moved_note}")
+        if p.widened:
+            out.append(f"       Scope: widened with {', '.join(p.widened)} (--widen-scope)")
+        if p.waits_on:
+            them = "that patch's" if len(p.waits_on) == 1 else "those patches'"
+            out.append(f"       waits on {', '.join(p.waits_on)}: its lines stand on {them}, "
+                       "left out here; no conflict of its own (graded again once they are "
+                       "resolved)")
+        elif p.after_conflict:
             out.append("       (checked with the conflicting patch before it left out)")
         if p.landed:
             c = p.landed.commit
@@ -173,6 +203,10 @@ def render(result: RebaseResult) -> str:
             out += [f"         {ln}" for ln in p.interdiff.rstrip("\n").splitlines()]
     if result.bisect_checks:
         out.append(f"bisect: {count(result.bisect_checks, 'index-only check')} in all")
+    if result.to_resolve or result.waiting:
+        out.append(f"to resolve: {count(result.to_resolve, 'conflict')}"
+                   + (f"; {count(result.waiting, 'patch', 'patches')} waiting on them"
+                      if result.waiting else ""))
     tail = {
         "checked": "check only: nothing written",
         "up-to-date": "the stack is already at this commit; nothing written",
@@ -187,7 +221,7 @@ def render(result: RebaseResult) -> str:
             *([f"  $EDITOR {result.header}   # optional: the patch's Subject, body and "
                "trailers (Scope: too), if the resolution changes them"] if result.header else []),
             "  patchctl rebase-pin --continue   # re-checks the resolved stack at the new pin, "
-            "then writes it",
+            "then writes it (add --widen-scope if the resolution reaches files outside Scope:)",
             "  patchctl rebase-pin --abort      # or give up: stack/ stays as it was",
         ]
     elif result.message and result.status not in ("up-to-date",):

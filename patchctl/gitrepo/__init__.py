@@ -6,6 +6,8 @@ package runs git.
 
 - ``core``: the one subprocess helper and small queries;
 - ``index``: temporary indexes (verify, apply --into, reproduce);
+- ``applyout``: what `git apply` says beyond success (hunk offsets, whitespace warnings,
+  why it refused), read only from a run that says any;
 - ``cache``: upstream URLs and bundles fetched once into the cache;
 - ``network``: every fetch, and how a server answers (a plain HTTP one is never fetched
   from as a partial clone);
@@ -16,8 +18,9 @@ package runs git.
 - ``blame``: the recent commits that last changed given lines at one commit, and a shallow
   clone's grafts (burden).
 
-``blame``, ``cache``, ``history``, ``network``, ``read`` and ``worktree`` are imported when
-one of their names is first asked for: verify and ``--help`` need none of them (~7 ms of start-up).
+``applyout``, ``blame``, ``cache``, ``history``, ``network``, ``read`` and ``worktree`` are
+imported when one of their names is first asked for: verify of a clean stack and ``--help``
+need none of them (~10 ms of start-up).
 
 May import: the helpers beside ``patchctl.cli`` only. Within it ``core`` is at the bottom
 (every module runs git through it) and ``index`` imports no module that imports it.
@@ -48,15 +51,12 @@ from patchctl.gitrepo.core import (
 )
 from patchctl.gitrepo.index import (
     Applied,
-    ApplyError,
     ApplyRun,
-    HunkOffset,
     RoundTrip,
     SeriesItem,
     SeriesResult,
     StoreIndex,
     TempIndex,
-    WhitespaceWarning,
     applied_from,
     index_paths,
     indexed_tree,
@@ -68,6 +68,7 @@ from patchctl.gitrepo.index import (
 from patchctl.gitrepo.missing import MissingFiles
 
 if TYPE_CHECKING:
+    from patchctl.gitrepo.applyout import ApplyError, HunkOffset, WhitespaceWarning
     from patchctl.gitrepo.blame import (
         Blame,
         BlamedCommit,
@@ -239,7 +240,7 @@ __all__ = [
     "worktree_status",
 ]
 
-_LATER = ("blame", "cache", "history", "network", "read", "worktree")
+_LATER = ("applyout", "blame", "cache", "history", "network", "read", "worktree")
 
 if not TYPE_CHECKING:  # hidden from mypy, which would let any misspelt name through
 

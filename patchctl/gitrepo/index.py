@@ -12,54 +12,17 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from patchctl.gitrepo.core import FIXED_IDENTITY, Result, git_env, run_git, start_git
+from patchctl.gitrepo.core import FIXED_IDENTITY, OBJECT_ID, Result, git_env, run_git, start_git
 from patchctl.gitrepo.missing import index_blobs, lacking, missing_files, objects_dir, tree_blobs
-from patchctl.toolout import reason
 
-_CHECKING = re.compile(r"^Checking patch (.+)\.\.\.$")
-_HUNK_OK = re.compile(r"^Hunk #(\d+) succeeded at (\d+)(?: \(offset (-?\d+) lines?\))?\.$")
+if TYPE_CHECKING:  # what git said beyond success: made only when it said it (applyout)
+    from patchctl.gitrepo.applyout import ApplyError, HunkOffset, WhitespaceWarning
 
-
-# `git apply --whitespace=warn`: "FILE:LINE: WHAT." then the line itself
-_WHITESPACE = re.compile(r"^(?P<file>.+?):(?P<line>\d+): (?P<what>[^:\n]+?)\.\n(?P<text>.*)$",
-                         re.MULTILINE)
-# in every warning; a quick search for it spares the slow scan of a clean run's output
+# in every whitespace warning of `git apply --whitespace=warn` (gitrepo.applyout reads
+# them); a quick search for it spares the slow scan of a clean run's output
 _WHITESPACE_HINT = re.compile(r":\d+: ")
-_FAILED_AT = re.compile(r"^error: patch failed: (?P<file>.+):(?P<line>\d+)$")
-_ERROR = re.compile(r"^error: (.*)$")
-
-
-@dataclass(frozen=True)
-class HunkOffset:
-    """A hunk `git apply -v` placed away from where its header said (the one definition:
-    verify, rebase-pin and import report these)."""
-
-    file: str  # the path git names
-    hunk: int  # 1-based within its file diff
-    offset: int  # lines
-    line: int  # where it applied
-
-
-@dataclass(frozen=True)
-class WhitespaceWarning:
-    """A line `git apply` warned adds a whitespace error (it names at most five a run)."""
-
-    file: str  # the patch file, as git was given it
-    line: int  # as git numbers it: newer gits count from the first line of each patch
-    # file, older ones (2.39, for one) count on across all the patch files of one run
-    what: str  # "trailing whitespace", "space before tab in indent", ...
-    text: str  # the line as git shows it (without its "+", or "+" alone for a blank)
-
-
-@dataclass(frozen=True)
-class ApplyError:
-    """Why `git apply` refused, read once from its stderr."""
-
-    message: str  # git's first real error line, without "error: " (else its last line)
-    file: str | None = None  # "patch failed: FILE:LINE" names the file and line ...
-    line: int | None = None  # ... where the failing hunk was expected upstream
 
 
 @dataclass(frozen=True)
@@ -74,39 +37,29 @@ class ApplyRun:
 
     def offsets(self) -> list[tuple[int, HunkOffset]]:
         """(file diff index in input order, offset) from `git apply -v`."""
-        out: list[tuple[int, HunkOffset]] = []
         text = self.stderr + self.stdout
         if "succeeded at" not in text:
-            return out  # no hunk moved (the usual case): no need to read 2 lines a file
-        file_index, path = -1, "?"
-        for line in text.splitlines():
-            if m := _CHECKING.match(line):
-                file_index, path = file_index + 1, m.group(1)
-            elif (m := _HUNK_OK.match(line)) and m.group(3) and int(m.group(3)):
-                out.append((file_index, HunkOffset(path, int(m.group(1)), int(m.group(3)),
-                                                   int(m.group(2)))))
-        return out
+            return []  # no hunk moved (the usual case): no need to read 2 lines a file
+        from patchctl.gitrepo import applyout
+
+        return applyout.offsets(text)
 
     def whitespace(self) -> list[WhitespaceWarning]:
         """The lines git warned add whitespace errors, in its order (one scan of its
         whole output)."""
         if not _WHITESPACE_HINT.search(self.stderr):  # 2,000 clean patches: ~7 ms less
             return []
-        return [WhitespaceWarning(m.group("file"), int(m.group("line")), m.group("what"),
-                                  m.group("text")) for m in _WHITESPACE.finditer(self.stderr)]
+        from patchctl.gitrepo import applyout
+
+        return applyout.whitespace(self.stderr)
 
     @property
     def error(self) -> ApplyError | None:
         if self.ok:
             return None
-        lines = self.stderr.splitlines()
-        for line in lines:
-            if m := _FAILED_AT.match(line):
-                return ApplyError(f"patch failed: {m.group('file')}:{m.group('line')}",
-                                  m.group("file"), int(m.group("line")))
-        errors = [m.group(1) for ln in lines if (m := _ERROR.match(ln))]
-        message = next((e for e in errors if not e.startswith("while searching")), None)
-        return ApplyError(message or reason(self.stderr))
+        from patchctl.gitrepo import applyout
+
+        return applyout.error(self.stderr)
 
 
 @dataclass(frozen=True)
@@ -114,7 +67,7 @@ class SeriesItem:
     """One patch of a series to apply: its file, strip level and number of file diffs
     (``files``: lets one batched call be split back into per-patch offsets)."""
 
-    path: Path
+    path: str | os.PathLike[str]
     strip: int = 1
     files: int | None = None
 
@@ -171,6 +124,24 @@ class TempIndex:
 
     def read_tree(self, treeish: str) -> None:
         self._run(["read-tree", treeish])
+
+    def seed(self, tree: str) -> None:
+        """``read_tree(tree)`` for a tree id, from the index git wrote for it before when
+        there is one: a tree id names its contents for good, so that index is kept in the
+        cache (``<cache>/indexes/<tree>``; read back only whole, its checksum intact) and a
+        copy of it spares the ``read-tree`` process (verify starts ``git apply`` at once)."""
+        from patchctl import fsutil
+
+        kept = fsutil.cache_dir() / "indexes" / tree
+        data = fsutil.read_cache(kept, _KEPT_INDEX_BYTES) if OBJECT_ID.fullmatch(tree) else None
+        if data is not None and _intact(data, len(tree) // 2):
+            self.path.write_bytes(data)
+            return
+        self.read_tree(tree)
+        with contextlib.suppress(OSError):  # a read-only cache: read-tree again next time
+            if OBJECT_ID.fullmatch(tree):
+                fsutil.atomic_write(kept, self.path.read_bytes())
+                _prune_kept(kept.parent)
 
     def write_tree(self) -> str:
         # --missing-ok: every entry is the pin's own (read from its trees) or a blob
@@ -310,12 +281,30 @@ class TempIndex:
     def round_trip_in_background(self, patch_files: Sequence[str | os.PathLike[str]], *,
                                  strip: int,
                                  base: str | None = None) -> RoundTrip:
-        """Start proving a series on this index on a thread: ``read-tree base`` (when
-        given), one ``git apply`` forward, one ``git apply -R`` of it last first, then
+        """Start proving a series on this index on a thread: ``seed(base)`` (when given:
+        a tree id), one ``git apply`` forward, one ``git apply -R`` of it last first, then
         ``write-tree``. git works while the caller parses the patches;
         ``RoundTrip.forward_run()`` waits for the forward pass, ``RoundTrip.wait()`` for
         all of it."""
         return RoundTrip(self, list(patch_files), strip, base)
+
+
+_KEPT_INDEX_BYTES = 256 << 20  # read back at most (a tree of 100,000 files: ~10 MB)
+
+
+def _intact(data: bytes, id_bytes: int) -> bool:
+    """Is ``data`` an index file whose trailing checksum (SHA-1 or SHA-256, as long as an
+    object id) matches its contents? A damaged or cut copy is a miss."""
+    import hashlib
+
+    return data[:4] == b"DIRC" and len(data) > 12 + id_bytes and hashlib.new(
+        "sha1" if id_bytes == 20 else "sha256", data[:-id_bytes]).digest() == data[-id_bytes:]
+
+
+def _prune_kept(folder: Path, keep: int = 8) -> None:
+    """The indexes of at most ``keep`` trees: the least recently written go first."""
+    for old in sorted(folder.iterdir(), key=lambda p: p.stat().st_mtime, reverse=True)[keep:]:
+        old.unlink(missing_ok=True)
 
 
 def applied_from(run: ApplyRun, items: Sequence[SeriesItem]) -> list[Applied]:
@@ -347,7 +336,7 @@ class RoundTrip:
              base: str | None) -> None:
         try:
             if base is not None:
-                index.read_tree(base)
+                index.seed(base)
             self.forward = index.apply(patch_files, strip=strip)
             if not self.forward.ok:
                 return

@@ -11,13 +11,15 @@ EXACT = "exact"  # applies at fuzz 0 where its hunk headers say
 OFFSET = "offset"  # applies at fuzz 0, some hunks some lines away
 THREE_WAY = "3way"  # only a three-way merge puts it on (rebase-pin, import)
 CONFLICT = "conflict"  # not even a three-way merge does (rebase-pin)
+MOVED = "moved"  # its lines moved upstream: re-targeted where they went (rebase-pin)
+WAITING = "waiting"  # a conflict only because an earlier conflict it stands on is left out
 UPSTREAM = "upstream"  # already there: it reverse-applies, or merging adds nothing
 FAILED = "failed"  # does not apply (verify)
 IRREVERSIBLE = "irreversible"  # applies, but reversing it does not restore the tree (verify)
 SKIPPED = "skipped"  # not checked: an earlier patch failed (verify)
 INVALID = "invalid"  # the patch file does not parse (verify)
 
-APPLIES = frozenset({EXACT, OFFSET, THREE_WAY})
+APPLIES = frozenset({EXACT, OFFSET, THREE_WAY, MOVED})
 
 
 def clean(offsets: object) -> str:

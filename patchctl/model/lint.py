@@ -126,6 +126,25 @@ def _lint_assisted(patch: Patch) -> list[Finding]:
     return out
 
 
+def in_scope(path: str, globs: Sequence[str]) -> bool:
+    """Whether ``path`` matches one of ``globs`` (valid ones: ``valid_globs``)."""
+    return any(glob_match(path, g) for g in globs)
+
+
+def scope_literal(path: str) -> bool:
+    """Whether ``path`` can stand in ``Scope:`` as itself: no blank or comma (they split
+    the trailer) and no glob character (it would match more than the path)."""
+    return not re.search(r"[\s,*?\[\]\\]", path)
+
+
+def outside_scope(patch: Patch) -> list[str]:
+    """The paths the patch touches that its ``Scope:`` does not cover, in diff order (none
+    when it has no Scope: lint says that once)."""
+    scope = valid_globs(patch.scope)
+    paths = [p for f in patch.files for p in f.paths]
+    return list(dict.fromkeys(p for p in paths if patch.scope and not in_scope(p, scope)))
+
+
 def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding]:
     out: list[Finding] = []
     binary = [g for v in patch.metadata.get("Binary", []) for g in v.split()]
@@ -143,7 +162,7 @@ def _lint_paths(patch: Patch, upstream_symlinks: frozenset[str]) -> list[Finding
                 out.append(Finding(ERROR, "unsafe-path",
                                    f"{path}: absolute or `..` path escapes the tree", f.line))
                 continue
-            if patch.scope and not any(glob_match(path, g) for g in scope):
+            if patch.scope and not in_scope(path, scope):
                 out.append(Finding(ERROR, "scope",
                                    f"{path} is outside the patch's Scope "
                                    f"({' '.join(patch.scope)})",

@@ -443,26 +443,32 @@ def _without_signature(lines: list[str]) -> list[str]:
 
 def apply_hunks(data: bytes, hunks: Sequence[Hunk]) -> bytes | None:
     """``data`` with ``hunks`` applied as ``git apply`` applies them at fuzz 0, or None when
-    one does not match.
-
-    Each hunk's pre-image (context and `-` lines) must match whole; it is looked for at
-    its header's target line in the file as changed so far, then one line after, one
-    before, two after, and so on (git's order). A hunk starting at line 0 or 1 must
-    match at the beginning, one without trailing context at the end.
-    """
-    text = data.decode("utf-8", "surrogateescape")
-    image = [ln + "\n" for ln in text.split("\n")]
-    image[-1] = image[-1][:-1]
-    if not image[-1]:
-        image.pop()
+    one does not match. Each hunk's pre-image (context and `-` lines) must match whole; it
+    is looked for at its header's target line in the file as changed so far, then one line
+    after, one before, two after, and so on (git's order). A hunk starting at line 0 or 1
+    must match at the beginning, one without trailing context at the end."""
+    image = image_lines(data)
     for h in hunks:
-        old, new, trailing = _sides(h.lines)
-        at = _find(image, old, h.target_start - 1 if h.target_start else 0,
-                   begin=h.source_start <= 1, end=not trailing)
-        if at is None:
+        if (found := match_hunk(image, h)) is None:
             return None
-        image[at:at + len(old)] = new
+        image[found[0]:found[0] + len(found[1])] = found[2]
     return "".join(image).encode("utf-8", "surrogateescape")
+
+
+def image_lines(data: bytes) -> list[str]:
+    """A file's lines, each with its newline (the last may lack one), as hunks match them."""
+    image = [ln + "\n" for ln in data.decode("utf-8", "surrogateescape").split("\n")]
+    image[-1] = image[-1][:-1]
+    return image if image[-1] else image[:-1]
+
+
+def match_hunk(image: Sequence[str], h: Hunk) -> tuple[int, list[str], list[str]] | None:
+    """Where ``h`` goes in ``image`` at fuzz 0, as ``apply_hunks`` looks: (its first line's
+    index, its pre-image, its post-image); None when it matches nowhere."""
+    old, new, trailing = _sides(h.lines)
+    at = _find(image, old, h.target_start - 1 if h.target_start else 0,
+               begin=h.source_start <= 1, end=not trailing)
+    return None if at is None else (at, old, new)
 
 
 def _sides(lines: Sequence[str]) -> tuple[list[str], list[str], int]:
@@ -483,7 +489,7 @@ def _sides(lines: Sequence[str]) -> tuple[list[str], list[str], int]:
     return old, new, trailing
 
 
-def _find(image: list[str], old: list[str], line: int, *, begin: bool, end: bool) -> int | None:
+def _find(image: Sequence[str], old: list[str], line: int, *, begin: bool, end: bool) -> int | None:
     size, n = len(image), len(old)
     line = min(line, size)
     for d in range(max(line, size - line) + 1):

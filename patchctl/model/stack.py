@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from patchctl import fsutil, tomlwrite
 from patchctl.errors import StackError
@@ -32,8 +32,10 @@ _STRIP = re.compile(r"^-p(\d+)$")
 _NUMBER = re.compile(r"^(\d+)-")
 
 
-@dataclass(frozen=True)
-class SeriesEntry:
+class SeriesEntry(NamedTuple):
+    """One line of the series (a NamedTuple: a series of 2,000 makes 2,000 of them before
+    verify can start git, and a frozen dataclass costs three times as much)."""
+
     name: str
     strip: int
     line: int
@@ -160,32 +162,35 @@ def parse_series(text: str, *, source: Path | str = SERIES) -> list[SeriesEntry]
     entries: list[SeriesEntry] = []
     seen: dict[str, int] = {}
     for number, raw in enumerate(text.splitlines(), start=1):
-        line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
-        if not line:
-            continue
-        name, *options = line.split()
-        strip = 1
-        for i, option in enumerate(options):
-            m = _STRIP.match(option)
-            if not m:
-                raise StackError(
-                    f"{source}:{number}: unknown option {option!r} for {name} "
-                    "(only -pN is allowed)"
-                )
-            if i:
-                raise StackError(f"{source}:{number}: {name} has {' '.join(options)}: "
-                                 "give one -pN")
-            strip = int(m.group(1))
-        try:
-            check_patch_name(name)
-        except StackError as e:
-            raise StackError(f"{source}:{number}: {e}") from e
+        if len(raw) <= 255 and _PLAIN_NAME.fullmatch(raw):
+            name, strip = raw, 1  # the usual line, a plain name alone: one match (of 2,000)
+        else:
+            line = raw.split("#", 1)[0].strip() if not raw.lstrip().startswith("#") else ""
+            if not line:
+                continue
+            name, *options = line.split()
+            strip = 1
+            for i, option in enumerate(options):
+                m = _STRIP.match(option)
+                if not m:
+                    raise StackError(
+                        f"{source}:{number}: unknown option {option!r} for {name} "
+                        "(only -pN is allowed)"
+                    )
+                if i:
+                    raise StackError(f"{source}:{number}: {name} has {' '.join(options)}: "
+                                     "give one -pN")
+                strip = int(m.group(1))
+            try:
+                check_patch_name(name)
+            except StackError as e:
+                raise StackError(f"{source}:{number}: {e}") from e
         if name in seen:
             raise StackError(
                 f"{source}:{number}: {name} is listed twice (first on line {seen[name]})"
             )
         seen[name] = number
-        entries.append(SeriesEntry(name=name, strip=strip, line=number))
+        entries.append(SeriesEntry(name, strip, number))
     return entries
 
 
@@ -388,7 +393,9 @@ def edit_series(text: str, order: Sequence[str], *, renamed: Mapping[str, str] |
 
 
 def parse_pin(text: str, *, source: Path | str = PIN_FILE) -> Pin:
-    data = _toml(text, source)
+    data = _plain_toml(text)
+    if data is None:
+        data = _toml(text, source)
     missing = [k for k in ("name", "url", "commit") if not isinstance(data.get(k), str)]
     if missing:
         raise StackError(f"{source}: missing {', '.join(missing)} (see docs/FORMATS.md)")
@@ -449,6 +456,24 @@ def _str(table: Mapping[str, Any], key: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{key} must be a string")
     return value
+
+
+# A line of TOML as patchctl writes a pin file (tomlwrite): a comment, a blank line, or
+# `key = "a string of printable ASCII without quote or backslash"`, which TOML reads as it is
+_PLAIN_LINE = re.compile(r'#[\t -~]*|[ \t]*|([A-Za-z0-9_-]+) = "([ !#-\[\]-~]*)"')
+
+
+def _plain_toml(text: str) -> dict[str, Any] | None:
+    """What ``tomllib.loads`` gives for a file of such lines only, without loading the TOML
+    parser (verify reads the pin before git starts); None for any other file."""
+    data: dict[str, Any] = {}
+    for line in text.split("\n"):
+        m = _PLAIN_LINE.fullmatch(line)
+        if m is None or m.group(1) in data:  # a duplicate key is TOML's error to give
+            return None
+        if m.group(1) is not None:
+            data[m.group(1)] = m.group(2)
+    return data
 
 
 def _toml(text: str, source: Path | str) -> dict[str, Any]:

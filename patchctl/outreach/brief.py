@@ -19,6 +19,7 @@ from patchctl.model.stack import Pin, Stack, select_names
 from patchctl.outreach import (
     claims,
     contrib,
+    ctest,
     decls,
     facts,
     firstscreen,
@@ -89,6 +90,8 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
     from patchctl.burden.engine import burden
 
     carried = burden(stack, upstream, progress=progress)
+    # what upstream's tests need, for a ctest log of the pin (ctest.py)
+    cmake = _read(upstream, base, [ctest.CMAKE])[0][ctest.CMAKE] or ""
     briefs = []
     for patch in chosen:
         if progress:
@@ -96,7 +99,7 @@ def draft(project: Path, stack: Stack, upstream: Path, names: Sequence[str] = ()
         index = all_patches.index(patch) + 1
         briefs.append(_patch_brief(project, stack, upstream, pin, patch, index, files, rules_all,
                                    template, template_path, owners_path, series,
-                                   recorded.stack_at(pin.commit, all_patches, index),
+                                   recorded.stack_at(pin.commit, all_patches, index, cmake),
                                    apis[patch.name], forms))
         briefs[-1].churn = facts.churn(carried, index)
     prose = next((r.citations for r in rules_all if r.id == "no-machine-prose"), [])
@@ -194,7 +197,7 @@ def _patch_brief(project: Path, stack: Stack, upstream: Path, pin: Pin, patch: P
         guide_groups=firstscreen.guide_groups(patch), disclosure=disclose(project, patch, files),
         unowned=more.unowned, discussions=more.discussions, subsystems=more.subsystems,
         manual=more.manual, api_changed=facts.changed_macros(patch, base_files),
-        left_out=left_out)
+        left_out=left_out, tests=list(pin.tests))
 
 
 def _read(upstream: Path, base: str, paths: Sequence[str]

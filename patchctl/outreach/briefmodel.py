@@ -112,6 +112,14 @@ class PatchBrief:
     api_changed: list[facts.ApiItem] = field(default_factory=list)  # macros redefined
     # records the outreach data leaves out of the brief (the worker's handoff lists them)
     left_out: list[recorded.EvidenceRun] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)  # the upstream's test paths (the pin file)
+
+    @property
+    def library(self) -> int:
+        """Lines added and removed outside the upstream's test paths: the size a reviewer
+        reads in the library, from the patch as it is."""
+        return sum(s.added + s.removed for s in self.stats
+                   if not s.path.startswith(tuple(self.tests)))
 
     @property
     def added(self) -> int:

@@ -135,7 +135,10 @@ def _discussions(series: SeriesFacts, patch: Patch, outreach: facts.OutreachData
                 = " ".join(answer["discussions"])
     if outreach is not None:
         texts[outreach.file] = " ".join(
-            [*outreach.fields.values(), *(f"{p.url} {p.note}" for p in outreach.prior_art)])
+            [*outreach.fields.values(), *(f"{p.url} {p.note}" for p in outreach.prior_art
+                                          if p.verified)])
+        texts[f"{outreach.file}, {UNREAD}"] = " ".join(
+            f"{p.url} {p.note}" for p in outreach.prior_art if not p.verified)
     return surface.discussions(texts)
 
 
@@ -154,12 +157,17 @@ def applies(rule: policy.Rule, lint: list[facts.LintFinding], more: PatchFacts
     if rule.id in ("reuse-infrastructure", "keep-simple", "large-change"):
         return "check", "not mechanical: see the manual checks (Details, Policy lint)"
     if rule.id == "discuss-first":
-        return ("yes", "discussions named: " + ", ".join(d.url for d in more.discussions)) \
-            if more.discussions else ("check", "no discussion recorded or cached for the "
-                                      "patch's issues")
+        read = [d.url for d in more.discussions if not d.named_by.endswith(UNREAD)]
+        unread = [d.url for d in more.discussions if d.named_by.endswith(UNREAD)]
+        if read:
+            return "yes", "discussions named: " + ", ".join(read + unread)
+        return ("check", "discussion named, not read (prior art, unverified): "
+                + ", ".join(unread)) if unread else \
+            ("check", "no discussion recorded or cached for the patch's issues")
     if rule.id == "no-pasted-model-output":
         return "yes", "fill any issue form yourself; this brief has facts, not text to paste"
     return None
 
 
+UNREAD = "unverified prior art"  # a discussion only the outreach data's unverified entries name
 _LINT_OF = {"comment-length": "comment-length", "no-mid-sentence-split": "mid-sentence-split"}

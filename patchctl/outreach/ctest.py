@@ -11,6 +11,7 @@ with; the patch's is the one whose subject is the patch's subject. No git here.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass, field
 
@@ -43,8 +44,9 @@ class Section:
 @dataclass
 class Comparison:
     headline: str  # the first screen's line for the record
-    details: list[str]  # the failing tests by name, what the patch adds
+    details: list[str]  # the failing tests by name, why in short, what the patch adds
     new_failures: list[str]  # "test-x at p3, p4": failing after the pin, passing or absent there
+    why: list[str] = field(default_factory=list)  # why each fails at the pin (for Details)
 
 
 def sections(text: str) -> list[Section]:
@@ -59,10 +61,11 @@ def sections(text: str) -> list[Section]:
     return [s for s in out if s.outcomes]
 
 
-def compare(text: str, pin: str, subject: str) -> Comparison | None:
+def compare(text: str, pin: str, subject: str, cmake: str = "") -> Comparison | None:
     """The tests failing at the pin against every later section, and what the patch's own
     section changes from the one before it; None when the log has no section at the pin
-    and one after it (then its totals line stands as it is)."""
+    and one after it (then its totals line stands as it is). ``cmake``: the upstream's
+    ``tests/CMakeLists.txt`` at the pin, which says what each failing test needs."""
     found = sections(text)
     at = next((i for i, s in enumerate(found) if pin.startswith(s.commit)), None)
     if at is None or at + 1 >= len(found):
@@ -99,7 +102,15 @@ def compare(text: str, pin: str, subject: str) -> Comparison | None:
         if others:
             parts.append("fail at some prefixes only: " + ", ".join(sorted(others)))
         head = f"{where}: " + "; ".join(parts)
-    details = [_named(base, later)] if before else []
+    why = _why(base, later, cmake) if before else []
+    named = [_named(base, later)] if before else []
+    full = [w for w, _ in why]
+    if any(not w.startswith(_UNBUILT_LINE) for w in full):
+        # the CMake file explains some: the first screen names the failing tests by cause
+        # (the unbuilt ones too), their outcomes go to Details
+        details, full = _short(why, named=True), named + full
+    else:
+        details = named + _short(why, named=False)
     if mine is None:
         head += "; the patch's own prefix is not in the log"
     else:
@@ -109,7 +120,7 @@ def compare(text: str, pin: str, subject: str) -> Comparison | None:
             f", which adds {', '.join(added)})" if added else ")")
         if changed:
             details.append("changed by the patch: " + ", ".join(changed))
-    return Comparison(head, details, new_failures)
+    return Comparison(head, details, new_failures, full)
 
 
 def _changes(prev: Section, now: Section) -> tuple[list[str], list[str]]:
@@ -144,3 +155,113 @@ def _named(base: Section, later: list[Section]) -> str:
     if unbuilt:
         groups.append(f"not run, unbuilt: {', '.join(unbuilt)}")
     return "at the pin: " + "; ".join(groups)
+
+
+CMAKE = "tests/CMakeLists.txt"
+_STATEMENT = re.compile(r"^\s*(\w+)\s*\((.*)\)\s*$", re.S)
+_SOURCE = re.compile(r'^"?\$\{(?:PROJECT|CMAKE)_SOURCE_DIR\}/([^"\s]+)"?$')
+
+
+@dataclass(frozen=True)
+class Need:
+    kind: str  # "fixture" (a test that must pass first), "reads" (a file), "runs" (a script)
+    what: str
+    line: int  # of CMAKE
+
+
+def needs(cmake: str) -> dict[str, list[Need]]:
+    """What the upstream's test CMake file says each test needs beyond its build: a
+    fixture test that must pass first (``FIXTURES_REQUIRED``), a file of the source tree
+    it reads or a script it runs (an argument under ``${PROJECT_SOURCE_DIR}``)."""
+    out: dict[str, list[Need]] = {}
+    setup: dict[str, str] = {}  # fixture -> the test that sets it up
+    required: list[tuple[str, str, int]] = []
+    for line, cmd, args in _statements(cmake):
+        if cmd == "set_tests_properties" and args:
+            for key, value in itertools.pairwise(args):
+                if key == "FIXTURES_SETUP":
+                    setup[value] = args[0]
+                elif key == "FIXTURES_REQUIRED":
+                    required.append((args[0], value, line))
+            continue
+        name = args[args.index("NAME") + 1] if "NAME" in args[:-1] else \
+            args[0].rsplit(".", 1)[0] if cmd == "llama_build_and_test" and args else None
+        for prev, arg in zip(["", *args], args, strict=False):
+            if name and (m := _SOURCE.match(arg)):
+                out.setdefault(name, []).append(
+                    Need("runs" if prev == "-P" else "reads", m.group(1), line))
+    for test, fixture, line in required:
+        out.setdefault(test, []).append(Need("fixture", setup.get(fixture, fixture), line))
+    return out
+
+
+def _statements(cmake: str) -> list[tuple[int, str, list[str]]]:
+    """The file's commands: (first line, name, arguments), a command over several lines
+    joined, comments dropped."""
+    out, buf, start, depth = [], "", 0, 0
+    for i, raw in enumerate(cmake.splitlines(), start=1):
+        text = raw.split("#", 1)[0] if not raw.lstrip().startswith("#") else ""
+        if not buf.strip():
+            start = i
+        buf += " " + text
+        depth += text.count("(") - text.count(")")
+        if depth <= 0 and buf.strip():
+            if m := _STATEMENT.match(buf):
+                out.append((start, m.group(1).lower(), m.group(2).split()))
+            buf, depth = "", 0
+    return out
+
+
+def _why(base: Section, later: list[Section], cmake: str) -> list[tuple[str, str]]:
+    """Why the tests failing at the pin fail, as far as the log and the test CMake file say:
+    build targets that fail at every section, and what each failing test needs (without
+    the file, the log's part only). Each line with its short form for the first screen."""
+    out: list[tuple[str, str]] = []
+    found = needs(cmake)
+    unbuilt = set.intersection(*(s.unbuilt for s in [base, *later]))
+    if unbuilt:
+        names = ", ".join(sorted(unbuilt))
+        # the short form: the targets that are no test (a test's is named with its outcome)
+        others = ", ".join(sorted(unbuilt - set(base.outcomes)))
+        out.append((f"{_UNBUILT_LINE}: {names}", others))
+    groups: dict[str, list[tuple[str, Need]]] = {}
+    said: set[str] = set()
+    for t in sorted(base.failing):
+        for n in found.get(t, []):
+            said.add(t)
+            groups.setdefault(n.what if n.kind == "fixture" else n.kind, []).append((t, n))
+    for key, tests in groups.items():
+        kind = tests[0][1].kind
+        lines = ", ".join(f"{t} (:{n.line})" if kind == "fixture" else f"{t}: {n.what} (:{n.line})"
+                          for t, n in tests)
+        if kind == "fixture":
+            state = base.outcomes.get(key, "not in the log")
+            long = f"need {key} ({state} at the pin) to pass first (FIXTURES_REQUIRED)"
+            short = f"{tests[0][0]} needs {key} to pass first" if len(tests) == 1 else \
+                f"{len(tests)} need {key} to pass first"
+        else:
+            thing = "script" if kind == "runs" else "file"
+            long = f"{kind} a {thing} of the source tree"
+            short = f"{tests[0][0]} {kind} {tests[0][1].what}" if len(tests) == 1 else \
+                f"{len(tests)} {kind.removesuffix('s')} a source-tree {thing}"
+        out.append((f"{long}, {CMAKE} at the pin: {lines}", short))
+    rest = sorted(t for t in base.failing if t not in said and t not in unbuilt)
+    if rest and cmake:
+        out.append((f"no cause in the log or {CMAKE}: {', '.join(rest)}",
+                    f"{', '.join(rest)}: none stated"))
+    return out
+
+
+def _short(why: list[tuple[str, str]], *, named: bool) -> list[str]:
+    """The causes in one line, each in short (every test by name: Details); ``named``: the
+    line replaces the one naming the failing tests, so it names the unbuilt ones too."""
+    shorts = [("unbuilt: " + (w.split(": ", 1)[1] if named else short) if short or named
+               else "") if w.startswith(_UNBUILT_LINE) else short for w, short in why]
+    shorts = [x for x in shorts if x]
+    if not shorts:
+        return []
+    head = "why, at the pin (each: Details): " if named else "also "
+    return [head + "; ".join(shorts)]
+
+
+_UNBUILT_LINE = "build targets failing at the pin and every prefix (the log)"

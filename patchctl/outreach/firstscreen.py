@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from patchctl.model.patchfile import Hunk, Patch
-from patchctl.outreach import decls, facts, policy, recorded
+from patchctl.outreach import decls, facts, policy, recorded, rerun
 
 # -- one line per test result -------------------------------------------------------------
 
@@ -222,10 +222,12 @@ class Gap:
     status: str  # "no record runs llama-bench", "yours to confirm", ...
     covered: bool = False  # a record of the patch as it is runs what is asked
     records: list[str] = field(default_factory=list)  # those records, or of other stacks
-    reruns: list[list[str]] = field(default_factory=list)  # their commands, as recorded
+    reruns: list[list[str]] = field(default_factory=list)  # their reruns (rerun.py)
     tools: list[str] = field(default_factory=list)  # what the covering records run
     # per record, the asked tools it runs, where that is not all of them
     partial: list[list[str]] = field(default_factory=list)
+    # per record, what its rerun needs when it is not the command as recorded ("": nothing)
+    needs: list[str] = field(default_factory=list)
 
 
 _TOOLS = re.compile(r"\bci/|llama-[\w-]+|test-[\w-]+|\bperplexity\b|\bbench\b", re.I)
@@ -361,7 +363,7 @@ def gaps(rules: Sequence[policy.Rule], template: Sequence[policy.TemplateSection
                     missing.append(t)
                     older += [e.file for e in ran if e.file not in older]
             if covering:
-                out.append(_covered(c.text, where, covering))
+                out.append(_covered(c.text, where, covering, root))
             if missing:
                 runs_it = "compares " if compares else "runs "
                 what = ", ".join(missing) + (" before and after the patch" if compares else "")
@@ -390,9 +392,10 @@ def _compares(e: recorded.EvidenceRun) -> bool:
 
 
 def _covered(ask: str, where: str,
-             covering: Sequence[tuple[str, Sequence[recorded.EvidenceRun]]]) -> Gap:
+             covering: Sequence[tuple[str, Sequence[recorded.EvidenceRun]]],
+             root: Path | None = None) -> Gap:
     """One entry for an ask's covered tools: every record that runs one of them, once,
-    with the tools it runs when it does not run them all."""
+    with the tools it runs when it does not run them all, and how a clone reruns it."""
     tools = [t for t, _ in covering]
     runs_of: dict[str, list[str]] = {}
     records: list[recorded.EvidenceRun] = []
@@ -402,9 +405,19 @@ def _covered(ask: str, where: str,
                 runs_of[e.file] = []
                 records.append(e)
             runs_of[e.file].append(t)
+    again = [rerun.rerun(e.command, e.cwd, root, scripts(e.command, root, e.cwd)) if root
+             else rerun.Rerun(e.command, "", True) for e in records]
     return Gap(ask, where, "run by a record of this patch: " + ", ".join(tools), True,
-               [e.file for e in records], [e.command for e in records], tools,
-               [[] if len(runs_of[e.file]) == len(tools) else runs_of[e.file] for e in records])
+               [e.file for e in records], [r.command for r in again], tools,
+               [[] if len(runs_of[e.file]) == len(tools) else runs_of[e.file] for e in records],
+               [_needs(r) for r in again])
+
+
+def _needs(r: rerun.Rerun) -> str:
+    """What a rerun needs, in the brief's words ("": a clone of the project and nothing more)."""
+    if r.as_recorded:
+        return f"needs {r.needs}" if r.needs else ""
+    return "its script's usage; needs: " + (r.needs or "what the script states")
 
 
 # -- the guide: one entry for the same change in many files ---------------------------------

@@ -62,14 +62,15 @@ class StackAt:
     position: int  # the patch's place in the series, 1-based
     size: int  # patches in the series
     prefixes: dict[str, int]
+    cmake: str = ""  # upstream's tests/CMakeLists.txt at the pin: what a ctest log's tests need
 
 
-def stack_at(pin: str, patches: Sequence[Patch], index: int) -> StackAt:
+def stack_at(pin: str, patches: Sequence[Patch], index: int, cmake: str = "") -> StackAt:
     """``StackAt`` for patch ``index`` (1-based) of ``patches``."""
     from patchctl.model.fingerprint import fingerprint
 
     return StackAt(pin, index, len(patches), {
-        fingerprint(pin, patches[:k]): k for k in range(index, len(patches) + 1)})
+        fingerprint(pin, patches[:k]): k for k in range(index, len(patches) + 1)}, cmake)
 
 
 def record_match(stack: dict[str, Any], patch: Patch, at: StackAt) -> tuple[bool, str]:
@@ -149,7 +150,7 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
         log = path.parent / str(data.get("output_file", ""))
         if data.get("output_file") and log.is_file():
             text = log.read_text(encoding="utf-8", errors="replace")
-            run.compare = ctest.compare(text, at.pin, patch.subject)
+            run.compare = ctest.compare(text, at.pin, patch.subject, at.cmake)
             run.checks = _once([m.group(1).strip() for ln in text.splitlines()
                                 if (m := _CHECK_LINE.match(ln.strip()))],
                                len(ctest.sections(text)) if run.compare else 0)[:60]

@@ -4,7 +4,9 @@
 the new stack in; ``session`` is the command (check, rebase, stop at a conflict,
 ``--continue``, ``--abort``) and ``state`` a stopped rebase's state file; ``review``
 explains a conflict (with ``linetrack``: the upstream commits that changed a patch's
-lines), re-checks a resolution and shows the range-diff.
+lines), re-checks a resolution and shows the range-diff; ``waiting`` tells a conflict of
+a patch's own from one that only stands on an earlier left-out conflict; ``moved`` follows
+a conflicting patch's lines where upstream moved them; ``results`` holds the typed report.
 
 May import: ``model``, ``gitrepo`` and the helpers beside ``patchctl.cli``; ``engine``
 imports neither ``session`` nor ``state``.

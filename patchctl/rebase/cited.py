@@ -19,7 +19,8 @@ from pathlib import Path
 from patchctl import gitrepo
 from patchctl.errors import GitError
 from patchctl.model import references
-from patchctl.rebase.engine import Cited, Commit, Source
+from patchctl.rebase.engine import Source
+from patchctl.rebase.results import Cited, Commit
 from patchctl.untrusted import printable
 
 # an interdiff of changed lines shows nothing when they match but their place, a mode or

@@ -27,146 +27,29 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from patchctl import gitrepo
 from patchctl.errors import GitError, InputError
 from patchctl.model import grades, patchtext, stackwrite
 from patchctl.model.fingerprint import lock_state, make_lock
 from patchctl.model.grades import APPLIES as APPLIES  # outreach reads it from here
-from patchctl.model.grades import CONFLICT, EXACT, OFFSET, THREE_WAY, UPSTREAM
+from patchctl.model.grades import CONFLICT, EXACT, MOVED, OFFSET, THREE_WAY, UPSTREAM, WAITING
+from patchctl.model.lint import outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
-from patchctl.model.schemas import REBASE as SCHEMA
 from patchctl.model.stack import Pin, Stack, render_lock, rewrite_series
 from patchctl.rebase import review as rebase_review
+from patchctl.rebase.moved import follow, write_diff
+from patchctl.rebase.results import Bisect, Cited, Commit, Landing, PatchResult
+from patchctl.rebase.waiting import waits_on
 from patchctl.textout import count
 
-BROKEN = {THREE_WAY, CONFLICT}  # no longer applies as it is: worth a bisect
+BROKEN = {THREE_WAY, CONFLICT, WAITING}  # no longer applies as it is: worth a bisect
 DROPPED = "dropped"
 
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Commit:
-    id: str
-    subject: str
-
-
-@dataclass
-class Bisect:
-    """Where a patch stopped applying (or, for ``landed``, started reverse-applying)."""
-
-    commit: Commit | None
-    checks: int  # index-only checks made, both ends included
-    commits: int  # n: first-parent commits between the old and the new pin
-    bound: int  # ceil(log2 n) + 2
-    note: str | None = None
-
-
-@dataclass
-class Landing:
-    commit: Commit | None
-    how: str  # patch-id | reverse-apply | reference | unknown
-    checks: int = 0
-    reference: str | None = None  # how: reference: the PR or commit the patch names
-
-
-@dataclass
-class Superseded:
-    """``superseded?``: the patch names an upstream change that merged between the pins, but
-    the new pin does not hold all it changes, each at its place (rebase/cited.py). Never
-    dropped."""
-
-    commit: Commit
-    reference: str  # as model.references labels it: #123, or a commit id
-    interdiff: str  # the patch's diff against the commit's, bounded
-
-
-@dataclass(frozen=True)
-class Cited:
-    """A patch names an upstream change that merged between the pins (rebase/cited.py): a
-    candidate, never proof that the patch landed."""
-
-    commit: Commit
-    reference: str  # as model.references labels it
-    contained: bool  # the commit's diff holds every line the patch changes: it may be
-    # named as the landing once the tree proves one
-    interdiff: str  # the patch's diff against the commit's, bounded (or why there is none)
-
-    def superseded(self) -> Superseded:
-        return Superseded(self.commit, self.reference, self.interdiff)
-
-
-@dataclass
-class PatchResult:
-    index: int
-    name: str
-    grade: str
-    offsets: list[gitrepo.HunkOffset] = field(default_factory=list)
-    conflicts: list[str] = field(default_factory=list)  # files left with conflict markers
-    after_conflict: bool = False  # classified with an earlier conflicting patch left out
-    landed: Landing | None = None
-    superseded: Superseded | None = None
-    bisect: Bisect | None = None
-    change: str | None = None  # unchanged | context-only | content-changed | dropped
-    interdiff: str | None = None
-    resolved: bool = False  # its conflict was resolved by hand (--continue)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PatchResult:
-        def commit(c: dict[str, Any] | None) -> Commit | None:
-            return Commit(**c) if c else None
-
-        landed = d.get("landed")
-        sup = d.get("superseded")
-        bis = d.get("bisect")
-        return cls(
-            index=d["index"], name=d["name"], grade=d["grade"],
-            offsets=[gitrepo.HunkOffset(**o) for o in d.get("offsets", [])],
-            conflicts=list(d.get("conflicts", [])), after_conflict=d.get("after_conflict", False),
-            landed=Landing(commit(landed["commit"]), landed["how"], landed["checks"],
-                           landed.get("reference")) if landed else None,
-            superseded=Superseded(Commit(**sup["commit"]), sup["reference"], sup["interdiff"])
-            if sup else None,
-            bisect=Bisect(commit(bis["commit"]), bis["checks"], bis["commits"], bis["bound"],
-                          bis.get("note")) if bis else None,
-            change=d.get("change"), interdiff=d.get("interdiff"),
-            resolved=d.get("resolved", False))
-
-
-@dataclass
-class RebaseResult:
-    stack: str
-    old: str
-    new: str
-    new_ref: str
-    mode: str  # check | rebase | continue | abort
-    status: str  # checked | up-to-date | rebased | stopped | needs-drop | aborted
-    patches: list[PatchResult]
-    commits: int | None = None  # first-parent commits old..new; None when not a descendant
-    base: str | None = None  # where --bisect searched from when NEW does not descend from OLD
-    bisect_checks: int = 0
-    fingerprint: str | None = None
-    work: str | None = None  # the conflict work tree, when stopped
-    conflict: str | None = None  # the patch waiting there
-    header: str | None = None  # its header, to edit with the resolution, when stopped
-    message: str = ""
-    seconds: float = 0.0
-    causes: list[rebase_review.Cause] = field(default_factory=list)  # why patches conflict
-    range_diff: str | None = None  # the stack before and after, when rebased
-
-    @property
-    def ok(self) -> bool:
-        if self.status == "checked":
-            return all(p.grade in APPLIES for p in self.patches)
-        return self.status in ("up-to-date", "rebased", "aborted")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, "ok": self.ok, **asdict(self)}
 
 
 @dataclass
@@ -201,7 +84,9 @@ def sources_of(stack: Stack) -> list[Source]:
 def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
              progress: Progress | None = None, first: int | None = None,
              landable: frozenset[str] | None = None,
-             cited: Mapping[int, Cited] | None = None) -> list[Step]:
+             cited: Mapping[int, Cited] | None = None, old: str | None = None,
+             priors: Sequence[Source] = (), widen_scope: bool = False,
+             new_pin: str | None = None) -> list[Step]:
     """Each patch in order on ``tree`` plus the patches before it that applied.
 
     ``landable``: the paths upstream changed between the old and the new pin. A
@@ -214,10 +99,17 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     after it are graded without it. ``cited`` (rebase/cited.py), by series position, never
     decides that: a cited patch so proven is named by its reference (when that commit's
     diff holds its lines), any other cited patch keeps its grade and is ``superseded?``.
+
+    With ``old`` (the old pin; ``priors``: the old stack before ``sources``), a conflict
+    standing only on patches left out before it is ``waiting`` (rebase/waiting.py), and one
+    whose lines upstream moved is re-targeted there, ``moved`` (rebase/moved.py), when that
+    stays in its Scope (``widen_scope``: the paths are added to it), naming the commit of
+    ``old``..``new_pin`` (default: ``tree``) that moved them.
     """
     index.read_tree(tree)
     current = index.write_tree()
     after_conflict = False
+    left_out: dict[int, str] = {}
     steps: list[Step] = []
     for s in sources:
         if progress:
@@ -252,22 +144,70 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         if result.grade == CONFLICT:
             result.conflicts = gitrepo.unmerged_paths(index) or [f.path for f in s.patch.files]
             index.read_tree(current)
-            after = current
-            after_conflict = True
+            if old:
+                after = _follow(index, step, tree, current, f"{old}..{new_pin or tree}",
+                                widen_scope=widen_scope)
+        if result.grade == CONFLICT:
+            after, after_conflict = current, True
+            result.waits_on = waits_on(index.repo, index.env, old, current, [
+                *priors, *(t.source for t in steps[:-1])], left_out, s.patch) if old else []
+            left_out[s.index] = s.name
+            if result.waits_on:
+                result.grade, result.conflicts = WAITING, []
         if found and result.grade == UPSTREAM and found.contained:
             result.landed = Landing(found.commit, "reference", reference=found.reference)
         elif found and result.grade != UPSTREAM:
             result.superseded = found.superseded()
         if result.grade == EXACT:
             result.change = patchtext.UNCHANGED
-        elif result.grade in (OFFSET, THREE_WAY):
-            step.text = regenerate(index, s.patch, current, after)
+        elif result.grade in (OFFSET, THREE_WAY, MOVED):
+            step.text = step.text or regenerate(index, s.patch, current, after)
             new = patchtext.reparse(step.text, name=s.name, path=s.path)
             result.change = patchtext.compare(s.patch, new)
             if result.change == patchtext.CONTENT:
                 result.interdiff = patchtext.interdiff(s.patch, new, name=s.name)
         current = after
     return steps
+
+
+def _follow(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str, *,
+            widen_scope: bool) -> str:
+    """A conflicting patch re-targeted where upstream moved its lines (rebase/moved.py):
+    it must apply, reverse to ``current``, and stay in Scope (or widen it). Returns the
+    tree after it; ``current`` when it stays a conflict (the index holds that tree)."""
+    r, patch = step.result, step.source.patch
+    found = follow(index.repo, index.env, tree, current, span, patch)
+    if found is None or found.diff is None:
+        r.moved_note = found.refused if found else None
+        return current
+    path = write_diff(found.diff)
+    try:
+        moved = index.write_tree() if index.apply([path]).ok else None
+        back = moved is not None and index.apply([path], reverse=True).ok and \
+            index.write_tree() == current
+    finally:
+        path.unlink()
+    index.read_tree(current)
+    if moved is None or not back:
+        r.moved_note = "re-targeted where its lines went, it does not apply and reverse there"
+        return current
+    diff, head = gitrepo.format_diff(index.repo, current, moved, env=index.env), \
+        patchtext.header_text(patch)
+    text = patchtext.render(head, diff, mail_form=patch.mail_form)
+    outside = outside_scope(patchtext.reparse(text, name=patch.name, path=patch.path))
+    if outside and (not widen_scope or not all(map(scope_literal, outside))):
+        r.moved_note = (f"its lines moved ({', '.join(sorted({h.to for h in found.hunks}))}) "
+                        f"but {', '.join(outside)} is outside its Scope "
+                        f"({' '.join(patch.scope)}); " + ("--widen-scope takes it" if all(
+                            map(scope_literal, outside)) else "widen it by hand"))
+        return current
+    if outside:
+        head = patchtext.set_trailer(head, "Scope", " ".join([*patch.scope, *outside]),
+                                     mail_form=patch.mail_form)
+        text = patchtext.render(head, diff, mail_form=patch.mail_form)
+    index.read_tree(moved)
+    r.grade, r.moved, r.widened, r.conflicts, step.text = MOVED, found.hunks, outside, [], text
+    return moved
 
 
 def upstream_paths(repo: Path, old: str, new: str) -> frozenset[str]:

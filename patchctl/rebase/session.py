@@ -32,7 +32,7 @@ from patchctl.errors import InputError, StackError
 from patchctl.model import patchtext, stackwrite
 from patchctl.model.fingerprint import fingerprint, lock_state, make_lock
 from patchctl.model.grades import CONFLICT, EXACT, UPSTREAM
-from patchctl.model.lint import ERROR, added_findings
+from patchctl.model.lint import ERROR, added_findings, outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Stack
 from patchctl.rebase import review as rebase_review
@@ -41,7 +41,6 @@ from patchctl.rebase.cited import cited
 from patchctl.rebase.engine import (
     DROPPED,
     Progress,
-    RebaseResult,
     Searcher,
     Source,
     Step,
@@ -56,12 +55,13 @@ from patchctl.rebase.engine import (
     sources_of,
     upstream_paths,
 )
+from patchctl.rebase.results import RebaseResult
 from patchctl.rebase.state import DoneEntry, RebaseState, rebase_dir
 
 
 def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, check: bool = False,
                bisect: bool = False, allow_downgrade: bool = False, drop_upstream: bool = False,
-               progress: Progress | None = None) -> RebaseResult:
+               widen_scope: bool = False, progress: Progress | None = None) -> RebaseResult:
     started = time.perf_counter()
     rebase_state.refuse_if_in_progress(project)
     upstream = gitrepo.git_dir(upstream)  # a work tree path would not reach its objects
@@ -75,7 +75,8 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         snap = stackwrite.snapshot(stack.root)
         with gitrepo.temp_index(upstream) as index:
             seed(index, pin.commit, sources)
-            steps = classify(index, sources, new, progress=progress,
+            steps = classify(index, sources, new, progress=progress, old=pin.commit,
+                             widen_scope=widen_scope,
                              landable=upstream_paths(upstream, pin.commit, new),
                              cited=cited(upstream, pin.commit, new, sources, pin.url))
             searcher = None
@@ -209,7 +210,8 @@ def _finished(stack: Stack, state: RebaseState) -> bool:
 
 
 def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
-                    progress: Progress | None = None) -> RebaseResult:
+                    widen_scope: bool = False, progress: Progress | None = None
+                    ) -> RebaseResult:
     started = time.perf_counter()
     with stackwrite.stack_lock(project, f"rebase-pin on {stack.root}"):
         state = rebase_state.load(project)
@@ -238,7 +240,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         sources = sources_of(stack)
         texts, done = _done_steps(project, state, sources)
         if state.conflict is not None:
-            step = _resolve(project, state, sources, done, texts)
+            step = _resolve(project, state, sources, done, texts, widen_scope=widen_scope)
             if step.text is not None:
                 texts[step.source.name] = step.text
                 (rebase_dir(project) / "staged" / step.source.name).write_bytes(
@@ -253,7 +255,8 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         rest = sources[len(done):]
         with gitrepo.temp_index(git_dir) as index:
             steps = classify(index, rest, gitrepo.tree_of(git_dir, "HEAD"), progress=progress,
-                             first=len(sources),
+                             first=len(sources), old=state.old, priors=sources[:len(done)],
+                             widen_scope=widen_scope, new_pin=state.new,
                              landable=upstream_paths(git_dir, state.old, state.new),
                              cited=cited(git_dir, state.old, state.new, rest,
                                          stack.pin().url))
@@ -313,10 +316,12 @@ def _done_steps(project: Path, state: RebaseState,
 
 
 def _resolve(project: Path, state: RebaseState, sources: list[Source], done: list[Step],
-             texts: dict[str, str]) -> Step:
+             texts: dict[str, str], *, widen_scope: bool = False) -> Step:
     """The hand-resolved conflict as a patch, with the header the user left at the stop,
     committed in the work tree once it holds at the new pin (with the patches before
-    it: applies, reverses, stays in its Scope)."""
+    it: applies, reverses, stays in its Scope). A resolution that reaches files outside
+    its Scope is refused naming them; with ``widen_scope`` their exact paths are added to
+    the header's ``Scope:`` (and so to the header file) and it is checked as any other."""
     work = rebase_dir(project) / "work"
     git_dir = work / ".git"
     status = gitrepo.worktree_status(work)
@@ -337,6 +342,16 @@ def _resolve(project: Path, state: RebaseState, sources: list[Source], done: lis
     diff = gitrepo.format_diff(git_dir, head, resolved)
     header = rebase_state.header_path(project)
     new = _with_header(header, source.patch, diff)
+    outside = outside_scope(new)
+    if outside and not widen_scope:
+        raise InputError(f"the resolution of {source.name} reaches files outside its Scope "
+                         f"({' '.join(new.scope)}): {', '.join(outside)}; run `patchctl "
+                         "rebase-pin --continue --widen-scope` to add them to its Scope: "
+                         f"(or widen it in {header} by hand, or change the resolution in "
+                         f"{work})")
+    if outside:
+        result.widened = outside
+        new = _widened(header, source.patch, new, outside, diff)
     text = new.text
     result.change = patchtext.compare(source.patch, new)
     if result.change == patchtext.CONTENT:
@@ -350,6 +365,20 @@ def _resolve(project: Path, state: RebaseState, sources: list[Source], done: lis
     message = (new.subject or source.name) + (f"\n\n{new.body}" if new.body else "") + "\n"
     gitrepo.commit_index(work, message, author=new.author or source.patch.author)
     return Step(source, result, text)
+
+
+def _widened(path: Path, old: Patch, new: Patch, paths: list[str], diff: str) -> Patch:
+    """``new`` with ``paths`` added to its ``Scope:``, written to the header file first (a
+    killed --continue keeps it), then read back and checked as the user's edit is."""
+    odd = [p for p in paths if not scope_literal(p)]
+    if odd:
+        raise InputError(f"{odd[0]} cannot be added to `Scope:` as it is (a blank, comma or "
+                         f"glob character in it); edit `Scope:` in {path} and run "
+                         "`patchctl rebase-pin --continue` again")
+    header = patchtext.set_trailer(patchtext.header_text(new), "Scope",
+                                   " ".join([*new.scope, *paths]), mail_form=new.mail_form)
+    fsutil.atomic_write(path, header.encode("utf-8", "surrogateescape"))
+    return _with_header(path, old, diff)
 
 
 def _with_header(path: Path, old: Patch, diff: str) -> Patch:

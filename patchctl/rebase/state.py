@@ -19,7 +19,7 @@ from patchctl.errors import InputError
 from patchctl.model import stackwrite, statefile
 from patchctl.model.schemas import OLDER_REBASE_STATE, REBASE_STATE
 from patchctl.model.statefile import NONE
-from patchctl.rebase.engine import PatchResult
+from patchctl.rebase.results import PatchResult
 
 
 def rebase_dir(project: Path, *, create: bool = False) -> Path:

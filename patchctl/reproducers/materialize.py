@@ -183,7 +183,7 @@ def _build(stack: Stack, upstream: Path, staging: Path, patches: list[Patch], fp
         if (failed := applied.failed) is not None:
             assert failed.error is not None
             raise StackError(f"the stack does not apply at {pin.commit[:12]}: "
-                             f"{failed.item.path.name}: {failed.error.message}; "
+                             f"{Path(failed.item.path).name}: {failed.error.message}; "
                              "run `patchctl verify`")
         tree = index.write_tree()
         if not commits:

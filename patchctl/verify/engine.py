@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import hashlib
 import itertools
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -21,13 +22,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from patchctl import gitrepo
+from patchctl import gitrepo, tomlwrite
 from patchctl.errors import InputError, StackError
-from patchctl.model import grades, schemas
+from patchctl.model import fingerprint, grades, schemas
+from patchctl.model import stack as stackmodel
 from patchctl.model.finding import ERROR, WARNING, Finding
-from patchctl.model.fingerprint import lock_state, make_lock
 from patchctl.model.grades import EXACT, FAILED, INVALID, IRREVERSIBLE, SKIPPED
-from patchctl.model.stack import Lock, Pin, SeriesEntry, Stack
+from patchctl.model.stack import Pin, SeriesEntry, Stack
 from patchctl.textout import count
 from patchctl.verify import partition
 
@@ -150,7 +151,7 @@ def _verify(stack: Stack, upstream: Path, *, strict: bool,
     files = [f"{root}/{e.name}" for e in entries]
     batch = bool(entries) and len({e.strip for e in entries}) == 1
     cores = partition.cores() if batch and len(entries) >= partition.MIN_PATCHES else 1
-    fp, lock_state, lock_finding = None, "unknown", None
+    fp, lock, lock_finding = None, "unknown", None
     with contextlib.ExitStack() as scope:
         indexes: list[gitrepo.TempIndex] = []
 
@@ -169,9 +170,8 @@ def _verify(stack: Stack, upstream: Path, *, strict: bool,
         # a clean stack costs the batched floor, not floor + parsing. A large one goes
         # in the parts the last run split it into, kept only if they still hold.
         whole = [list(range(len(entries)))]
-        guess = partition.last_plan(stack.root) if cores > 1 else None
-        if guess is not None and not 1 < len(guess) <= cores:
-            guess = None
+        kept, kept_key = partition.read_plan(stack.root) if cores > 1 else (None, None)
+        guess = kept if kept is not None and 1 < len(kept) <= cores else None
         trips = prove(guess or whole) if batch else []
         graded = None
         try:
@@ -185,13 +185,15 @@ def _verify(stack: Stack, upstream: Path, *, strict: bool,
             whole_stack = len(patches) == len(reports)
             if whole_stack:
                 ordered = [patches[r.index] for r in reports]
-                lock = make_lock(pin, ordered)  # its fingerprint is the stack's
-                fp = lock.fingerprint
-                lock_state, lock_finding = _check_lock(stack, lock)
-                if cores > 1:
+                fp = fingerprint.fingerprint(pin.commit, ordered)  # the stack's
+                lock, lock_finding = _check_lock(stack, pin, ordered, cache)
+                # the split kept for these very patches is the one they would give again
+                if cores > 1 and (kept is None or kept_key != partition.plan_key(
+                        cache.contents(), cores, kept)):
                     group_of = partition.groups([(p.paths, p.in_place) for p in ordered])
                     plan = partition.split(group_of, [p.files for p in ordered], cores)
-                    partition.keep_plan(stack.root, plan)
+                    partition.keep_plan(stack.root, plan,
+                                        partition.plan_key(cache.contents(), cores, plan))
                     if guess is not None and not partition.holds(guess, group_of):
                         for _, trip in trips:  # proves another split: start again
                             trip.wait()
@@ -227,7 +229,7 @@ def _verify(stack: Stack, upstream: Path, *, strict: bool,
         pin_tree=pin_tree,
         reversed_tree=run.reversed_tree,
         fingerprint=fp,
-        lock=lock_state,
+        lock=lock,
         patches=reports,
         findings=stack_findings,
         strict=strict,
@@ -247,14 +249,14 @@ def _load(stack: Stack, entries: Sequence[SeriesEntry],
     cache = ParseCache(stack.root)
     reports: list[PatchReport] = []
     patches: dict[int, Summary] = {}
-    patches_dir = stack.patches_dir
+    root = str(stack.patches_dir)  # names are normalized paths: no pathlib join per patch
     for i, entry in enumerate(entries, start=1):
-        path = patches_dir / entry.name
-        report = PatchReport(index=i, name=entry.name, path=str(path))
+        path = f"{root}/{entry.name}"
+        report = PatchReport(index=i, name=entry.name, path=path)
         try:
             patch = cache.read(path, name=entry.name, strip=entry.strip)
         except StackError as e:
-            if not path.is_file():  # checked only now: one stat less per patch
+            if not Path(path).is_file():  # checked only now: one stat less per patch
                 raise StackError(f"{stack.series_path}:{entry.line}: series names "
                                  f"{entry.name!r}, but {path} is missing or not a file") from None
             report.grade = INVALID
@@ -435,12 +437,31 @@ def explain_failure(patch: Patch, error: gitrepo.ApplyError | None) -> Failure:
     return Failure(reason=error.message, file=file, line=line)
 
 
-def _check_lock(stack: Stack, lock: Lock) -> tuple[str, Finding | None]:
-    state, why = lock_state(stack, lock)
+def _check_lock(stack: Stack, pin: Pin, ordered: Sequence[Summary],
+                cache: ParseCache) -> tuple[str, Finding | None]:
+    """The lock's state: "current" at once when the parse cache saw this very lock text
+    current for these very patches and pin (and this code), else ``lock_state``'s verdict
+    on the lock ``patchctl lock`` would write (2,000 patches: ~10 ms less a run)."""
+    text = stack.lock_text()
+    seen = None if text is None else _lock_key(text, pin, cache)
+    if seen is not None and seen == cache.lock:
+        return "current", None
+    state, why = fingerprint.lock_state(stack, fingerprint.make_lock(pin, ordered))
     if state == "missing":
         return "missing", Finding(ERROR, "lock", f"{stack.lock_path} is missing; "
                                   "write it with `patchctl lock`")
     if state == "current":
+        cache.lock = seen
         return "current", None
     return "stale", Finding(ERROR, "lock", f"{stack.lock_path.name} is stale ({why}); "
                             "run `patchctl lock` after reviewing the change")
+
+
+def _lock_key(text: str, pin: Pin, cache: ParseCache) -> str:
+    """What a lock verdict is kept by: the lock's text, the pin, the patches (the parse
+    cache's key of them) and the code that renders and judges a lock."""
+    h = hashlib.sha256(f"{cache.contents()}\0{pin.name}\0{pin.commit}\0{text}".encode(
+        "utf-8", "surrogateescape"))
+    for module in (fingerprint, stackmodel, tomlwrite):
+        h.update(Path(module.__file__ or "").read_bytes())
+    return h.hexdigest()

@@ -17,12 +17,16 @@ A split needs every patch's paths, which are known only once the patches are
 read. So each run keeps its split in the cache (``<hash>.plan``, beside the parse
 cache: one part a line, the series positions of its patches), and the next run
 starts git on those parts before it has read a patch; it keeps the result only if
-its own reading shows the split still ``holds``, else it proves the stack again.
+its own reading shows the split still ``holds``, else it proves the stack again. The
+plan's first line keys it to the patches it was made for (``plan_key``: their names,
+strip levels and bytes, the code that reads them and this module's): a run that reads
+the same patches takes the kept split as the one it would make, without working it out.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -124,19 +128,45 @@ def plan_file(stack_root: Path) -> Path:
     return fsutil.stack_cache_file(stack_root, "parsed", ".plan")
 
 
+def plan_key(contents: str, parts: int, bins: Sequence[Sequence[int]]) -> str:
+    """What a kept split is keyed by: the patches it was made for (``contents``, the parse
+    cache's key of them), how many parts were asked for, this module's code and the split
+    itself (a damaged plan file does not match its key)."""
+    h = hashlib.sha256(f"{contents}\0{parts}\0{_render(bins)}".encode())
+    h.update(Path(__file__).read_bytes())
+    return h.hexdigest()
+
+
+def read_plan(stack_root: Path) -> tuple[list[list[int]] | None, str | None]:
+    """The split the last run of this stack kept, or None (none, or unreadable), and the
+    key it was kept with (``plan_key``), or None."""
+    data = fsutil.read_cache(plan_file(stack_root), 1 << 20)  # untrusted: a FIFO is a miss
+    if data is None:
+        return None, None
+    try:
+        lines = data.decode("ascii").splitlines()
+    except ValueError:
+        return None, None
+    key = lines.pop(0)[2:] if lines and lines[0].startswith("# ") else None
+    try:
+        return [[int(i) for i in line.split()] for line in lines], key
+    except ValueError:
+        return None, None
+
+
 def last_plan(stack_root: Path) -> list[list[int]] | None:
     """The split the last run of this stack kept, or None (none, or unreadable)."""
-    data = fsutil.read_cache(plan_file(stack_root), 1 << 20)  # untrusted: a FIFO is a miss
-    try:
-        return None if data is None else [[int(i) for i in line.split()]
-                                          for line in data.decode("ascii").splitlines()]
-    except ValueError:
-        return None
+    return read_plan(stack_root)[0]
 
 
-def keep_plan(stack_root: Path, bins: list[list[int]]) -> None:
-    """Keep this run's split for the next run (losing it costs only time)."""
-    if bins != last_plan(stack_root):
+def keep_plan(stack_root: Path, bins: list[list[int]], key: str | None = None) -> None:
+    """Keep this run's split for the next run, with its ``plan_key`` (losing it costs only
+    time)."""
+    if (bins, key) != read_plan(stack_root):
         with contextlib.suppress(OSError):
             fsutil.atomic_write(plan_file(stack_root),
-                                "".join(" ".join(map(str, b)) + "\n" for b in bins))
+                                ("" if key is None else f"# {key}\n") + _render(bins))
+
+
+def _render(bins: Sequence[Sequence[int]]) -> str:
+    return "".join(" ".join(map(str, b)) + "\n" for b in bins)

@@ -1,0 +1,172 @@
+"""What rebase-pin says about each patch and about the whole move: typed, JSON-ready.
+
+``PatchResult`` is one patch's grade and findings, ``RebaseResult`` the report a
+command returns (rendered by commands/rebase.py, saved in a stopped rebase's state by
+rebase/state.py). Nothing here runs git.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from patchctl import gitrepo
+from patchctl.model.grades import APPLIES, CONFLICT, WAITING
+from patchctl.model.schemas import REBASE as SCHEMA
+from patchctl.rebase import review as rebase_review
+from patchctl.rebase.moved import MovedHunk
+
+
+@dataclass(frozen=True)
+class Commit:
+    id: str
+    subject: str
+
+
+@dataclass
+class Bisect:
+    """Where a patch stopped applying (or, for ``landed``, started reverse-applying)."""
+
+    commit: Commit | None
+    checks: int  # index-only checks made, both ends included
+    commits: int  # n: first-parent commits between the old and the new pin
+    bound: int  # ceil(log2 n) + 2
+    note: str | None = None
+
+
+@dataclass
+class Landing:
+    commit: Commit | None
+    how: str  # patch-id | reverse-apply | reference | unknown
+    checks: int = 0
+    reference: str | None = None  # how: reference: the PR or commit the patch names
+
+
+@dataclass
+class Superseded:
+    """``superseded?``: the patch names an upstream change that merged between the pins, but
+    the new pin does not hold all it changes, each at its place (rebase/cited.py). Never
+    dropped."""
+
+    commit: Commit
+    reference: str  # as model.references labels it: #123, or a commit id
+    interdiff: str  # the patch's diff against the commit's, bounded
+
+
+@dataclass(frozen=True)
+class Cited:
+    """A patch names an upstream change that merged between the pins (rebase/cited.py): a
+    candidate, never proof that the patch landed."""
+
+    commit: Commit
+    reference: str  # as model.references labels it
+    contained: bool  # the commit's diff holds every line the patch changes: it may be
+    # named as the landing once the tree proves one
+    interdiff: str  # the patch's diff against the commit's, bounded (or why there is none)
+
+    def superseded(self) -> Superseded:
+        return Superseded(self.commit, self.reference, self.interdiff)
+
+
+@dataclass
+class PatchResult:
+    index: int
+    name: str
+    grade: str
+    offsets: list[gitrepo.HunkOffset] = field(default_factory=list)
+    conflicts: list[str] = field(default_factory=list)  # files left with conflict markers
+    after_conflict: bool = False  # classified with an earlier conflicting patch left out
+    waits_on: list[str] = field(default_factory=list)  # waiting: the left-out patches it
+    # stands on (rebase/waiting.py)
+    landed: Landing | None = None
+    superseded: Superseded | None = None
+    bisect: Bisect | None = None
+    change: str | None = None  # unchanged | context-only | content-changed | dropped
+    interdiff: str | None = None
+    resolved: bool = False  # its conflict was resolved by hand (--continue)
+    widened: list[str] = field(default_factory=list)  # paths --widen-scope added to Scope:
+    moved: list[MovedHunk] = field(default_factory=list)  # moved: the hunks re-targeted
+    moved_note: str | None = None  # why its lines were not followed, when looked for
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> PatchResult:
+        def commit(c: dict[str, Any] | None) -> Commit | None:
+            return Commit(**c) if c else None
+
+        landed = d.get("landed")
+        sup = d.get("superseded")
+        bis = d.get("bisect")
+        return cls(
+            index=d["index"],
+            name=d["name"],
+            grade=d["grade"],
+            offsets=[gitrepo.HunkOffset(**o) for o in d.get("offsets", [])],
+            conflicts=list(d.get("conflicts", [])),
+            after_conflict=d.get("after_conflict", False),
+            waits_on=list(d.get("waits_on", [])),
+            landed=Landing(
+                commit(landed["commit"]), landed["how"], landed["checks"], landed.get("reference")
+            )
+            if landed
+            else None,
+            superseded=Superseded(Commit(**sup["commit"]), sup["reference"], sup["interdiff"])
+            if sup
+            else None,
+            bisect=Bisect(
+                commit(bis["commit"]), bis["checks"], bis["commits"], bis["bound"], bis.get("note")
+            )
+            if bis
+            else None,
+            change=d.get("change"),
+            interdiff=d.get("interdiff"),
+            resolved=d.get("resolved", False),
+            widened=list(d.get("widened", [])),
+            moved=[MovedHunk(**m) for m in d.get("moved", [])],
+            moved_note=d.get("moved_note"),
+        )
+
+
+@dataclass
+class RebaseResult:
+    stack: str
+    old: str
+    new: str
+    new_ref: str
+    mode: str  # check | rebase | continue | abort
+    status: str  # checked | up-to-date | rebased | stopped | needs-drop | aborted
+    patches: list[PatchResult]
+    commits: int | None = None  # first-parent commits old..new; None when not a descendant
+    base: str | None = None  # where --bisect searched from when NEW does not descend from OLD
+    bisect_checks: int = 0
+    fingerprint: str | None = None
+    work: str | None = None  # the conflict work tree, when stopped
+    conflict: str | None = None  # the patch waiting there
+    header: str | None = None  # its header, to edit with the resolution, when stopped
+    message: str = ""
+    seconds: float = 0.0
+    causes: list[rebase_review.Cause] = field(default_factory=list)  # why patches conflict
+    range_diff: str | None = None  # the stack before and after, when rebased
+
+    @property
+    def ok(self) -> bool:
+        if self.status == "checked":
+            return all(p.grade in APPLIES for p in self.patches)
+        return self.status in ("up-to-date", "rebased", "aborted")
+
+    @property
+    def to_resolve(self) -> int:
+        """The conflicts a person will meet; a ``waiting`` patch is not one of its own."""
+        return sum(p.grade == CONFLICT for p in self.patches)
+
+    @property
+    def waiting(self) -> int:
+        return sum(p.grade == WAITING for p in self.patches)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA,
+            "ok": self.ok,
+            "to_resolve": self.to_resolve,
+            "waiting": self.waiting,
+            **asdict(self),
+        }
