@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from patchctl.outreach import rerun
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -93,6 +95,10 @@ def test_perf_prefixes_builds_each_prefix_from_the_stack_with_patchctl_apply(
 def test_the_committed_briefs_rerun_needs_no_scratch_folder() -> None:
     """Bug: the first screens of the briefs gave, as the rerun of the perplexity and
     llama-bench record, a command naming /work/scratch models and ephemeral commits."""
+    from tests.test_outreach_evidence import perf_record_is_current
+
+    if not perf_record_is_current():
+        pytest.skip("the per-prefix record is of an earlier stack: no brief offers its rerun")
     briefs = ROOT / "evidence" / "outreach"
     for path in sorted(briefs.glob("0*.md")):
         if path.name.endswith(".details.md"):
