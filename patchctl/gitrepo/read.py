@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.gitrepo.core import run_git, run_git_bytes
+from patchctl.gitrepo.missing import missing_files
 from patchctl.untrusted import printable
 
 # No user config (log.showSignature, mailmap settings, grep defaults) may change these
@@ -31,7 +32,8 @@ def read_files(repo: Path, commit: str, paths: Sequence[str]) -> dict[str, str |
 def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
                env: dict[str, str] | None = None) -> dict[str, tuple[str, bytes]]:
     """path -> (mode, contents) of the files and symlinks among ``paths`` in ``treeish``,
-    in two git calls however many paths (absent paths and directories are left out)."""
+    in two git calls however many paths (absent paths and directories are left out); the
+    upstream lacking a blob is ``MissingFiles`` naming its paths."""
     if not paths:
         return {}
     listed = run_git(["ls-tree", "-r", "-z", "--full-tree", treeish, "--", *paths], repo=repo,
@@ -48,12 +50,19 @@ def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
         return {}
     out = run_git_bytes(["cat-file", "--batch"], repo=repo, env=env,
                         input="".join(f"{b}\n" for _, _, b in entries).encode())
-    pos, files = 0, {}
+    pos, files, lacking = 0, {}, []
     for path, mode, _ in entries:
         nl = out.index(b"\n", pos)
-        size = int(out[pos:nl].split()[2])
+        header = out[pos:nl].split()
+        if header[-1:] == [b"missing"]:  # a snapshot or a partial clone that cannot fetch it
+            lacking.append(path)
+            pos = nl + 1
+            continue
+        size = int(header[2])
         files[path] = (mode, out[nl + 1:nl + 1 + size])
         pos = nl + 1 + size + 1
+    if lacking:
+        raise missing_files(lacking, excludable=False)
     return files
 
 

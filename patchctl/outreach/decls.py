@@ -70,13 +70,13 @@ class _Tree:
 
     def patched(self, path: str) -> bytes | None:
         if path not in self._patched:
-            blob = gitrepo.read_blobs(self.upstream, self.tree, [path], env=self.env).get(path)
+            blob = _blob(self.upstream, self.tree, path, self.env)
             self._patched[path] = blob[1] if blob else None
         return self._patched[path]
 
     def at_base(self, path: str) -> bytes | None:
         if path not in self._base:
-            blob = gitrepo.read_blobs(self.upstream, self.base, [path]).get(path)
+            blob = _blob(self.upstream, self.base, path, None)
             self._base[path] = blob[1] if blob else None
         return self._base[path]
 
@@ -141,3 +141,13 @@ def _first(resolver: cscope.Resolver, use: Use) -> cscope.Found | None:
         if isinstance(found, cscope.Found):
             return found
     return None
+
+
+def _blob(upstream: Path, tree: str, path: str, env: dict[str, str] | None
+          ) -> tuple[str, bytes] | None:
+    """A file of ``tree``; None where it is absent or the upstream lacks its blob (a name
+    declared there is then not linked: better absent than wrong)."""
+    try:
+        return gitrepo.read_blobs(upstream, tree, [path], env=env).get(path)
+    except gitrepo.MissingFiles:
+        return None

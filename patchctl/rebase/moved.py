@@ -64,7 +64,7 @@ def follow(
     paths = sorted({f.path for f in patch.files})
     try:
         blobs = gitrepo.read_blobs(repo, current, paths, env=dict(env))
-    except GitError:
+    except (GitError, gitrepo.MissingFiles):  # what it cannot read it does not follow
         return None
     placed: dict[str, list[tuple[int, Hunk]]] = {}
     lost: list[tuple[str, int, Hunk]] = []

@@ -66,7 +66,7 @@ def waits_on(
     try:
         then = gitrepo.read_blobs(repo, old, paths, env=dict(env))
         now = gitrepo.read_blobs(repo, current, paths, env=dict(env))
-    except GitError:
+    except (GitError, gitrepo.MissingFiles):
         return []  # a tree this clone cannot read: no proof, so a conflict
     hit: set[int] = set()
     for f in patch.files:
