@@ -124,6 +124,11 @@ def test_committed_briefs_answer_the_first_screen_findings() -> None:
             assert "covered by records of this patch" not in first, path.name
             assert "no record of this patch as it is compares llama-perplexity, llama-bench" \
                 in first, path.name
+            # its figures are still shown, with its spread, as the other stack's
+            details = path.with_name(path.name.removesuffix(".md") + ".details.md").read_text(
+                encoding="utf-8")
+            assert re.search(r"pp512 [\d.]+ \(\d+-\d+\).*\(made at stack [0-9a-f]{12}, not the "
+                             r"patches as they are\)", details), path.name
             continue
         assert re.search(r"upstream ctest, pin and \d+ prefixes: the same (\d+) fail at each, "
                          r"of [\d/]+ (\(pin to last prefix\) )?tests; 0 changed by the patch",

@@ -155,7 +155,9 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
                                 if (m := _CHECK_LINE.match(ln.strip()))],
                                len(ctest.sections(text)) if run.compare else 0)[:60]
             run.totals = log_totals(text)
-        if current and isinstance(data.get("metrics"), dict):
+        if isinstance(data.get("metrics"), dict):
+            # a record of another stack keeps its figures too, labelled by the stack it
+            # was made at wherever they are shown
             run.perf = perf.lines(data["metrics"], at.position)
         run.at = _made_at(stack, at) if current else ""
         backend = data.get("backend")
