@@ -102,7 +102,7 @@ class PatchBrief:
     port: dict[str, Any] | None = None  # filled by --onto
     # who or what wrote it (the project's history of the file) and what git am would send
     disclosure: Disclosure | None = None
-    # issue 24: touched paths no CODEOWNERS entry matches (None: no CODEOWNERS), discussions
+    # touched paths no CODEOWNERS entry matches (None: no CODEOWNERS), discussions
     # the issues name, owners of subsystems the questions name, standards not mechanical
     unowned: list[str] | None = None
     discussions: list[surface.Discussion] = field(default_factory=list)

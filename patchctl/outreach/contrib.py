@@ -1,4 +1,5 @@
-"""The facts of issue 24 for a brief, read once per series and once per patch.
+"""The facts of the upstream's forms, owners and standards for a brief, read once per
+series and once per patch.
 
 Series: the issue forms, how declarations are found, the architectures at the base, the
 cached issue answers. Patch: CODEOWNERS gaps,
@@ -144,8 +145,9 @@ def _discussions(series: SeriesFacts, patch: Patch, outreach: facts.OutreachData
 
 def applies(rule: policy.Rule, lint: list[facts.LintFinding], more: PatchFacts
             ) -> tuple[str, str] | None:
-    """Whether a rule of issue 24 applies, and why; None for the others. A rule every line
-    of which is in a section for maintainers binds no contributor."""
+    """Whether a rule of the forms, owners or standards applies, and why; None for the
+    others. A rule every line of which is in a section for maintainers binds no
+    contributor."""
     headings = [c.heading for c in rule.citations]
     if headings and all(re.search(r"maintainer", h, re.I) and
                         not re.search(r"contributor", h, re.I) for h in headings):

@@ -9,7 +9,7 @@ says how to regenerate it.
 
 The manifest is also what makes a directory patchctl's to replace: ``--out``
 must be empty, absent, or a brief directory with such a manifest, and a
-``--handoff`` file must be new or one that manifest lists (issue 22 #1).
+``--handoff`` file must be new or one that manifest lists (never overwrite a person's file).
 """
 
 from __future__ import annotations

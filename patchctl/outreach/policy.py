@@ -116,7 +116,7 @@ KINDS = (
     RuleKind("commit-title", "Commit title format", (r"commit title",)),
     RuleKind("find-reviewer", "Find a reviewer who will maintain it",
              (r"collaborator who is willing|willing to review",)),
-    # issue forms and the code standards (issue 24)
+    # issue forms and the code standards
     RuleKind("discuss-first", "Discuss the idea first",
              (r"\b(post|open|start|discuss)\b.{0,40}\b(first|before)\b", r"discuss")),
     RuleKind("no-pasted-model-output", "No pasted language-model output in issues",

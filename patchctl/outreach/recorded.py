@@ -75,7 +75,7 @@ def stack_at(pin: str, patches: Sequence[Patch], index: int, cmake: str = "") ->
 
 def record_match(stack: dict[str, Any], patch: Patch, at: StackAt) -> tuple[bool, str]:
     """Whether a record's ``stack`` identity covers ``patch`` as it is now, and how it was
-    decided: by the per-patch digests the record lists (records since issue 24), else by
+    decided: by the per-patch digests the record lists (records that list them), else by
     its fingerprint being that of the stack's first k >= position patches (a record made
     before a later patch existed still covers the earlier ones). A record whose
     fingerprint is of no such prefix cannot be matched to this patch's digest."""

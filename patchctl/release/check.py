@@ -73,7 +73,7 @@ def verify_package(package: Path) -> VerifyReport:
 
 def _verify_root(root: Path, report: VerifyReport) -> VerifyReport:
     """Every check that reads the package first; then, only when all of them pass, the
-    checks that run its worker (Issue 22 #6: nothing from a package that fails one)."""
+    checks that run its worker (nothing from a package that fails one runs)."""
     found = report.findings
     listed = _check_sums(root, report)
     if listed is None:  # a link or special file: nothing in the package is read or run
