@@ -1,6 +1,6 @@
 """Instructions per generated token, ours against llama.cpp, counted by callgrind.
 
-Wall time on a shared machine drifts (on the 2-vCPU VM of issue 35 the same in-process
+Wall time on a shared machine drifts (on the 2-vCPU VM the same in-process
 run took 28 to 44 ms per token within minutes); the instructions a process executes do
 not. Each design runs two generations that differ only in their number of steps under
 `valgrind --tool=callgrind`, and the difference per step is reported, so loading, the

@@ -212,5 +212,3 @@ def _script_python(patchctl: Path) -> str:
     except OSError:
         return sys.executable
     return first[2:].strip().split()[0] if first.startswith("#!") else sys.executable
-
-

@@ -138,5 +138,3 @@ def render_table(result: dict) -> str:
     if s["failed_targets"]:
         out.append("failing: " + ", ".join(s["failed_targets"]))
     return "\n".join(out) + "\n"
-
-

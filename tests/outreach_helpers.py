@@ -192,7 +192,7 @@ def prose_problems(text: str) -> list[str]:
     return problems
 
 
-# -- issue 24: the whole contribution surface ------------------------------------------------
+# -- the whole contribution surface ------------------------------------------------
 
 SURFACE_AGENTS = """# Instructions for tiny
 

@@ -372,7 +372,7 @@ def _apply_in_order(upstream: Upstream, index: Path, files: list[Path]) -> str:
 
 def test_upstream_export_is_the_plain_diffs_without_the_stacks_text(
         cli, project: Path, upstream: Upstream, tmp_path: Path) -> None:
-    """Issue 24 #5: every export form carried the stack's machine-written commit message,
+    """Every export form carried the stack's machine-written commit message,
     its trailers (Concern:, Scope:, ...) and a placeholder author, and `git am` + push sends
     them upstream as they are. --format upstream writes the diff alone, per patch, that
     `git apply` takes in order at the pin, and a README.txt of facts."""
@@ -407,7 +407,7 @@ def test_upstream_export_is_the_plain_diffs_without_the_stacks_text(
 
 def test_upstream_export_applies_cumulatively(cli, tmp_path: Path, docs_upstream: Upstream
                                               ) -> None:
-    """Issue 24 #5: the third diff edits the line the first one changed, so it applies only
+    """The third diff edits the line the first one changed, so it applies only
     on top of it (each file is one step of the series, not a diff against the pin); the
     synthetic patches' diffstat and body are left out."""
     up = Upstream(tmp_path / "up", dict(docs_upstream.commits))
@@ -583,11 +583,11 @@ def test_batched_import_falls_back_to_name_the_patch_that_fails(cli, empty: Path
     assert snap(empty) == before
 
 
-# -- refs and ranges from the command line (issue 9) ---------------------------------------------
+# -- refs and ranges from the command line ---------------------------------------------
 
 
 def test_import_range_is_never_an_option_to_git(cli, empty: Path, upstream: Upstream) -> None:
-    """Bug (issue 9.3): an --from-repo RANGE reached `git rev-list` as an option:
+    """Bug: an --from-repo RANGE reached `git rev-list` as an option:
     `--output=stack/series` truncated the series to 0 bytes."""
     before = snap(empty)
     series = empty / "stack/series"
@@ -600,7 +600,7 @@ def test_import_range_is_never_an_option_to_git(cli, empty: Path, upstream: Upst
 
 def test_init_records_a_tag_or_branch_but_never_a_short_id(cli, tmp_path: Path,
                                                           upstream: Upstream) -> None:
-    """Bug (issue 9, smaller): a short sha given to `init --pin` was recorded as `tag`."""
+    """Bug: a short sha given to `init --pin` was recorded as `tag`."""
     base = upstream.commits["base"]
     git(upstream.path, "tag", "v-test", base)
     for pin, tag in ((base[:10], None), ("v-test", "v-test"), (base, None)):
@@ -614,7 +614,7 @@ def test_init_records_a_tag_or_branch_but_never_a_short_id(cli, tmp_path: Path,
 
 
 def test_init_refuses_an_ambiguous_ref(cli, tmp_path: Path, upstream: Upstream) -> None:
-    """Bug (issue 9, smaller): a name that is both a tag and a branch was resolved silently."""
+    """Bug: a name that is both a tag and a branch was resolved silently."""
     commits = list(upstream.commits.values())
     git(upstream.path, "tag", "twin", commits[0])
     git(upstream.path, "branch", "twin", commits[-1])
@@ -626,7 +626,7 @@ def test_init_refuses_an_ambiguous_ref(cli, tmp_path: Path, upstream: Upstream) 
 
 
 def test_init_from_a_bundle(cli, tmp_path: Path, upstream: Upstream) -> None:
-    """Bug (issue 9.12): `init --upstream BUNDLE` said "not a git repository" although
+    """Bug: `init --upstream BUNDLE` said "not a git repository" although
     verify accepts the same bundle."""
     bundle = tmp_path / "up.bundle"
     git(upstream.path, "bundle", "create", str(bundle), "--all")
@@ -818,7 +818,7 @@ def test_edit_and_new_when_the_upstream_lacks_a_root_level_blob(cli, tmp_path: P
 
 def test_work_trees_on_an_upstream_lacking_a_blob_the_stack_changes(cli, tmp_path: Path,
                                                                      patches) -> None:
-    """Issue 27 B: with the blob of a file the stack changes missing from the upstream,
+    """With the blob of a file the stack changes missing from the upstream,
     `edit` and `rebase-pin` stopped with git's raw "unable to read sha1 file of ..." (exit
     3); they name the file and what to pass. `new` on a stack that touches no file went
     sparse only when some patch touched a file: otherwise the same raw error."""
@@ -925,7 +925,7 @@ def test_import_reports_progress_on_stderr(cli, empty: Path, sources: Path,
     ids=["concern", "subject", "assisted-by", "scope", "message-diff", "concern-escape"])
 def test_new_options_cannot_add_headers_or_trailers(cli, canonical: Path,
                                                     option: list[str]) -> None:
-    """Issue 22 #5: `new` wrote --concern, --subject, --assisted-by (and --scope) verbatim
+    """`new` wrote --concern, --subject, --assisted-by (and --scope) verbatim
     into the header it keeps for refresh: a newline in one added a trailer. Each is
     checked as `header --set` checks a value (model/lint.py), before the edit is opened."""
     args = {"--concern": "c", "--scope": "x"}
@@ -941,7 +941,7 @@ def test_new_options_cannot_add_headers_or_trailers(cli, canonical: Path,
 def test_import_values_cannot_add_trailers_or_diff_lines(cli, empty: Path, tmp_path: Path,
                                                         upstream: Upstream,
                                                         sources: Path) -> None:
-    """Issue 22 #5 (and #2 by import): `import --concern` was written verbatim, and a
+    """`import --concern` was written verbatim, and a
     commit message holding a `---` line and a diff became part of the imported patch.
     Both are refused, naming the source; nothing is imported."""
     before = snap(empty)

@@ -1,7 +1,7 @@
 """The edit work tree is a git repository the user works in: closing or replacing it must
 not delete git work patchctl did not make, against a real upstream and real git.
 
-The bug these pin (Issue 23): after `patchctl refresh --all` had written everything
+The bug these pin: after `patchctl refresh --all` had written everything
 back, `patchctl header --set` closed the "clean" edit with one rmtree of
 .patchctl/edit/, and the user's branches (one holding commits found nowhere else), a
 stash and the git dir of a linked worktree went with it. `edit --reset`, `edit` and
@@ -85,7 +85,7 @@ GIT_WORK: list[tuple[Callable[[Path], None], list[str]]] = [
 def test_header_keeps_an_edit_holding_the_users_git_work(cli, refreshed: tuple[Path, Path],
                                                          make: Callable[[Path], None],
                                                          named: list[str]) -> None:
-    """Issue 23: after `refresh --all`, `header --set` deleted the edit work tree with the
+    """After `refresh --all`, `header --set` deleted the edit work tree with the
     user's branches, tags, stash, a commit that changes nothing and a stopped rebase; now
     it refuses, naming what would be lost, and changes nothing."""
     project, work = refreshed
@@ -101,7 +101,7 @@ def test_header_keeps_an_edit_holding_the_users_git_work(cli, refreshed: tuple[P
 
 def test_a_linked_worktree_survives_header_and_still_works(cli, refreshed: tuple[Path, Path],
                                                            tmp_path: Path) -> None:
-    """Issue 23: a linked worktree added in the edit work tree (to build an older commit)
+    """A linked worktree added in the edit work tree (to build an older commit)
     lost its git dir to `header --set`; now the verb refuses naming it, and the worktree
     still works afterwards."""
     project, work = refreshed
@@ -115,7 +115,7 @@ def test_a_linked_worktree_survives_header_and_still_works(cli, refreshed: tuple
 
 def test_edit_and_new_refuse_to_replace_an_edit_holding_git_work(
         cli, refreshed: tuple[Path, Path]) -> None:
-    """Issue 23: `edit NAME` and `new NAME` replaced an old, refreshed edit with one
+    """`edit NAME` and `new NAME` replaced an old, refreshed edit with one
     rmtree, the user's branch with it; now they refuse and point at --reset."""
     project, work = refreshed
     git(work, "branch", "wip")
@@ -127,7 +127,7 @@ def test_edit_and_new_refuse_to_replace_an_edit_holding_git_work(
 
 def test_edit_reset_discards_git_work_and_says_so(cli, refreshed: tuple[Path, Path],
                                                   tmp_path: Path) -> None:
-    """Issue 23: `edit NAME --reset` discarded the user's branches and stash without a
+    """`edit NAME --reset` discarded the user's branches and stash without a
     word about them; it still discards (the user asked), and names them."""
     project, work = refreshed
     git(work, "branch", "wip")
@@ -142,7 +142,7 @@ def test_edit_reset_discards_git_work_and_says_so(cli, refreshed: tuple[Path, Pa
 
 
 def test_a_clean_edit_is_still_closed_silently(cli, refreshed: tuple[Path, Path]) -> None:
-    """Issue 23 (regression guard): an edit with nothing unrefreshed and no git work of the
+    """An edit with nothing unrefreshed and no git work of the
     user's is closed by `header --set` as before, without a word; so is one whose commits
     made after the refresh only commit what was refreshed (the files are recorded)."""
     project, work = refreshed
@@ -156,7 +156,7 @@ def test_a_clean_edit_is_still_closed_silently(cli, refreshed: tuple[Path, Path]
 
 def test_a_linked_worktree_path_is_named_on_one_line(cli, refreshed: tuple[Path, Path],
                                                      tmp_path: Path) -> None:
-    """Issue 23: the refusal names a linked worktree whose path holds an escape sequence
+    """The refusal names a linked worktree whose path holds an escape sequence
     and a newline escaped, on one line (`git worktree list -z`, then `untrusted`)."""
     project, work = refreshed
     odd = tmp_path / "odd\x1b[31mred\nline"

@@ -74,7 +74,7 @@ def test_delete_on_50_patches_refuses_when_a_later_patch_needs_it(cli, big: Path
 
 
 def test_delete_then_rename_by_the_next_files_number(cli, big: Path) -> None:
-    """Issue 27 A: `delete 0008` then `rename 0009 ...` failed with "'0009' names 2
+    """`delete 0008` then `rename 0009 ...` failed with "'0009' names 2
     patches" (0009-... had moved to position 8, position 9 was 0010-...). A number
     names the file carrying it; `@N` is the position."""
     names = series(big)
@@ -244,7 +244,7 @@ BLOCK = "Concern: bump\nUpstream-Status: Pending\nScope: **\n"  # trailers as th
     "\r\nAnd a carriage return.",
 ], ids=["issue", "diff-git", "traditional", "index", "dashes", "mbox-from", "escape", "cr"])
 def test_header_message_cannot_change_the_diff(cli, tiny: Path, tail: str) -> None:
-    """Issue 22 #2: `header NAME -m TEXT` with a body holding a trailer block, a `---` line
+    """`header NAME -m TEXT` with a body holding a trailer block, a `---` line
     and a hunk made the hunk part of the patch: the fingerprint changed, the lock was
     rewritten, verify said OK and `apply --into` wrote the injected line. A body that
     could end the message or start a diff is refused; nothing is written."""
@@ -254,7 +254,7 @@ def test_header_message_cannot_change_the_diff(cli, tiny: Path, tail: str) -> No
 
 
 def test_header_message_cannot_add_or_change_trailers(cli, tiny: Path) -> None:
-    """Issue 22 #2: a body's last paragraph of `Key: value` lines is read as the trailers
+    """A body's last paragraph of `Key: value` lines is read as the trailers
     when no trailer block follows it, so `-m 'Scope: **'` widened the Scope of a patch
     without one. Refused there; before a trailer block it stays prose, and the parsed
     trailers are unchanged."""
@@ -283,7 +283,7 @@ def test_header_message_cannot_add_or_change_trailers(cli, tiny: Path) -> None:
 
 
 def test_a_header_change_is_refused_unless_only_what_was_asked_changes(tiny: Path) -> None:
-    """Issue 22 #2: whatever gets past the body and trailer checks, `header` parses the
+    """Whatever gets past the body and trailer checks, `header` parses the
     result again and refuses it unless the diff is byte-identical and the trailers
     differ only in the keys set."""
     from patchctl.authoring.rearrange import _same_but

@@ -206,7 +206,7 @@ def test_reorder_two_commits(cli, canonical: Path, upstream: Upstream, tmp_path:
 
 def test_reorder_ends_with_the_renumber_hint(cli, canonical: Path, upstream: Upstream,
                                             tmp_path: Path) -> None:
-    """Issue 23: `refresh --all` that leaves the file numbers out of series order ends its
+    """`refresh --all` that leaves the file numbers out of series order ends its
     text output with the hint to run `patchctl renumber`, which then renames the files
     (closing the clean edit)."""
     hint = "numbers out of series order: run `patchctl renumber`"

@@ -99,7 +99,7 @@ def test_split_whose_remainder_is_empty_is_refused(cli, tiny: Path, big: Path) -
          "concern-empty"])
 def test_split_options_cannot_add_headers_or_trailers(cli, tiny: Path,
                                                       option: list[str]) -> None:
-    """Issue 22 #5: split wrote --concern and --subject verbatim: `--concern $'b\nScope:
+    """Split wrote --concern and --subject verbatim: `--concern $'b\nScope:
     **'` gave the new patch a second Scope of `**` (verify OK). Every value is checked
     as `header --set` checks one, before anything is written."""
     assert cli("-C", str(tiny), "fold", "bump", "--into", "3").code == 0
@@ -108,7 +108,7 @@ def test_split_options_cannot_add_headers_or_trailers(cli, tiny: Path,
 
 
 def test_split_paths_invalid_glob_is_one_line(cli, tiny: Path) -> None:
-    """Issue 22 #8: `split --paths 'src/[]'` (and a reversed range) ended in a re.error
+    """`split --paths 'src/[]'` (and a reversed range) ended in a re.error
     traceback; it is refused with one line naming --paths, exit 2, nothing written."""
     assert cli("-C", str(tiny), "fold", "bump", "--into", "3").code == 0
     err = refused(cli, tiny, "split", "3", "--paths", "src/[]")
@@ -118,7 +118,7 @@ def test_split_paths_invalid_glob_is_one_line(cli, tiny: Path) -> None:
 
 
 def test_split_paths_negated_set_negates(cli, tiny: Path) -> None:
-    """Issue 22 #8: `[!i]` was read as the set {!, i}, so `--paths '[!i]*/*'` carved
+    """`[!i]` was read as the set {!, i}, so `--paths '[!i]*/*'` carved
     include/tiny.h out, the opposite of fnmatch; it now carves everything but include/."""
     assert cli("-C", str(tiny), "fold", "bump", "--into", "3").code == 0
     r = cli("-C", str(tiny), "split", "3", "--paths", "[!i]*/*", "--name", "0004-src")

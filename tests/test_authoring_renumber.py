@@ -1,7 +1,7 @@
 """`patchctl renumber`, and the hint `move` and `refresh --all` give when the file numbers
 no longer follow the series.
 
-The bug these pin (Issue 23): after `move` (or `refresh --all`) put a patch first the
+The bug these pin: after `move` (or `refresh --all`) put a patch first the
 series read `0003-..., 0001-..., 0002-...`, and the only way back was `rename` one file
 at a time through temporary names (a name the next file still held was refused).
 """
@@ -39,7 +39,7 @@ def moved_last_first(cli, project: Path) -> None:
 
 
 def test_renumber_after_moving_the_last_patch_first(cli, tiny: Path) -> None:
-    """Issue 23: after `move 3 --to 1` the series read 0003, 0001, 0002 and nothing
+    """After `move 3 --to 1` the series read 0003, 0001, 0002 and nothing
     renumbered it; `renumber` renames all three in one transaction, bytes kept, and the
     stack verifies with a current lock."""
     moved_last_first(cli, tiny)
@@ -58,7 +58,7 @@ def test_renumber_after_moving_the_last_patch_first(cli, tiny: Path) -> None:
 
 
 def test_renumber_json(cli, tiny: Path) -> None:
-    """Issue 23: `renumber --json` is a `patchctl.renumber/1` document in the rename style,
+    """`renumber --json` is a `patchctl.renumber/1` document in the rename style,
     with each [old, new] pair in series order."""
     moved_last_first(cli, tiny)
     r = cli("-C", str(tiny), "renumber", "--json")
@@ -74,7 +74,7 @@ def test_renumber_json(cli, tiny: Path) -> None:
 
 
 def test_names_that_collide_midway_are_swapped(cli, tiny: Path) -> None:
-    """Issue 23: 0002-x moved before 0001-x: each new name is the other's old one, which
+    """0002-x moved before 0001-x: each new name is the other's old one, which
     `rename` refuses one at a time ("already exists"); renumber swaps them in one go."""
     assert cli("-C", str(tiny), "rename", "1", "0001-x").code == 0
     assert cli("-C", str(tiny), "rename", "2", "0002-x").code == 0
@@ -91,7 +91,7 @@ def test_names_that_collide_midway_are_swapped(cli, tiny: Path) -> None:
 
 
 def test_strip_levels_and_series_comments_stay(cli, tiny: Path) -> None:
-    """Issue 23: a `-p0` entry and its comment move with the renamed file."""
+    """A `-p0` entry and its comment move with the renamed file."""
     patch = tiny / "stack/patches" / T2
     text = patch.read_text().replace("diff --git a/src/tiny.c b/src/tiny.c",
                                      "diff --git src/tiny.c src/tiny.c")
@@ -106,7 +106,7 @@ def test_strip_levels_and_series_comments_stay(cli, tiny: Path) -> None:
 
 
 def test_a_name_without_a_number_is_kept(cli, tiny: Path) -> None:
-    """Issue 23: a file without a leading NNNN- number keeps its name, and the report
+    """A file without a leading NNNN- number keeps its name, and the report
     says so; the numbered ones around it take their positions."""
     assert cli("-C", str(tiny), "rename", "1", "notes-first").code == 0
     assert cli("-C", str(tiny), "move", T3, "--to", "1").code == 0
@@ -123,7 +123,7 @@ def test_a_name_without_a_number_is_kept(cli, tiny: Path) -> None:
 
 
 def test_already_in_order_changes_nothing(cli, tiny: Path) -> None:
-    """Issue 23: nothing to renumber: exit 0, "already numbered in series order", stack/
+    """Nothing to renumber: exit 0, "already numbered in series order", stack/
     byte-identical (the lock too)."""
     before = snapshot(tiny / "stack")
     r = cli("-C", str(tiny), "renumber")
@@ -132,7 +132,7 @@ def test_already_in_order_changes_nothing(cli, tiny: Path) -> None:
 
 
 def test_refused_while_an_edit_has_unrefreshed_changes(cli, tiny: Path) -> None:
-    """Issue 23: renumber is a stack transaction like move: refused (nothing written)
+    """Renumber is a stack transaction like move: refused (nothing written)
     while the open edit holds changes not refreshed; a clean edit is closed."""
     moved_last_first(cli, tiny)
     r = cli("-C", str(tiny), "edit", "2", "--json")
@@ -147,13 +147,13 @@ def test_refused_while_an_edit_has_unrefreshed_changes(cli, tiny: Path) -> None:
 
 
 def test_refused_while_a_rebase_is_stopped(cli, tiny: Path) -> None:
-    """Issue 23: refused while a `rebase-pin` is stopped, as the other verbs are."""
+    """Refused while a `rebase-pin` is stopped, as the other verbs are."""
     stop_a_rebase(tiny)
     assert "rebase-pin" in refused(cli, tiny, "renumber")
 
 
 def test_refused_when_a_new_name_is_an_unlisted_file(cli, tiny: Path) -> None:
-    """Issue 23: a new name held by a file the series does not list is refused, naming
+    """A new name held by a file the series does not list is refused, naming
     it; nothing is written (all or nothing)."""
     moved_last_first(cli, tiny)
     (tiny / "stack/patches/0002-util-add-tiny_square.patch").write_text("stray\n")
@@ -162,14 +162,14 @@ def test_refused_when_a_new_name_is_an_unlisted_file(cli, tiny: Path) -> None:
 
 
 def test_kill_during_renumber_leaves_old_or_new(cli, tmp_path: Path, tiny: Path) -> None:
-    """Issue 23: killed anywhere, stack/ is the old stack or the renumbered one."""
+    """Killed anywhere, stack/ is the old stack or the renumbered one."""
     moved_last_first(cli, tiny)
     shutil.copytree(tiny, tmp_path / "orig")
     assert assert_kills_leave_old_or_new(cli, tmp_path, tiny, "renumber") >= 2
 
 
 def test_move_ends_with_the_hint_when_numbers_are_out_of_order(cli, tiny: Path) -> None:
-    """Issue 23: `move` said nothing about the numbers it left out of order; its text
+    """`move` said nothing about the numbers it left out of order; its text
     output now ends with the hint, and not once the order is restored (or with --json)."""
     r = cli("-C", str(tiny), "move", T3, "--to", "1")
     assert r.code == 0 and r.out.splitlines()[-1] == HINT, r.out
@@ -180,7 +180,7 @@ def test_move_ends_with_the_hint_when_numbers_are_out_of_order(cli, tiny: Path) 
 
 
 def test_the_plan() -> None:
-    """Issue 23: the new names: position zero-padded to 4 digits or to the widest number
+    """The new names: position zero-padded to 4 digits or to the widest number
     already used; names without a number, or in a subdirectory, left out."""
     assert renumbered(["0003-a.patch", "0001-b.patch", "0002-c.patch"]) == {
         "0003-a.patch": "0001-a.patch", "0001-b.patch": "0002-b.patch",

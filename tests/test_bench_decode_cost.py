@@ -1,4 +1,4 @@
-"""bench/decode_cost.py's arithmetic (issue 35): callgrind's counts per generated token,
+"""bench/decode_cost.py's arithmetic: callgrind's counts per generated token,
 from two runs that differ in their steps only. The runs themselves need valgrind and a
 llama.cpp build, so they are the bench's, not the tests'."""
 

@@ -1,5 +1,5 @@
-"""The benches' relay (bench/_relay.py) and its `--link RTT_MS:MBIT` model (issue 35,
-item 3), measured against a real echo server on 127.0.0.1."""
+"""The benches' relay (bench/_relay.py) and its `--link RTT_MS:MBIT` model,
+measured against a real echo server on 127.0.0.1."""
 
 from __future__ import annotations
 
@@ -86,7 +86,7 @@ def test_link_parses() -> None:
 
 
 def test_relay_counts_requests_not_reads(echo_port: int) -> None:
-    """Issue 35 #3: round trips per token are what a link's latency prices. Three
+    """Round trips per token are what a link's latency prices. Three
     request/reply exchanges on one connection count three, and a second connection's
     exchange one more; bytes alone would not tell three requests from one. A reply that
     comes back on another connection, as a chain's last stage answers its driver, is

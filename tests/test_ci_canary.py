@@ -268,7 +268,7 @@ def test_tip_of_a_local_upstream_resolves_there(cli, project: Path, upstream: Up
 
 @pytest.mark.parametrize("which", ["report", "previous"])
 def test_a_malformed_report_from_the_cache_is_one_line(cli, tmp_path: Path, which: str) -> None:
-    """Issue 22 #12: `"bisect": "x"` in a report (the previous one comes from the Actions
+    """`"bisect": "x"` in a report (the previous one comes from the Actions
     cache) gave a traceback; both are validated against their schema before use."""
     bad = synthetic_report()
     bad["patches"][3]["bisect"] = "x"

@@ -35,7 +35,7 @@ def vulkan_project(tiny: Path) -> Path:
 
 
 def test_ci_run_lane_vulkan_runs_the_lane_scripts_steps(cli, vulkan_project: Path) -> None:
-    """Issue 25 #1/#5: `ci run --lane vulkan` configured with the system's Vulkan headers
+    """`ci run --lane vulkan` configured with the system's Vulkan headers
     (no -DVulkan_INCLUDE_DIR: Debian 12's are too old for the pin), ran every CTest without
     naming lavapipe and no offload check. Its plan now calls native/ci/vulkan-lane.sh's
     setup (packages, headers, device), configures with the cache it writes, and runs the
@@ -100,7 +100,7 @@ def setup_step(tmp_path: Path, *, installed: bool, uid: int, device: str, header
 
 
 def test_setup_installs_only_what_is_missing_through_sudo(tmp_path: Path) -> None:
-    """Issue 25 #5: a hosted runner is not root and may have the packages or not. setup
+    """A hosted runner is not root and may have the packages or not. setup
     installs them only when one is missing, with `sudo -n` when not root (the workflow's
     own install step, now gone, did the same); a GPU-type device is used as the loader
     finds it, and the headers the compiler accepts go to lane.cmake."""
@@ -130,7 +130,7 @@ def test_setup_installs_only_what_is_missing_through_sudo(tmp_path: Path) -> Non
 
 @pytest.mark.skipif(not LAVAPIPE, reason="no lavapipe ICD here (mesa-vulkan-drivers)")
 def test_setup_names_lavapipe_when_there_is_no_gpu(tmp_path: Path) -> None:
-    """Issue 25 #5: on a runner without a GPU the lane runs on lavapipe (its ICD, and
+    """On a runner without a GPU the lane runs on lavapipe (its ICD, and
     GGML_VK_VISIBLE_DEVICES for ggml-vulkan, which skips CPU-type devices unless named)
     instead of failing."""
     r, _, _ = setup_step(tmp_path, installed=True, uid=0, device="CPU", headers_ok=True)
@@ -139,7 +139,7 @@ def test_setup_names_lavapipe_when_there_is_no_gpu(tmp_path: Path) -> None:
 
 
 def test_too_old_headers_off_debian_stop_with_one_line(tmp_path: Path) -> None:
-    """Issue 25 #5: the headers fallback downloads Debian 13's libvulkan-dev with a Debian
+    """The headers fallback downloads Debian 13's libvulkan-dev with a Debian
     apt source, which an Ubuntu runner cannot use; there the lane stops with one line
     saying what to install, before any download."""
     r, stub, work = setup_step(tmp_path, installed=True, uid=0, device="DISCRETE_GPU",

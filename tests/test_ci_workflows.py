@@ -108,7 +108,7 @@ def test_golden_workflows(repo: Path) -> None:
 
 
 def test_the_vulkan_job_runs_the_lane_scripts_steps(repo: Path) -> None:
-    """Issue 25 #5: the vulkan job had its own install step (packages only when glslc or
+    """The vulkan job had its own install step (packages only when glslc or
     vulkaninfo was missing, no headers check, GGML_VK_VISIBLE_DEVICES without the ICD) and
     then `ci run --lane vulkan`, which did neither the headers nor the offload check. Now
     the job installs nothing Vulkan itself: `ci run --lane vulkan` runs
@@ -126,7 +126,7 @@ def test_the_vulkan_job_runs_the_lane_scripts_steps(repo: Path) -> None:
 
 
 def test_the_vulkan_lane_on_a_hosted_runner(repo: Path) -> None:
-    """Issue 25 #5: `--runner vulkan=ubuntu-latest` puts the vulkan job on a hosted runner
+    """`--runner vulkan=ubuntu-latest` puts the vulkan job on a hosted runner
     (lavapipe, no GPU): no self-hosted label anywhere, no step that needs a GPU-type
     device, and actionlint, the workflow schema and zizmor (its self-hosted-runner audit
     included) accept it."""
@@ -178,7 +178,7 @@ def test_the_validators_catch_a_broken_workflow(tmp_path: Path) -> None:
 
 
 def test_zizmor_finds_nothing(repo: Path) -> None:
-    """Issue 22 #3/#4: every lane and --canary-issue, through zizmor's template-injection
+    """Every lane and --canary-issue, through zizmor's template-injection
     audit and the rest (artipacked, excessive-permissions, undocumented-permissions were
     found and fixed; unpinned-uses and self-hosted-runner are configured with a reason)."""
     assert patchctl(*GOLDEN_ARGS, cwd=repo).returncode == 0
@@ -216,8 +216,8 @@ OUT_INJECTION = ("x\ndefaults:\n  run:\n    shell: sh -c 'touch pwned' {0}\n"
         "out-newline", "out-expression"])
 def test_a_value_that_would_change_the_workflow_is_refused(
         repo: Path, pin_name: str | None, args: list[str], message: str) -> None:
-    """Issue 22 #3: the pin's name reached the canary's issue title env, where Actions
-    evaluates `${{ }}`. Issue 22 #4: --out reached the header comment, where a newline
+    """The pin's name reached the canary's issue title env, where Actions
+    evaluates `${{ }}`. --out reached the header comment, where a newline
     ends it, and --install a `run:` line. Each is refused: exit 2, one line, nothing
     written."""
     if pin_name is not None:
@@ -235,7 +235,7 @@ def test_a_value_that_would_change_the_workflow_is_refused(
 @pytest.mark.parametrize("bad", ["a ${{ github.token }}", "a\nb: c", "a\rb", "a\tb",
                                  "a\x00b", "a\x9bb", "a\u202eb"])
 def test_every_option_passes_the_one_check(field: str, bad: str) -> None:
-    """Issue 22 #3/#4: every value that reaches the text passes workflow_value, whichever
+    """Every value that reaches the text passes workflow_value, whichever
     way it comes in (the library API too, not only the CLI)."""
     value: object = {"canary_cron": "0 4 * * " + bad,
                      "runners": {"cpu": ("ubuntu-latest", bad)}}.get(field, bad)
@@ -244,7 +244,7 @@ def test_every_option_passes_the_one_check(field: str, bad: str) -> None:
 
 
 def test_data_reaches_the_shell_through_env_only(repo: Path) -> None:
-    """Issue 22 #4: no `run:` script holds a value from an option or the pin; a step reads
+    """No `run:` script holds a value from an option or the pin; a step reads
     it from `env:`, double-quoted, so no character of it is shell syntax."""
     install = "patchctl @ git+https://example.invalid/p@v1 ; echo $HOME `id` 'q'"
     pin = repo / "examples" / "tiny" / "stack" / "upstream.toml"
@@ -324,7 +324,7 @@ def test_a_project_outside_the_repository_is_refused(repo: Path, tmp_path: Path)
 
 
 def test_the_same_command_from_two_clones_writes_the_same_bytes(tmp_path: Path) -> None:
-    """Issue 27: `ci github --out DIR` wrote the absolute DIR into the workflows' header
+    """`ci github --out DIR` wrote the absolute DIR into the workflows' header
     line, so two clones wrote different bytes; a DIR inside the repository is named
     relative to its root."""
     written = []

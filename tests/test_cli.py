@@ -100,7 +100,7 @@ def _column_starts(lines: list[str], cells: list[str]) -> set[int]:
 
 
 def test_series_text_is_aligned_and_counts_agree(cli, project) -> None:
-    """Issue 27 C: `series` printed its columns unaligned (verify's are), and "1 files"."""
+    """`series` printed its columns unaligned (verify's are), and "1 files"."""
     lines = cli("-C", str(project), "series").out.splitlines()
     assert lines[0].endswith(": 3 patches")
     assert lines[1].split() == ["#", "patch", "concern", "size", "status"]
@@ -109,7 +109,7 @@ def test_series_text_is_aligned_and_counts_agree(cli, project) -> None:
 
 
 def test_upstream_help_names_bundles_everywhere(cli) -> None:
-    """Issue 27 C: `--help` of `rebase-pin` and `draft-outreach` did not say that
+    """`--help` of `rebase-pin` and `draft-outreach` did not say that
     --upstream takes a git bundle (the README does); one help text for every command."""
     from patchctl.commands._common import UPSTREAM_HELP
 
@@ -121,7 +121,7 @@ def test_upstream_help_names_bundles_everywhere(cli) -> None:
 
 
 def test_counted_nouns_agree() -> None:
-    """Issue 27 C: "pending 1 days", "1 files": one helper for every counted noun."""
+    """"pending 1 days", "1 files": one helper for every counted noun."""
     from patchctl.textout import count, plural
 
     assert [count(n, "day") for n in (0, 1, 2)] == ["0 days", "1 day", "2 days"]

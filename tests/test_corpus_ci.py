@@ -45,7 +45,7 @@ WORKFLOW = [Case(i, data, code, frag) for i, data, code, frag in [
 
 @params(WORKFLOW)
 def test_workflow_value_corpus(case: Case, tmp_path: Path) -> None:
-    """Issue 22 #3/#4: a value that reaches a generated workflow is refused (exit 2, one
+    """A value that reaches a generated workflow is refused (exit 2, one
     line, nothing written) when it holds `${{` or a control character; any other value is
     written inert (quoted YAML, reaching a shell through `env:` only)."""
     args, name = case.data  # type: ignore[misc]
@@ -114,7 +114,7 @@ def _write(path: Path, data: object) -> Path:
 
 @params(REPORTS)
 def test_canary_report_corpus(cli, case: Case, tmp_path: Path) -> None:
-    """Issue 22 #12: `ci summary` validates both reports against their schema first
+    """`ci summary` validates both reports against their schema first
     (untrusted.py): a malformed one is one line, exit 2, never a traceback."""
     bad = _write(tmp_path / "bad.json", case.data)
     good = _write(tmp_path / "good.json", synthetic_report())
@@ -145,7 +145,7 @@ STATUSES = [Case(i, data, code, frag) for i, data, code, frag in [
 
 @params(STATUSES)
 def test_canary_status_corpus(cli, case: Case, tmp_path: Path) -> None:
-    """Issue 22 #12: the --status report is validated the same way."""
+    """The --status report is validated the same way."""
     status = _write(tmp_path / "status.json", case.data)
     report = _write(tmp_path / "report.json", synthetic_report())
     check(cli("ci", "summary", str(report), "--status", str(status)), case)

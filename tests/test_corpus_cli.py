@@ -58,7 +58,7 @@ ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
     ("edit-unknown", ["edit", "nope"], USAGE, "nope"),
     ("edit-option-like", ["edit", "--", "--help"], USAGE, ""),
     ("edit-number-out-of-range", ["edit", "99"], USAGE, ""),
-    # issue 27 A: a number is a file's number, `@N` a position; nothing else is guessed
+    # a number is a file's number, `@N` a position; nothing else is guessed
     ("edit-position-out-of-range", ["edit", "@99"], USAGE, "positions 1 to 3"),
     ("edit-position-zero", ["edit", "@0"], USAGE, "positions 1 to 3"),
     ("edit-position-huge", ["edit", "@" + "9" * 5000], USAGE, "positions 1 to 3"),
@@ -72,7 +72,7 @@ ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
     ("export-into-project", ["export", "--format", "quilt", "{P}", "--force"], USAGE, ""),
     ("export-to-a-file", ["export", "--format", "mbox", "{P}/stack/series"], USAGE, ""),
     ("export-bad-format", ["export", "--format", "zip", "{T}/x"], USAGE, ""),
-    # issue 24 #5: the upstream form has the same DIR protections as the others
+    # the upstream form has the same DIR protections as the others
     ("export-upstream-into-stack", ["export", "--format", "upstream", "{P}/stack", "--force"],
      USAGE, ""),
     ("export-upstream-into-patches", ["export", "--format", "upstream", "{P}/stack/patches",
@@ -108,7 +108,7 @@ ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
      "would replace the stack"),
     ("outreach-out-is-project", ["draft-outreach", "--series", "--out", "{P}"], USAGE,
      "would replace the project"),
-    # issue 22 #1: --out deleted files it never wrote, --handoff overwrote stack/series
+    # --out deleted files it never wrote, --handoff overwrote stack/series
     ("outreach-out-inside-stack", ["draft-outreach", "--series", "--out", "{P}/stack/patches"],
      USAGE, "inside the stack"),
     ("outreach-out-new-inside-stack", ["draft-outreach", "--series", "--out",
@@ -132,7 +132,7 @@ ARGS = [Case(i, argv, code, frag) for i, argv, code, frag in [
     ("fingerprint-both", ["fingerprint", "--json", "--cmake"], (OK, USAGE), ""),
     ("lock-extra-arg", ["lock", "extra"], USAGE, ""),
     ("series-nul-arg", ["series", "x\x00y"], USAGE, ""),
-    # Issue 22 #2 and #5: values that would add a header, a trailer or a diff line
+    # Values that would add a header, a trailer or a diff line
     ("header-message-diff", ["header", "1", "-m", "Why.\n\nConcern: c\nScope: **\n---\n"
                              "diff --git a/README.md b/README.md\n--- a/README.md\n"
                              "+++ b/README.md\n@@ -1 +1,2 @@\n x\n+injected"], USAGE,

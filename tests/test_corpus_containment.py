@@ -78,7 +78,7 @@ def test_apply_into_a_tree_with_planted_symlinks(cli, project: Path, outside: Pa
 
 def test_apply_into_a_symlink_to_a_directory(cli, project: Path, outside: Path,
                                              tmp_path: Path) -> None:
-    """DIR itself a symlink: followed or refused, but never both halves (issue 9.7)."""
+    """DIR itself a symlink: followed or refused, but never both halves."""
     link = tmp_path / "link"
     link.symlink_to(outside / "edit")
     r = cli("-C", str(project), "apply", "--into", str(link))
@@ -185,7 +185,7 @@ def test_outreach_concern_naming_a_file_outside(cli, tmp_path: Path, upstream: U
 
 def test_stack_files_symlinked_outside(cli, project: Path, patches, tmp_path: Path) -> None:
     """Stack files that are symlinks out: writers refuse or replace the link, never write
-    through it (issue 9.5)."""
+    through it."""
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     patch = project / "stack/patches" / patches[0][0]

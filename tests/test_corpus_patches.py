@@ -151,7 +151,7 @@ CASES = [Case(i, (m, imp), v, frag) for i, m, v, imp, frag in [
                                           "100644\nGIT binary patch\nliteral 99\n!!!!garbage\n\n")
      .encode(), V_FIND, (OK, USAGE), ""),
     ("nul-in-added-line", sub("+    return v * v;", "+    return v\x00 * v;"), V_ANY, I_ANY, ""),
-    # Issue 22 #5: import writes no header value with a control character (it is refused)
+    # import writes no header value with a control character (it is refused)
     ("nul-in-header", sub("Why this change", "Why\x00this change"), V_OK, USAGE, ""),
     ("nul-in-path", sub(DIFF_GIT, "diff --git a/src/ut\x00il.c b/src/ut\x00il.c\n"), V_FIND,
      (OK, USAGE), ""),

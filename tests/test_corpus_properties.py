@@ -320,7 +320,7 @@ def _with_fnmatch(path: str, pattern: str) -> tuple[bool | str, bool]:
 @settings(max_examples=settings().max_examples * 10)
 @given(_COMPONENT_GLOB, st.text(_NAME, max_size=8))
 def test_glob_within_one_component_is_fnmatch(pattern: str, name: str) -> None:
-    """Issue 22 #8: `[!x]` was read as the set {!, x} and broken sets gave tracebacks.
+    """`[!x]` was read as the set {!, x} and broken sets gave tracebacks.
     Within one path component the matcher is fnmatch, except that it refuses (one line)
     the sets fnmatch silently reads as text or as empty: a `[` never closed, a reversed
     range. Each case runs under a time bound."""
@@ -361,7 +361,7 @@ def _with_reference(path: str, tokens: list[str]) -> tuple[bool, bool, bool, boo
 @given(st.lists(st.sampled_from(_PATH_TOKENS), max_size=7).filter(_no_star_runs),
        st.text("ab/", max_size=10))
 def test_glob_across_components_keeps_the_old_semantics(tokens: list[str], path: str) -> None:
-    """Issue 22 #7: `**` was `.*` in a backtracking regex (exponential). The linear matcher
+    """`**` was `.*` in a backtracking regex (exponential). The linear matcher
     answers as that regex did: `*`, `?` and sets within a component, `**` across any,
     `**/` empty or ending in `/`. Each case runs under a time bound."""
     ours, reference, ours_dir, reference_dir = bounded(_with_reference, path, tokens)

@@ -108,7 +108,7 @@ def _hostile_upstream(path: Path) -> Upstream:
     template = TEMPLATE.replace("How did you test it?", f"How did you test it?{GIT_TEXT}")
     owners = f"# tiny-org/core : alice{GIT_TEXT}\n/src/ @carol{GIT_TEXT}\n*.h @tiny-org/core\n"
     form = ENHANCEMENT_FORM.replace("Enhancement", f"Enhancement{GIT_TEXT}").replace(
-        "strictly prohibited.", f"strictly prohibited.{GIT_TEXT}")  # issue 24: forms are read
+        "strictly prohibited.", f"strictly prohibited.{GIT_TEXT}")  # forms are read
     write(path, {"CONTRIBUTING.md": contributing, ".editorconfig": EDITORCONFIG,
                  "CODEOWNERS": owners, ".github/pull_request_template.md": template,
                  ".github/ISSUE_TEMPLATE/020-enhancement.yml": form})

@@ -183,7 +183,7 @@ PIN_NAMES = [Case(i, data, OK) for i, data in [
 
 @params(PIN_NAMES)
 def test_pin_name_corpus(cli, case: Case, tmp_path: Path, upstream: Upstream, patches) -> None:
-    """Issue 22 #14: a pin name with a newline was copied into stack.lock and the stamp
+    """A pin name with a newline was copied into stack.lock and the stamp
     unescaped. The lock an older patchctl wrote is refused alike by verify and
     `lock --check` (one read, one parse); `lock` writes one that both call current, and
     `apply --into` reads back the stamp it wrote."""

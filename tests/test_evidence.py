@@ -93,7 +93,7 @@ def test_cpu_features_use_the_workers_names() -> None:
 
 
 def test_a_worker_identity_that_is_not_of_its_schema_is_one_failure(tmp_path: Path) -> None:
-    """Issue 22 #12 (same class): `record --worker` parsed the worker's `--version --json`
+    """`record --worker` parsed the worker's `--version --json`
     with json.loads: 100,000 nested arrays gave a RecursionError traceback."""
     from patchctl.errors import EnvironmentFailure
     from patchctl.records.evidence import worker_identity
@@ -108,7 +108,7 @@ def test_a_worker_identity_that_is_not_of_its_schema_is_one_failure(tmp_path: Pa
 
 def test_metrics_nested_too_deep_are_recorded_as_an_error(cli, project: Path,
                                                           tmp_path: Path) -> None:
-    """Issue 22 #12 (same class): `record --metrics FILE` read the file with json.loads, so
+    """`record --metrics FILE` read the file with json.loads, so
     a file nested 100,000 deep ended the command in a RecursionError traceback."""
     metrics = tmp_path / "metrics.json"
     metrics.write_text("[" * 100_000 + "]" * 100_000)
@@ -148,7 +148,7 @@ GPU0:
 
 
 def test_vulkaninfo_summary_names_the_instance_and_each_device() -> None:
-    """Issue 25: a Vulkan run's record names the driver, the device and the Vulkan version."""
+    """A Vulkan run's record names the driver, the device and the Vulkan version."""
     from patchctl.records import hostinfo
 
     assert hostinfo.parse_vulkaninfo(VULKANINFO_SUMMARY) == {
@@ -171,7 +171,7 @@ LAVAPIPE_ICD = Path("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json")
 def test_a_vulkan_record_names_the_device_the_loader_finds(cli, project: Path, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch,
                                                           icd: str) -> None:
-    """Issue 25: `record --backend vulkan` names lavapipe's driver and device, and none where
+    """`record --backend vulkan` names lavapipe's driver and device, and none where
     the loader finds no driver (VK_ICD_FILENAMES naming no file)."""
     monkeypatch.setenv("VK_ICD_FILENAMES", str(LAVAPIPE_ICD if icd == "lavapipe"
                                                else tmp_path / "none.json"))

@@ -16,7 +16,7 @@ def test_scratch_checkout_goes_sparse_when_a_blob_is_missing(tmp_path: Path,
     """Regression: a conflict worktree on a mirror without its big blobs failed with exit 3."""
     head = upstream.head
     drop_blob(upstream, "README.md")
-    # Issue 27 B: one policy. Sparse even when nothing is needed (that raised git's raw
+    # one policy. Sparse even when nothing is needed (that raised git's raw
     # "unable to read sha1 file"); a needed file the upstream lacks is named.
     bare = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "none", head)
     assert [p.name for p in bare.iterdir()] == [".git"]
@@ -49,7 +49,7 @@ def test_sparse_scratch_checkout_writes_the_wanted_paths(tmp_path: Path,
 
 def test_a_hostile_global_git_config_changes_nothing(cli, tmp_path: Path, upstream: Upstream,
                                                     patches) -> None:
-    """Bug (issue 9.9): the user's global git config leaked into patchctl's git calls:
+    """Bug: the user's global git config leaked into patchctl's git calls:
     core.autocrlf=true made `apply --into` write CRLF files that did not match the
     stamped tree, apply.whitespace=fix failed `apply --commits`, edit + refresh with
     no edit rewrote the patch; core.fsmonitor ran a command."""
@@ -110,7 +110,7 @@ def test_read_at_a_commit_files_authors_grep_and_pickaxe(upstream) -> None:
 
 def test_apply_series_batches_then_falls_back_per_patch(project: Path, upstream: Upstream,
                                                         tmp_path: Path) -> None:
-    """The one series-on-index operation (issue 10.1): one call when the series applies,
+    """The one series-on-index operation: one call when the series applies,
     offsets split back per patch; on a failure, per patch with stop / skip / three-way."""
     from patchctl.model.stack import find_stack
 

@@ -49,7 +49,7 @@ LONG = "src/" + "a_long_directory_name/" * 2 + "some_source_file_name.cpp"  # 73
     ("src/z.c", "src/[z-a].c", None),  # a reversed range
 ])
 def test_glob_semantics(path: str, pattern: str, expected: bool | None) -> None:
-    """Issue 22 #8: `[!x]` was read as the set {!, x}, the opposite of fnmatch, and a
+    """`[!x]` was read as the set {!, x}, the opposite of fnmatch, and a
     broken set gave a traceback; the rest pins the semantics the new matcher keeps."""
     if expected is None:
         with pytest.raises(GlobError) as e:
@@ -70,7 +70,7 @@ def test_glob_semantics(path: str, pattern: str, expected: bool | None) -> None:
     ("[\x1b[2J", "\\x1b"),  # control characters are escaped in the message
 ])
 def test_invalid_globs_are_one_line_errors(pattern: str, fragment: str) -> None:
-    """Issue 22 #8: `Scope: src/[z-a].c` and `split --paths 'src/[]'` ended in a
+    """`Scope: src/[z-a].c` and `split --paths 'src/[]'` ended in a
     re.error traceback; an invalid glob is now a one-line GlobError (an InputError)."""
     problem = glob_problem(pattern)
     assert problem is not None and fragment in problem and "\n" not in problem
@@ -85,13 +85,13 @@ def _star_runs() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize(("path", "pattern"), _star_runs())
 def test_star_runs_match_in_linear_time(path: str, pattern: str) -> None:
-    """Issue 22 #7: each `**` became `.*` in a backtracking regex, so a 25-byte
+    """Each `**` became `.*` in a backtracking regex, so a 25-byte
     `Scope: ************************x` hung verify on a long enough path."""
     assert bounded(glob_match, path, pattern) is False
 
 
 def test_a_glob_longer_than_max_glob_is_an_error() -> None:
-    """Issue 22 #7: matching is O(len(pattern) * len(path)); the pattern's side is bounded
+    """Matching is O(len(pattern) * len(path)); the pattern's side is bounded
     (PATH_MAX): a longer glob, literal or not, is a one-line error, and a CODEOWNERS line
     that long owns nothing."""
     for pattern in ("x" * (MAX_GLOB + 1), "*" * (MAX_GLOB + 1)):
@@ -109,7 +109,7 @@ def _codeowners(text: str, path: str) -> tuple[str, ...] | None:
 
 
 def test_codeowners_star_run_is_linear() -> None:
-    """Issue 22 #7: a 30-byte CODEOWNERS line hung draft-outreach (its own backtracking
+    """A 30-byte CODEOWNERS line hung draft-outreach (its own backtracking
     regex); CODEOWNERS now uses the shared matcher."""
     assert bounded(_codeowners, "*" * 28 + "x @a\n", LONG) is None
     assert bounded(_codeowners, "/" + "**/" * 20 + "*.cpp @a\n", LONG) == ("@a",)
@@ -120,14 +120,14 @@ def _editorconfig(text: str, path: str) -> list[str]:
 
 
 def test_editorconfig_star_run_is_linear() -> None:
-    """Issue 22 #7: .editorconfig sections had the same backtracking `.*` translation."""
+    """.editorconfig sections had the same backtracking `.*` translation."""
     assert bounded(_editorconfig, "[" + "*" * 28 + "x]\nindent_style = tab\n", LONG) == []
     assert bounded(_editorconfig, "[{" + ",".join(["*a*a*a"] * 30) + "}]\nx = 1\n",
                    "a" * 200 + "b") == []
 
 
 def test_codeowners_keeps_its_rules() -> None:
-    """Issue 22 #7: CODEOWNERS on the shared matcher keeps GitHub's anchoring and reads
+    """CODEOWNERS on the shared matcher keeps GitHub's anchoring and reads
     `[` as itself (CODEOWNERS has no character sets); `a/**/b` now also owns `a/b`."""
     text = "/src/[x]/ @lit\ndocs/**/api @api\n"
     assert _codeowners(text, "src/[x]/a.c") == ("@lit",)
@@ -138,7 +138,7 @@ def test_codeowners_keeps_its_rules() -> None:
 
 
 def test_editorconfig_sets_braces_and_broken_sections() -> None:
-    """Issue 22 #8: .editorconfig shares the matcher; `[...]` sets work there as the
+    """.editorconfig shares the matcher; `[...]` sets work there as the
     EditorConfig spec says, braces hold globs, and a section whose glob is broken applies
     to no file instead of raising."""
     text = ("[*.[ch]]\na = 1\n[{*.md,docs/*.txt}]\nb = 2\n[[z-a]]\nc = 3\n[src/[]\nd = 4\n")

@@ -35,7 +35,7 @@ def test_one_page_per_command(tmp_path: Path) -> None:
     assert move.startswith('.TH "PATCHCTL MOVE" "1"')
     assert "Reorder: move a patch before or after another" in move  # the one-liner as NAME
     assert "\\fB\\-\\-before\\fP OTHER" in move and "refused, naming the patch and hunk" in move
-    renumber = (tmp_path / "man1" / "patchctl-renumber.1").read_text()  # Issue 23
+    renumber = (tmp_path / "man1" / "patchctl-renumber.1").read_text()
     assert "so their NNNN- numbers follow the series order" in renumber
     top = (tmp_path / "man1" / "patchctl.1").read_text()
     assert all(f"\\fB{name}\\fP" in top or name in top for name in COMMANDS)
@@ -61,7 +61,7 @@ def test_the_build_installs_the_pages(tmp_path: Path) -> None:
 
 
 def test_the_wheel_is_reproducible(tmp_path: Path) -> None:
-    """Issue 27: two `pip wheel` builds a minute apart differed (zip times, the man pages'
+    """Two `pip wheel` builds a minute apart differed (zip times, the man pages'
     build date). SOURCE_DATE_EPOCH defaults to the commit time: same commit, same bytes,
     whatever the files' mtimes; and the wheel ships the LICENSE (PEP 639)."""
     import os

@@ -29,7 +29,7 @@ def _patch(text: str):
 
 
 def test_binary_payloads_and_modes_change_the_digest(tmp_path: Path) -> None:
-    """Bug (issue 9.2): two different `GIT binary patch` bodies, or a `new file mode`
+    """Bug: two different `GIT binary patch` bodies, or a `new file mode`
     100644 -> 100755, gave the same digest (pcfp1 saw only ---/+++ and hunks), so the
     lock stayed 'current' while apply --into kept the old bytes or mode."""
     a = _diff(tmp_path, "a", b"\x00\x01binary one\xff" * 8)
@@ -63,7 +63,7 @@ def _lock_check(cli, project: Path):
 
 
 def test_an_older_algorithm_is_stale_with_its_reason(cli, project: Path) -> None:
-    """Issue 9.2: a lock written with pcfp1 is stale, and says why."""
+    """A lock written with pcfp1 is stale, and says why."""
     lock = project / "stack/stack.lock"
     assert f'algorithm = "{ALGORITHM}"' in lock.read_text()
     lock.write_text(lock.read_text().replace(f'algorithm = "{ALGORITHM}"', 'algorithm = "pcfp1"'))
@@ -74,7 +74,7 @@ def test_an_older_algorithm_is_stale_with_its_reason(cli, project: Path) -> None
 
 
 def test_lock_check_and_verify_agree_on_a_lock_format(cli, project: Path) -> None:
-    """Bug (issue 9, smaller): lock `format = 99` made verify say current but
+    """Bug: lock `format = 99` made verify say current but
     `lock --check` stale."""
     lock = project / "stack/stack.lock"
     assert _lock_check(cli, project).code == 0
@@ -91,7 +91,7 @@ def test_lock_check_and_verify_agree_on_a_lock_format(cli, project: Path) -> Non
 
 
 def test_a_pin_name_with_a_newline_locks_and_verifies(cli, project: Path) -> None:
-    """Issue 22 #14: a pin `name` with a newline (valid TOML) was written into stack.lock
+    """A pin `name` with a newline (valid TOML) was written into stack.lock
     unescaped: `lock` wrote a lock that was not TOML, verify (comparing text) said
     "lock: current" while `lock --check` (parsing it) exited 2. Both now give one
     verdict, from one read and one parse (`fingerprint.lock_state`)."""
@@ -115,7 +115,7 @@ def test_a_pin_name_with_a_newline_locks_and_verifies(cli, project: Path) -> Non
 
 def test_fingerprint_cmake_keeps_any_pin_name_as_data(cli, project: Path, tmp_path: Path
                                                       ) -> None:
-    """Issue 22 (same class as #3/#14): `fingerprint --cmake` wrote
+    """`fingerprint --cmake` wrote
     `set(PATCHCTL_UPSTREAM_NAME "{name}")` unescaped, so a pin name holding `")` ran CMake
     code in the build that includes the snippet. Read back by real cmake, it is the name."""
     import shutil
@@ -141,7 +141,7 @@ def test_fingerprint_cmake_keeps_any_pin_name_as_data(cli, project: Path, tmp_pa
 
 
 def test_a_pin_name_with_escapes_is_printed_escaped(cli, project: Path) -> None:
-    """Issue 22 #15 (same class): verify, series and apply printed the pin's `name` raw, so
+    """Verify, series and apply printed the pin's `name` raw, so
     a name holding an OSC sequence retitled the terminal and a newline forged a line."""
     pin = project / "stack/upstream.toml"
     pin.write_text(pin.read_text().replace('name = "', 'name = "up\\u001b]0;owned\\u0007\\n', 1))

@@ -74,7 +74,7 @@ def test_a_last_removed_dash_line_is_the_diffs_not_a_signature() -> None:
 
 
 def test_diff_text_is_the_diff_alone() -> None:
-    """Issue 24 #5 (export --format upstream): the diff without the mail header, message,
+    """The diff without the mail header, message,
     trailers, diffstat and signature; a DEP-3 header goes too."""
     mail = parse_patch(_mail("Scope: src/a.c").encode(), path=Path("x"), name="x.patch")
     assert mail.diff_text() == DIFF
@@ -100,7 +100,7 @@ def test_plain_dep3_patch() -> None:
 
 
 def test_the_dashes_ending_a_dep3_header_are_not_its_body() -> None:
-    """Issue 22 #5: the `---` line that ends a DEP-3 header (and a diffstat after it) was
+    """The `---` line that ends a DEP-3 header (and a diffstat after it) was
     read as the patch's body; import, which now refuses a body holding a `---` line
     (it would end the message of the patch it writes), refused every such patch."""
     text = DEP3.replace("--- a/src/a.c", "Prose.\n---\n a.c | 2 +-\n\n--- a/src/a.c", 1)

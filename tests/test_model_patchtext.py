@@ -83,7 +83,7 @@ def _header(**kw: object) -> str:
         "trailer-key", "trailer-nul", "body-dashes", "body-diff", "body-traditional",
         "body-as-trailers", "body-escape"])
 def test_every_header_value_is_checked_where_it_is_written(field: dict) -> None:
-    """Issue 22 #5: `mail_header` wrote every value verbatim, so whichever command passed
+    """`mail_header` wrote every value verbatim, so whichever command passed
     one with a newline (split, new, import) added a header or trailer. It now refuses
     them (`lint.header_problem`), whoever calls it."""
     from patchctl.errors import InputError
@@ -105,7 +105,7 @@ def test_ordinary_header_values_are_kept() -> None:
 
 
 def test_set_trailer_and_set_body_refuse_what_would_add_lines() -> None:
-    """Issue 22 #2 and #5: `set_trailer` and `set_body` (header --set, header -m, fold)
+    """`set_trailer` and `set_body` (header --set, header -m, fold)
     refuse a value that adds a line and a body that would end the message."""
     from patchctl.errors import InputError
 

@@ -115,7 +115,7 @@ def test_resolve_name_ambiguous_and_unknown_list_candidates() -> None:
 
 
 def test_resolve_name_a_number_is_the_files_number_never_a_position() -> None:
-    """Issue 27 A: after `delete 0008` in a 29-patch stack, `rename 0009` failed with
+    """After `delete 0008` in a 29-patch stack, `rename 0009` failed with
     "'0009' names 2 patches": 0009-... was at position 8 and position 9 was 0010-...
     A number is the file's own number; a position is only ever `@N`."""
     deleted = [NAMES[0], NAMES[2]]  # 0002 deleted: 0003-... is at position 2
@@ -186,7 +186,7 @@ def test_patch_names_quilt_uses_are_kept() -> None:
         check_patch_name("debian/fix.diff", subdirs=False)
 
 
-# -- TOML written with a real writer (Issue 22 #14) --------------------------------------
+# -- TOML written with a real writer --------------------------------------
 
 HOSTILE_NAMES = ["ti\nny", 'a"b', "back\\slash\\", 'x"\nfingerprint = "0', "\x00\x01\x1b[2J\x7f",
                  "\u2028\u202e", "'''", "tab\there", ""]
@@ -194,7 +194,7 @@ HOSTILE_NAMES = ["ti\nny", 'a"b', "back\\slash\\", 'x"\nfingerprint = "0', "\x00
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES)
 def test_any_pin_name_round_trips_through_the_pin_file_and_the_lock(name: str) -> None:
-    """Issue 22 #14: a pin `name` with a newline (valid TOML) was copied into stack.lock
+    """A pin `name` with a newline (valid TOML) was copied into stack.lock
     unescaped: the lock was not TOML. Every value is now written by tomli_w."""
     pin = Pin(name=name, url=f"u{name}", commit="a" * 40, tag=f"t{name}")
     assert parse_pin(pin.to_toml()) == pin
@@ -207,7 +207,7 @@ def test_any_pin_name_round_trips_through_the_pin_file_and_the_lock(name: str) -
 
 
 def test_the_files_patchctl_writes_keep_their_bytes() -> None:
-    """Issue 22 #14: the writer changed, today's files did not (the committed stacks'
+    """The writer changed, today's files did not (the committed stacks'
     locks and pin files are what `render_lock` / `to_toml` write for them)."""
     from pathlib import Path
 
@@ -220,7 +220,7 @@ def test_the_files_patchctl_writes_keep_their_bytes() -> None:
 
 
 def test_a_name_that_is_not_text_is_refused_in_one_line() -> None:
-    """Issue 22 #14: bytes from argv (a lone surrogate) cannot be written as TOML text."""
+    """Bytes from argv (a lone surrogate) cannot be written as TOML text."""
     from patchctl.errors import InputError
 
     with pytest.raises(InputError, match="not UTF-8 text") as e:
@@ -231,7 +231,7 @@ def test_a_name_that_is_not_text_is_refused_in_one_line() -> None:
 @given(name=st.text(), url=st.text(), tag=st.text(min_size=1), file=st.text(min_size=1))
 def test_property_text_values_round_trip_through_pin_and_lock(name: str, url: str, tag: str,
                                                               file: str) -> None:
-    """Issue 22 #14: any text (control characters, quotes, newlines, non-ASCII) in a
+    """Any text (control characters, quotes, newlines, non-ASCII) in a
     value patchctl writes to TOML reads back as it was."""
     pin = Pin(name=name, url=url, commit="b" * 40, tag=tag)
     assert parse_pin(pin.to_toml()) == pin

@@ -184,7 +184,7 @@ def test_read_only_stack_is_an_environment_error(cli, two, command: str) -> None
 
 
 def test_junit_into_a_read_only_directory_names_the_file(cli, two, tmp_path: Path) -> None:
-    """Issue 22 (verify --junit): a read-only target for `verify --junit FILE` named
+    """A read-only target for `verify --junit FILE` named
     patchctl's temp file beside it (.FILE.PID.xxx.tmp) in the error, not FILE."""
     project, _ = two
     ro = tmp_path / "ro"

@@ -49,9 +49,9 @@ STAGE_TESTS = {
     *(f"pipeline.refuses.{name}" for name in (
         "truncated", "checksum", "width", "magic", "tokens", "silent", "next-dies", "head-drops",
         "head-vanishes",
-        # Issue 35: a hostile peer costs bounded memory and time.
+        # a hostile peer costs bounded memory and time.
         "huge", "slow", "second-peer", "nan", "inf", "positions", "past-ctx", "vocab")),
-    # Issue 35: TLS 1.3 links with a pre-shared key.
+    # TLS 1.3 links with a pre-shared key.
     *(f"pipeline.tls.{name}" for name in (
         "ok", "wrong-key", "plain-client", "on-plain", "silent", "drive", "key-mode",
         "resume_middle",
@@ -530,7 +530,7 @@ def test_too_old_cmake_message(tmp_path: Path) -> None:
 ])
 def test_missing_library_is_refused(tmp_path: Path, package: str, what: str, install: str,
                                     hint: str) -> None:
-    """Issue 27 (part 3): JSON and SHA-256 come from nlohmann/json and OpenSSL, found by
+    """JSON and SHA-256 come from nlohmann/json and OpenSSL, found by
     find_package; without one configure stops with one message naming the package to
     install (shown by hiding the installed one from find_package). Bug (bare machine):
     the OpenSSL case ran where nlohmann_json, looked for first, was missing too."""
@@ -733,7 +733,7 @@ def test_llama_cpp_consumer_path(cli, tmp_path: Path) -> None:
     expected = json.loads(cli("-C", str(REPO), "fingerprint", "--json").out)
     assert identity["stack"] == expected
 
-    # The stage mode (issue 12): pipelines of worker processes on the tiny model,
+    # The stage mode: pipelines of worker processes on the tiny model,
     # bit-identical to the full model, and every refusal with its exit code.
     ctest = run([CTEST, "--test-dir", build, "-R", "^(pipeline|frame)\\.", "--output-on-failure"],
                 timeout=600)

@@ -259,7 +259,7 @@ def test_unknown_patch_is_one_line_usage_error(cli, forbids) -> None:
 
 
 def test_star_runs_in_codeowners_and_editorconfig_do_not_hang(tmp_path: Path) -> None:
-    """Issue 22 #7: a 30-byte CODEOWNERS line (`****************************x @a`) hung
+    """A 30-byte CODEOWNERS line (`****************************x @a`) hung
     draft-outreach: CODEOWNERS and .editorconfig globs became backtracking regexes, `.*`
     for each `**`. draft-outreach runs in a subprocess with a time bound: a hang fails the
     test instead of hanging it."""
@@ -292,7 +292,7 @@ def test_help_says_it_never_posts(cli) -> None:
 
 
 def test_the_manifest_names_out_relative_to_the_project(cli, forbids) -> None:
-    """Issue 27: MANIFEST.json's command held the absolute --out and --handoff, so the same
+    """MANIFEST.json's command held the absolute --out and --handoff, so the same
     command from two clones wrote different bytes; inside the project they are relative."""
     project, up = forbids
     r = cli("-C", str(project), "draft-outreach", "--series", "--upstream", str(up.path),
@@ -468,7 +468,7 @@ def test_the_handoff_names_the_stack_a_record_of_another_stack_was_made_at(
 
 def test_records_a_reviewer_question_cites_are_shown_with_their_rerun_command(cli,
                                                                            forbids) -> None:
-    """Issue 26: a question of stack/outreach/<concern>.toml that cites a record outside the
+    """A question of stack/outreach/<concern>.toml that cites a record outside the
     concern's folder (evidence/bench-vs-x.json, or its log) brings that record into the
     brief's Evidence records, with its command; a record nobody cites stays out."""
     project, up = forbids
@@ -494,7 +494,7 @@ def test_records_a_reviewer_question_cites_are_shown_with_their_rerun_command(cl
     assert "bench-uncited" not in text
 
 
-# -- issue 22: what --out and --handoff may replace, and upstream text that is not UTF-8 ----
+# -- what --out and --handoff may replace, and upstream text that is not UTF-8 ----
 
 
 def _refused(r, fragment: str) -> None:
@@ -510,7 +510,7 @@ def _tree(root: Path) -> dict[str, bytes]:
 
 
 def test_out_refuses_a_folder_it_did_not_write(cli, forbids) -> None:
-    """Issue 22 #1: `--out docs` on a plain folder (no MANIFEST.json) deleted docs/NOTES.md
+    """`--out docs` on a plain folder (no MANIFEST.json) deleted docs/NOTES.md
     and docs/design.diff and exited 0. Now a folder is replaced only when it is empty,
     absent or holds the MANIFEST.json of draft-outreach (patchctl.outreach-manifest/1)."""
     project, up = forbids
@@ -546,7 +546,7 @@ def test_out_refuses_a_folder_it_did_not_write(cli, forbids) -> None:
 ], ids=["out-patches", "out-new-in-stack", "handoff-series", "handoff-new-in-stack"])
 def test_out_and_handoff_inside_the_stack_are_refused(cli, forbids, tmp_path: Path,
                                                       args: list[str]) -> None:
-    """Issue 22 #1: `--out stack/patches` deleted a quilt-style 0002-two.diff patch (verify
+    """`--out stack/patches` deleted a quilt-style 0002-two.diff patch (verify
     then failed) and `--handoff stack/series` overwrote the series with Markdown. Nothing
     of draft-outreach goes inside stack/ now, new or not."""
     project, up = forbids
@@ -561,7 +561,7 @@ def test_out_and_handoff_inside_the_stack_are_refused(cli, forbids, tmp_path: Pa
 
 
 def test_handoff_never_replaces_a_file_it_did_not_write(cli, forbids, tmp_path: Path) -> None:
-    """Issue 22 #1: --handoff FILE replaced whatever FILE was (stack/series with Markdown).
+    """--handoff FILE replaced whatever FILE was (stack/series with Markdown).
     An existing file is replaced only when the brief folder's manifest lists it."""
     project, up = forbids
     readme = project / "README.md"
@@ -583,7 +583,7 @@ def test_handoff_never_replaces_a_file_it_did_not_write(cli, forbids, tmp_path: 
 
 
 def test_a_handoff_inside_the_brief_folder_is_kept(cli, forbids, tmp_path: Path) -> None:
-    """Found with issue 22 #1: a --handoff inside --out was written, then deleted with the
+    """A --handoff inside --out was written, then deleted with the
     old briefs (a .md the new set did not hold) and reported as removed."""
     project, up = forbids
     out = tmp_path / "briefs"
@@ -597,7 +597,7 @@ def test_a_handoff_inside_the_brief_folder_is_kept(cli, forbids, tmp_path: Path)
 
 
 def test_a_contributing_md_that_is_not_utf8(cli, tmp_path: Path) -> None:
-    """Issue 22 #13: bytes that are not UTF-8 in the upstream's CONTRIBUTING.md made
+    """Bytes that are not UTF-8 in the upstream's CONTRIBUTING.md made
     `draft-outreach --out` fail with UnicodeEncodeError, and without --out went to stdout
     raw. Both now write valid UTF-8: U+FFFD where the file is not, and a finding."""
     from tests.builders import commit_all

@@ -69,7 +69,7 @@ def _results(text: str) -> str:
 
 def test_the_same_failures_at_the_pin_and_after_the_patch_are_not_the_patchs(
         cli, project, tmp_path: Path) -> None:
-    """Issue 27 #3: the first screen said `80% tests passed, 12 tests failed out of 59`
+    """The first screen said `80% tests passed, 12 tests failed out of 59`
     from upstream's ctest per prefix, which reads as if the patch broke twelve tests. It
     now says the same tests fail at the pin and at every prefix, none changed by the patch,
     names them by ctest's outcome (a test whose own target did not build says so; no other
@@ -94,7 +94,7 @@ def test_the_same_failures_at_the_pin_and_after_the_patch_are_not_the_patchs(
 
 
 def test_a_test_the_patch_breaks_is_loud_and_first(cli, project, tmp_path: Path) -> None:
-    """Issue 27 #3: a test that passes at the pin and fails after the patch must be loud on
+    """A test that passes at the pin and fails after the patch must be loud on
     the first screen: NEW FAILURES, the first result line, and what the patch changed."""
     proj, up = project
     pin = (proj / "stack" / "upstream.toml").read_text().split('commit = "')[1][:40]

@@ -27,7 +27,7 @@ def _outreach(cli, project: Path, upstream: Upstream, *args: str):
 
 def test_the_disclosure_states_the_history_of_the_patch_file(cli, project: Path,
                                                              upstream: Upstream) -> None:
-    """Issue 24 #5: the disclosure section said "Only you know whether a tool helped write
+    """The disclosure section said "Only you know whether a tool helped write
     it"; it now states who committed the patch file and the Assisted-by:, Co-authored-by:
     and Generated-by: trailers of those commits (renames followed), names only."""
     git(project, "init", "-q", "-b", "main")
@@ -60,7 +60,7 @@ def test_the_disclosure_states_the_history_of_the_patch_file(cli, project: Path,
 
 
 def test_without_history_the_disclosure_says_so(tmp_path: Path, project: Path) -> None:
-    """Issue 24 #5: a project that is no git repository has no history to state; a patch
+    """A project that is no git repository has no history to state; a patch
     file no commit touches is named as such."""
     patch = read_patch(project / "stack/patches/0002-tiny-bump-op-02.patch")
     facts = disclose(project, patch)
@@ -76,7 +76,7 @@ def test_without_history_the_disclosure_says_so(tmp_path: Path, project: Path) -
 
 
 def test_placeholder_authors() -> None:
-    """Issue 24 #5: the addresses no one receives mail at (the stack's own default and the
+    """The addresses no one receives mail at (the stack's own default and the
     names reserved for examples) are placeholders; a person's is not."""
     for author in ("patchctl <patchctl@localhost>", "x <m@example.invalid>",
                    "S <m@users.noreply.a-seed.example>", "A <a@example.com>", "B <b@t.test>",
@@ -88,7 +88,7 @@ def test_placeholder_authors() -> None:
 
 def test_draft_outreach_warns_while_the_stacks_text_would_be_sent(
         cli, project: Path, upstream: Upstream) -> None:
-    """Issue 24 #5: nothing said that `git am` of the stack's patches sends its commit
+    """Nothing said that `git am` of the stack's patches sends its commit
     messages, trailers and placeholder author upstream; draft-outreach warns, one line per
     condition, and every brief names the export that leaves them out."""
     r = _outreach(cli, project, upstream)
@@ -107,7 +107,7 @@ def test_draft_outreach_warns_while_the_stacks_text_would_be_sent(
 
 def test_no_warning_for_a_plain_patch_by_a_person(cli, tmp_path: Path, upstream: Upstream,
                                                  patches) -> None:
-    """Issue 24 #5: a patch with only a subject, no trailers and a person's address gives
+    """A patch with only a subject, no trailers and a person's address gives
     no warning."""
     name, text = patches[1]
     head, diff = text.split("\n---\n", 1)

@@ -52,7 +52,7 @@ def test_regenerating_the_briefs_gives_the_committed_bytes(cli, tmp_path: Path) 
 
 
 def test_committed_briefs_have_a_short_first_screen_and_no_prose() -> None:
-    """Issue 24 #1 and #6 on the real stack: each brief's part before the guide is under
+    """Each brief's part before the guide is under
     FIRST_SCREEN_WORDS, opens with what the patch does, its results and next actions, and no brief
     holds a paragraph of argument (tests/outreach_helpers.py's prose check)."""
     from tests.outreach_helpers import prose_problems
@@ -110,7 +110,7 @@ def perf_record_is_current() -> bool:
 
 
 def test_committed_briefs_answer_the_first_screen_findings() -> None:
-    """Issue 36 #3 on the real stack: the first screens of the patches after the fixture
+    """On the real stack: the first screens of the patches after the fixture
     say that upstream's ctest fails the same tests at the pin as after the patch, count
     CONTRIBUTING's perplexity and performance ask as covered by the record that runs
     llama-perplexity and llama-bench at every prefix (one entry for both), and show each

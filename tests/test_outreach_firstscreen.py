@@ -1,4 +1,4 @@
-"""draft-outreach, issue 24: a first screen that says what to do, and no prose anywhere.
+"""draft-outreach: a first screen that says what to do, and no prose anywhere.
 
 A brief opens with what the patch does, its test results in one line each, and next
 actions derived from the data (where to post first, the order of pull requests, what the
@@ -158,7 +158,7 @@ def _first_screen(text: str) -> str:
 
 
 def test_first_screen_order_and_one_line_results(briefs) -> None:
-    """Issue 24 #1: the brief opened with 80 lines of rules; test totals (127/5/0/14) and
+    """The brief opened with 80 lines of rules; test totals (127/5/0/14) and
     the backend appeared nowhere. Now it opens with what the patch does, one line per
     result with its backend and record, then next actions, then facts, then the guide, and
     the rules last."""
@@ -182,7 +182,7 @@ def test_first_screen_order_and_one_line_results(briefs) -> None:
 
 
 def test_next_actions_post_first_on_the_open_issue_or_the_issue_form(briefs) -> None:
-    """Issue 24 #1: no brief said to comment on the open issue first (#25577, labelled
+    """No brief said to comment on the open issue first (#25577, labelled
     stale), nor, for a patch with no issue, which issue form to use."""
     cube = briefs["0001-tiny-add-tiny_cube.md"]
     assert ("1. Post first: comment on [tiny/tiny\\#7](https://example.invalid/7) (open; "
@@ -196,7 +196,7 @@ def test_next_actions_post_first_on_the_open_issue_or_the_issue_form(briefs) -> 
 
 
 def test_pr_order_from_the_patches_dependencies(briefs) -> None:
-    """Issue 24 #1: the briefs gave no PR order. 0002's hunk in include/tiny.h has 0001's
+    """The briefs gave no PR order. 0002's hunk in include/tiny.h has 0001's
     added line as context (it does not apply without 0001) and it calls 0001's tiny_cube;
     0003 needs nothing; the upstream's open-PR limit is quoted."""
     order = briefs["series.md"].split("## Next actions")[1].split("2. Post first")[0]
@@ -210,7 +210,7 @@ def test_pr_order_from_the_patches_dependencies(briefs) -> None:
 
 
 def test_what_the_upstream_asks_that_no_evidence_covers(briefs) -> None:
-    """Issue 24 #1: CONTRIBUTING.md asks for a ci/ run, perplexity and llama-bench; no brief
+    """CONTRIBUTING.md asks for a ci/ run, perplexity and llama-bench; no brief
     said that no record ran them. A record running ci/run.sh covers the first; the ggml ask
     does not apply to a patch that touches no ggml/ path; the template's disclosure item is
     open while the patch records no Assisted-by trailer."""
@@ -224,7 +224,7 @@ def test_what_the_upstream_asks_that_no_evidence_covers(briefs) -> None:
     assert "md:7`: AI usage disclosure: the patch records no trailer (not a NO): ask whoever " \
         "wrote it; yours to answer truthfully" in asks
     cube = briefs["0001-tiny-add-tiny_cube.md"].split("3. Asked upstream")[1].split("##")[0]
-    # evidence/cube/cube-ci.json runs ci/run.sh, on another stack (issue 27 #3)
+    # evidence/cube/cube-ci.json runs ci/run.sh, on another stack
     assert ("no record of this patch as it is runs ci/ (records of other stacks do): "
             "`evidence/cube/cube-ci.json`\n") in cube
     assert "no evidence record compares llama-perplexity, llama-bench before and after the " \
@@ -232,12 +232,12 @@ def test_what_the_upstream_asks_that_no_evidence_covers(briefs) -> None:
 
 
 def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> None:
-    """Issue 27 #3: CONTRIBUTING's perplexity and performance ask was listed as not covered,
+    """CONTRIBUTING's perplexity and performance ask was listed as not covered,
     and a record that ran the tool made the line vanish without naming the record. A record
     of the patch as it is whose command runs llama-bench (written by `patchctl record`)
     now lists the ask as covered, with the record and its rerun command; a record whose
     name says llama-perplexity but whose command is a wrapper covers nothing, nor does
-    a file the command is given to read (issue 36 #3: the text a perplexity run scores).
+    a file the command is given to read.
     The ask is that they are "not affected": a record that runs llama-bench without the pin
     (a baseline for another design, with the patch throughout) was listed as covering it."""
     with system_config_off():
@@ -316,7 +316,7 @@ def test_a_record_running_the_asked_tool_covers_the_ask(cli, tmp_path: Path) -> 
 
 
 def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:
-    """Issue 24 #1: 526 of 926 lines of a brief were a per-hunk guide over 29 near-identical
+    """526 of 926 lines of a brief were a per-hunk guide over 29 near-identical
     model files. One change repeated across files (a name that is the file's own stem
     counts as the same) is one entry listing the files and showing the change once."""
     text = briefs["0002-tiny-add-tiny_cube_sum.md"]
@@ -335,7 +335,7 @@ def test_the_same_change_in_many_files_is_one_guide_entry(briefs) -> None:
 
 
 def test_rules_are_quoted_once_in_the_series(stack, briefs, cli, tmp_path: Path) -> None:
-    """Issue 24 #1: every brief repeated the 80-line rules block. With series.md written,
+    """Every brief repeated the 80-line rules block. With series.md written,
     it quotes the rules and each brief links to it with what applies to its patch; a
     brief written alone still quotes them, last."""
     series = briefs["series.md"]
@@ -357,7 +357,7 @@ def test_rules_are_quoted_once_in_the_series(stack, briefs, cli, tmp_path: Path)
 
 
 def test_no_paragraph_of_argument_in_any_brief(briefs) -> None:
-    """Issue 24 #6: the toml's motivation was rendered as one paste-ready paragraph. Every
+    """The toml's motivation was rendered as one paste-ready paragraph. Every
     rendered brief passes the prose check; the outreach data's text is one fact a line."""
     for name, text in briefs.items():
         assert prose_problems(text) == [], name
@@ -374,7 +374,7 @@ def test_no_paragraph_of_argument_in_any_brief(briefs) -> None:
     "- I believe this is right.\n",
 ], ids=["persuasive", "long-paragraph", "long-item", "first-person-item"])
 def test_the_prose_check_finds_argument(text: str) -> None:
-    """Issue 24 #6: the check itself: a paragraph of argument, a long paragraph or list item,
+    """The check itself: a paragraph of argument, a long paragraph or list item,
     or first person fails; quotes with a citation, code, tables and the banner pass."""
     assert prose_problems(text)
     fine = ("> We never post anything: a quote block is the banner.\n\n"
@@ -384,7 +384,7 @@ def test_the_prose_check_finds_argument(text: str) -> None:
 
 
 def test_committed_old_briefs_fail_the_prose_check() -> None:
-    """Issue 24 #6: the briefs as rendered before (a motivation as one 116-word item) fail."""
+    """The briefs as rendered before (a motivation as one 116-word item) fail."""
     old = ("- **motivation**: " + re.sub(r"\s+", " ", """A stage of a pipeline-parallel
     runtime must be able to move from one process or host to another (a restart, a
     rebalance, a failed host) without recomputing its prompt: it saves its sequence state and
@@ -397,7 +397,7 @@ def test_committed_old_briefs_fail_the_prose_check() -> None:
 
 def test_a_patch_of_many_different_files_lists_ten_and_points_to_the_guide(cli,
                                                                           tmp_path: Path) -> None:
-    """Issue 23: the boundary-io patch changes 112 files in 27 different ways; its changed-files
+    """The boundary-io patch changes 112 files in 27 different ways; its changed-files
     list alone pushed the first screen to 1,001 words (the limit is 800). After ten entries the
     rest is one line that counts the files and names the guide's entries."""
     with system_config_off():

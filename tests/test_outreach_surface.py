@@ -1,4 +1,4 @@
-"""Issue 24 items 2-4: the whole contribution surface, the code-standards lint, facts kept true.
+"""The whole contribution surface, the code-standards lint, facts kept true.
 
 Real upstreams in temp git repos (tests/outreach_helpers.surface_upstream), the real CLI.
 """
@@ -72,7 +72,7 @@ def _patch_json(cli, project: Path, up: Upstream) -> tuple[dict, dict]:
 
 def test_issue_forms_are_read_and_their_rules_cited_with_file_and_line(
         cli, surface_project) -> None:
-    """Issue 24 #2: .github/ISSUE_TEMPLATE/* was not read, so "discuss first in Discussion"
+    """.github/ISSUE_TEMPLATE/* was not read, so "discuss first in Discussion"
     and "copypasting language model outputs is strictly prohibited" appeared in no brief."""
     project, up = surface_project
     doc, p = _patch_json(cli, project, up)
@@ -109,7 +109,7 @@ def test_read_form_keeps_block_text_and_ignores_nested_keys_at_top() -> None:
 
 
 def test_a_touched_path_without_codeowners_entry_is_named(cli, surface_project) -> None:
-    """Issue 24 #2: include/llama.h has no CODEOWNERS entry and no brief said so."""
+    """Include/llama.h has no CODEOWNERS entry and no brief said so."""
     project, up = surface_project
     _, p = _patch_json(cli, project, up)
     assert p["unowned"] == ["include/tiny.h"]
@@ -118,7 +118,7 @@ def test_a_touched_path_without_codeowners_entry_is_named(cli, surface_project) 
 
 def test_discussions_named_by_the_issues_come_from_the_github_cache(
         cli, surface_project) -> None:
-    """Issue 24 #2: discussion #20252, named by the issue the patch answers, was not cited;
+    """Discussion #20252, named by the issue the patch answers, was not cited;
     draft-outreach reads upstream-status's cache (offline) for the issues the data names."""
     project, up = surface_project
     url = "https://github.com/tiny-org/tiny/discussions/20252"
@@ -143,7 +143,7 @@ def test_discussions_named_by_the_issues_come_from_the_github_cache(
 
 def test_code_standards_lint_cites_the_patch_line_and_the_rule_line(
         cli, surface_project) -> None:
-    """Issue 24 #3: AGENTS.md's "1-2 line comments" and "no mid-sentence split" were not
+    """AGENTS.md's "1-2 line comments" and "no mid-sentence split" were not
     checked; the public struct's new field (an ABI change for bindings) was not flagged."""
     project, up = surface_project
     _, p = _patch_json(cli, project, up)
@@ -170,7 +170,7 @@ def _parsed(text: str, tmp_path: Path):
 
 
 def test_abi_change_found_when_the_hunk_starts_inside_the_struct(tmp_path: Path) -> None:
-    """Issue 24 #3: the struct is found in the header at the base when the hunk's context
+    """The struct is found in the header at the base when the hunk's context
     does not reach its opening line; a removed and re-added field is a move."""
     base = "struct big {\n" + "".join(f"    int f{i};\n" for i in range(10)) + "};\n"
     text = ("From 0 Mon Sep 17 00:00:00 2001\nFrom: A <a@b>\nSubject: [PATCH] x\n\n---\n"
@@ -195,7 +195,7 @@ def test_comment_rule_limit_is_read_from_the_rule_line() -> None:
 # -- item 4: facts kept true ------------------------------------------------------------------
 
 def test_an_outreach_claim_the_patch_contradicts_is_a_lint_finding(cli, surface_project) -> None:
-    """Issue 24 #4: boundary-io.toml said only llama and deepseek4 run a range while the
+    """Boundary-io.toml said only llama and deepseek4 run a range while the
     patch changes 29 builders; the brief repeated the stale claim."""
     project, up = surface_project
     _, p = _patch_json(cli, project, up)
@@ -255,7 +255,7 @@ def _record(project: Path, concern: str, stack: dict) -> None:
 
 
 def test_evidence_is_matched_by_the_patch_digest_not_the_whole_stack(cli, tmp_path: Path) -> None:
-    """Issue 24 #4: a record made before a later patch existed was called "recorded for
+    """A record made before a later patch existed was called "recorded for
     another stack fingerprint" though the lock's per-patch digest of its patch was unchanged."""
     project, up = _second_patch_project(tmp_path)
     from patchctl.model.stack import Stack
@@ -278,7 +278,7 @@ def test_evidence_is_matched_by_the_patch_digest_not_the_whole_stack(cli, tmp_pa
 
 
 def test_records_store_each_patch_digest(cli, surface_project) -> None:
-    """Issue 24 #4: `patchctl record` kept only the whole-stack fingerprint, so a record
+    """`patchctl record` kept only the whole-stack fingerprint, so a record
     could not be matched to one patch's digest."""
     project, _ = surface_project
     r = cli("-C", str(project), "record", "--name", "probe", "--", "true")
@@ -292,8 +292,8 @@ def test_records_store_each_patch_digest(cli, surface_project) -> None:
 
 def test_handles_only_from_codeowners_and_git_log_names_stay_names(cli,
                                                                    surface_project) -> None:
-    """Issue 24 #4: the owners of ggml-rpc were not suggested for the "why not RPC?"
-    question. Issue 27 #3: authors from git log were shown as @handles read off their GitHub
+    """The owners of ggml-rpc were not suggested for the "why not RPC?"
+    question. Authors from git log were shown as @handles read off their GitHub
     no-reply addresses (`@alice-gh (Alice Dev)`), which the upstream's own files never
     give; a handle now comes only from CODEOWNERS, and a git log author stays a name,
     marked as one."""
@@ -319,7 +319,7 @@ def test_handles_only_from_codeowners_and_git_log_names_stay_names(cli,
 
 
 def test_authors_keep_everyone_tied_with_the_last(tmp_path: Path) -> None:
-    """Issue 24 #4: three authors with one commit each, a limit of two: all three are kept."""
+    """Three authors with one commit each, a limit of two: all three are kept."""
     repo = tmp_path / "r"
     repo.mkdir()
     git(repo, "init", "-q", "-b", "master")
@@ -335,7 +335,7 @@ def test_authors_keep_everyone_tied_with_the_last(tmp_path: Path) -> None:
 
 def test_upstream_status_online_caches_the_outreach_issues_for_their_discussions(
         cli, surface_project, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Issue 24 #2: the issues the outreach data names were never looked up, so the
+    """The issues the outreach data names were never looked up, so the
     discussions their text names could not be listed; upstream-status --online now caches
     them (a real HTTP server on 127.0.0.1), and draft-outreach reads the cache offline."""
     from tests.github_server import github_server

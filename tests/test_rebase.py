@@ -79,7 +79,7 @@ def test_check_classifies_every_patch_and_writes_nothing(cli, proj: Path) -> Non
 
 
 def test_check_at_the_pin_itself_says_nothing_to_move(cli, proj: Path) -> None:
-    """Regression (issue 27 notes): `rebase-pin --check` to the commit the stack is pinned
+    """Regression: `rebase-pin --check` to the commit the stack is pinned
     at said "not a descendant of the pin"; it is the pin itself: 0 commits, nothing to move."""
     pin = tomllib.loads((proj / "stack/upstream.toml").read_text())["commit"]
     code, data = rebase_json(cli, proj, pin, "--check")
@@ -90,7 +90,7 @@ def test_check_at_the_pin_itself_says_nothing_to_move(cli, proj: Path) -> None:
 
 
 def test_check_text_columns_are_aligned_with_long_names(cli, proj: Path) -> None:
-    """Issue 27 C: `rebase-pin --check` padded names to 44 characters, so a longer name
+    """`rebase-pin --check` padded names to 44 characters, so a longer name
     (common in llama.cpp's stack) pushed its grade and verdict out of line."""
     long = "0003-tiny-declare-tiny_square-in-the-public-header-for-callers"
     assert cli("-C", str(proj), "rename", "0003", long).code == 0
@@ -314,7 +314,7 @@ def test_continue_with_a_damaged_state(cli, proj: Path) -> None:
     (lambda d: d.update(schema="patchctl.rebase/1"), "not a rebase state this patchctl"),
 ])
 def test_rebase_state_is_validated_on_load(cli, proj: Path, edit, fragment: str) -> None:
-    """Typed state (issue 10.4): a field missing or of the wrong type is one line, exit 2,
+    """Typed state: a field missing or of the wrong type is one line, exit 2,
     not a KeyError later."""
     _stop_at_conflict(cli, proj)
     path = proj / ".patchctl/rebase/state.json"
@@ -449,7 +449,7 @@ def _resolve_tiny(work: Path) -> None:
 
 def test_continue_killed_at_every_step_loses_nothing(cli, tmp_path: Path,
                                                       history: History) -> None:
-    """Bug (issue 9.1): --continue committed the resolution in the work tree and saved its
+    """Bug: --continue committed the resolution in the work tree and saved its
     state only after; killed in between, the next --continue saw the committed patch as
     'resolved to nothing' (or 'upstream') and dropped it from stack/."""
     ref = make_project(tmp_path / "ref", history.upstream, history.patches)
@@ -477,7 +477,7 @@ def test_continue_killed_at_every_step_loses_nothing(cli, tmp_path: Path,
 
 
 def test_work_tree_commits_are_never_graded_upstream(cli, proj: Path) -> None:
-    """Bug (issue 9.1): a patch that reverse-applies only because our own work tree
+    """Bug: a patch that reverse-applies only because our own work tree
     already carries it was graded 'upstream' and dropped with --drop-upstream."""
     work = _stop_at_conflict(cli, proj)
     _resolve_tiny(work)
@@ -493,7 +493,7 @@ def test_work_tree_commits_are_never_graded_upstream(cli, proj: Path) -> None:
 
 def test_a_patch_upstream_never_touched_is_not_graded_upstream(proj: Path,
                                                                history: History) -> None:
-    """Bug (issue 9.1): classify graded 'upstream' any patch that reverse-applied, even one
+    """Bug: classify graded 'upstream' any patch that reverse-applied, even one
     whose files upstream never changed (it was only in our own tree), so --drop-upstream
     deleted it."""
     from patchctl import gitrepo
@@ -515,7 +515,7 @@ def test_a_patch_upstream_never_touched_is_not_graded_upstream(proj: Path,
 
 def test_new_ref_is_never_an_option_to_git_fetch(cli, proj: Path, history: History,
                                                  tmp_path: Path) -> None:
-    """Bug (issue 9.3): with a URL pin, a NEW_REF beginning with '-' reached `git fetch`:
+    """Bug: with a URL pin, a NEW_REF beginning with '-' reached `git fetch`:
     `--upload-pack=touch X; git-upload-pack` ran the command and exited 0."""
     pin = proj / "stack/upstream.toml"
     pin.write_text(pin.read_text().replace(f'url = "{history.upstream.path}"',
@@ -530,7 +530,7 @@ def test_new_ref_is_never_an_option_to_git_fetch(cli, proj: Path, history: Histo
 
 
 def test_ambiguous_new_ref_is_refused(cli, proj: Path, history: History) -> None:
-    """Bug (issue 9, smaller): a tag and a branch of one name were resolved silently."""
+    """Bug: a tag and a branch of one name were resolved silently."""
     git(history.upstream.path, "tag", "twin", history.upstream.commits["c10"])
     git(history.upstream.path, "branch", "twin", history.upstream.commits["c20"])
     r = rebase(cli, proj, "--check", "twin")
@@ -540,7 +540,7 @@ def test_ambiguous_new_ref_is_refused(cli, proj: Path, history: History) -> None
 
 def test_a_stop_killed_at_any_point_resumes_with_continue(cli, tmp_path: Path,
                                                           history: History) -> None:
-    """Issue 9.1: every step is resumable. A stop killed after any of its saves (even
+    """Every step is resumable. A stop killed after any of its saves (even
     after applying the conflict markers, before saving the conflict) leaves a state
     that --continue takes to the same stop, and the rebase to the same stack."""
     ref = make_project(tmp_path / "ref", history.upstream, history.patches)

@@ -224,7 +224,7 @@ def test_manifest_recipe_and_buildinfo_describe_the_build(release: Release,
     sums = subprocess.run(["sha256sum", "-c", "SHA256SUMS"], cwd=unpacked, capture_output=True,
                           text=True, check=False)
     assert sums.returncode == 0, sums.stdout + sums.stderr  # coreutils agrees
-    # Issue 22 #12: what the writers make, and what the worker says, are of the schemas
+    # what the writers make, and what the worker says, are of the schemas
     # that `release verify` applies to them.
     from patchctl.records.identity import IDENTITY_SCHEMA
     from patchctl.release import documents
@@ -259,7 +259,7 @@ def test_sbom_is_valid_spdx_2_3(release: Release, unpacked: Path) -> None:
         assert entry["checksums"] == [{"algorithm": "SHA256", "checksumValue": digest}]
     assert {p["name"] for p in sbom["packages"]} >= {"worker", "tiny", "cmake", "ninja",
                                                       "patchctl"}
-    # Issue 27 (part 3): the libraries the worker is built with, at the versions the
+    # The libraries the worker is built with, at the versions the
     # build found (the binary's identity says which), with their licenses.
     identity = json.loads(worker(unpacked, "--version", "--json").stdout)
     versions = {lib["name"]: lib["version"] for lib in identity["libraries"]}
@@ -402,7 +402,7 @@ def test_verify_reports_a_recipe_for_another_stack(cli, unpacked: Path) -> None:
 @needs_tools
 @pytest.mark.slow
 def test_verify_reports_an_sbom_with_other_library_versions(cli, unpacked: Path) -> None:
-    """Issue 27 (part 3): the SBOM's libraries are the ones the binary was built with."""
+    """The SBOM's libraries are the ones the binary was built with."""
     def edit(sbom: dict) -> None:
         for p in sbom["packages"]:
             if p["SPDXID"] == "SPDXRef-Library-OpenSSL":
@@ -758,7 +758,7 @@ def test_verify_names_lane_features_this_host_lacks() -> None:
                      f"{hostinfo.machine_arch()}"]
 
 
-# --- verify: hostile packages (Issue 22), with a fake worker and no build -------------------
+# --- verify: hostile packages, with a fake worker and no build -------------------
 
 @pytest.fixture
 def fake(tmp_path: Path) -> tuple[Path, Path]:
@@ -809,7 +809,7 @@ def test_verify_accepts_a_fake_package_and_runs_its_worker(cli, fake, tmp_path: 
 @pytest.mark.parametrize("tampered", ["bin/worker", "licenses/tiny/LICENSE", "manifest.json"])
 def test_verify_never_runs_a_package_that_fails_its_checksums(cli, fake, tmp_path: Path,
                                                               tampered: str) -> None:
-    """Issue 22 #6: a package whose bin/worker fails SHA256SUMS was still executed
+    """A package whose bin/worker fails SHA256SUMS was still executed
     (`worker --version --json`) before the finding. Every checksum is checked first, and
     nothing from a package with a failed check is run."""
     package, marker = fake
@@ -827,7 +827,7 @@ def test_verify_never_runs_a_package_that_fails_its_checksums(cli, fake, tmp_pat
 
 
 def test_verify_reads_no_special_file_of_a_package_directory(fake, tmp_path: Path) -> None:
-    """Issue 22 #10: `release verify DIR` blocked forever on a FIFO manifest.json. Any
+    """`release verify DIR` blocked forever on a FIFO manifest.json. Any
     link or special file in the package is a finding; then nothing is read or run."""
     package, marker = fake
     for name in ("manifest.json", "SHA256SUMS", "bin/worker"):
@@ -861,7 +861,7 @@ def test_verify_reads_no_special_file_of_a_package_directory(fake, tmp_path: Pat
 ])
 def test_verify_reports_a_malformed_document_as_one_finding(cli, fake, document: str, broken,
                                                             finding: str) -> None:
-    """Issue 22 #12: a manifest.json nested 200,000 deep (RecursionError) or with
+    """A manifest.json nested 200,000 deep (RecursionError) or with
     `"stack": [1]` (AttributeError) ended in a traceback. Each document is checked against
     its schema first; a problem is one finding, and the worker is not run."""
     package, marker = fake
@@ -889,7 +889,7 @@ def test_verify_reports_a_malformed_document_as_one_finding(cli, fake, document:
 ])
 def test_verify_checks_the_workers_identity_against_its_schema(cli, tmp_path: Path,
                                                                output: str, finding: str) -> None:
-    """Issue 22 #12: the worker's own `--version --json` is untrusted too: `{"stack": [1]}`
+    """The worker's own `--version --json` is untrusted too: `{"stack": [1]}`
     passed the old `"stack" in identity` test and reached `.get` on 1."""
     package = fake_release.make_package(tmp_path / "pkg", tmp_path / "ran", version_output=output)
     r = cli("release", "verify", str(package))
@@ -915,7 +915,7 @@ def sparse_package(fake: tuple[Path, Path], tmp_path: Path, how: str) -> Path:
 
 @pytest.mark.parametrize("how", ["pax", "gnu"])
 def test_verify_refuses_a_sparse_member_before_extracting(fake, tmp_path: Path, how: str) -> None:
-    """Issue 22 #9: a 1,298-byte tar.gz with a 100 GiB sparse member ran until killed
+    """A 1,298-byte tar.gz with a 100 GiB sparse member ran until killed
     (hashing 100 GiB of holes) and left its temp folder. Refused from its header."""
     archive = sparse_package(fake, tmp_path, how)
     assert archive.stat().st_size < 4000
@@ -935,7 +935,7 @@ def test_verify_refuses_a_sparse_member_before_extracting(fake, tmp_path: Path, 
 
 def test_verify_refuses_a_gzip_bomb_before_extracting(cli, tmp_path: Path,
                                                       tmpdir_of_verify: Path) -> None:
-    """Issue 22 #9: a 200 KB gzip bomb was extracted to 200 MB before it was refused.
+    """A 200 KB gzip bomb was extracted to 200 MB before it was refused.
     The stream is counted while decompressed to nowhere; nothing is written."""
     bomb = tmp_path / "bomb.tar.gz"
     info = tarfile.TarInfo("pkg/bin/worker")
@@ -968,7 +968,7 @@ class ZeroReader:
 
 
 def test_verify_removes_its_temp_folder_when_interrupted(tmp_path: Path) -> None:
-    """Issue 22 #9: the temp folder goes on every way out; here Ctrl-C while the
+    """The temp folder goes on every way out; here Ctrl-C while the
     packaged worker runs (exit 130, nothing left in TMPDIR)."""
     import signal
 
@@ -1001,7 +1001,7 @@ def test_verify_removes_its_temp_folder_when_interrupted(tmp_path: Path) -> None
 
 
 def test_package_documents_are_of_their_schemas(fake) -> None:
-    """Issue 22 #12: the schemas verify applies are defined once, beside the writers;
+    """The schemas verify applies are defined once, beside the writers;
     what the writers make (manifest, SBOM) and the worker's identity are of them."""
     from patchctl.records.identity import IDENTITY_SCHEMA
     from patchctl.release import documents

@@ -1,4 +1,4 @@
-"""The vulkan release lane (issue 25, item 4): `release build --lane vulkan`, the
+"""The vulkan release lane: `release build --lane vulkan`, the
 manifest's backend and the device it was tested on, the SBOM's Vulkan loader, and the
 refusal of a host without a Vulkan device by `release verify` and the worker's gate.
 
@@ -64,7 +64,7 @@ VULKAN_LIBRARIES = [*fake_release.LIBRARIES,
 @needs_tools
 @needs(*LIBRARIES)
 def test_vulkan_lane_without_an_upstream_is_refused(tmp_path: Path) -> None:
-    """Issue 25 #4: the vulkan lane is a backend lane; without the upstream tree there is
+    """The vulkan lane is a backend lane; without the upstream tree there is
     no Vulkan backend to link (before: `unknown lane vulkan`)."""
     native = copy_native(tmp_path)
     proc = configure(native, tmp_path / "b", "-DWORKER_RELEASE_LANE=vulkan", check=False)
@@ -76,7 +76,7 @@ def test_vulkan_lane_without_an_upstream_is_refused(tmp_path: Path) -> None:
 @needs_tools
 @needs(*LIBRARIES)
 def test_vulkan_lane_without_the_loader_or_headers_is_refused(tmp_path: Path) -> None:
-    """Issue 25 #4: where find_package finds no Vulkan (here: hidden from it), the lane's
+    """Where find_package finds no Vulkan (here: hidden from it), the lane's
     configure stops with one message: what is missing, and the line that installs it."""
     native = copy_native(tmp_path)
     tree = make_fixture_tree(tmp_path / "upstream")
@@ -94,7 +94,7 @@ def test_vulkan_lane_without_the_loader_or_headers_is_refused(tmp_path: Path) ->
 @needs_tools
 @needs(*LIBRARIES, "Vulkan")
 def test_vulkan_lane_names_the_loader_it_links_and_needs_ggml_vulkan(tmp_path: Path) -> None:
-    """Issue 25 #4: the lane's identity names the backend, and the loader and headers
+    """The lane's identity names the backend, and the loader and headers
     versions configure measured (the loader's from the file libvulkan.so resolves to);
     an upstream without a ggml-vulkan target is refused."""
     native = copy_native(tmp_path)
@@ -124,7 +124,7 @@ def test_vulkan_lane_names_the_loader_it_links_and_needs_ggml_vulkan(tmp_path: P
 @needs(*LIBRARIES)
 def test_release_build_of_the_vulkan_lane_refuses_an_upstream_without_it(
         tmp_path: Path) -> None:
-    """Issue 25 #4: `release build --lane vulkan` is a lane of the CLI, and a tree that
+    """`release build --lane vulkan` is a lane of the CLI, and a tree that
     has no Vulkan backend stops at configure with the reason (exit 3), no archive; so does
     a machine without the Vulkan loader and headers. Bug (bare machine, item 2): there
     patchctl relayed CMake's call stack, not the refusal."""
@@ -137,7 +137,7 @@ def test_release_build_of_the_vulkan_lane_refuses_an_upstream_without_it(
 
 
 def test_release_build_dir_must_be_new_or_its_own(cli, tmp_path: Path) -> None:
-    """Issue 25 #4: --build-dir (a fixed path, so ccache serves a rebuild) empties only a
+    """--build-dir (a fixed path, so ccache serves a rebuild) empties only a
     new or empty directory or one a release build made; anything else is refused."""
     from patchctl.release.build import BUILD_DIR_MARK, _fresh_build_dir
 
@@ -166,7 +166,7 @@ def probe(*used: dict, physical: list[dict] | None = None, error: str | None = N
 
 
 def test_tested_on_is_what_the_build_machine_reported() -> None:
-    """Issue 25 #4: the manifest's tested_on comes from `worker --devices` of the build."""
+    """The manifest's tested_on comes from `worker --devices` of the build."""
     report = probe({"name": "Vulkan0", "description": LLVMPIPE["name"], "physical": LLVMPIPE})
     validate(report, documents.DEVICES_SCHEMA)
     assert devices.from_probe(report) == {
@@ -179,7 +179,7 @@ def test_tested_on_is_what_the_build_machine_reported() -> None:
     (probe(), "the loader sees llvmpipe (LLVM 15.0.6, 256 bits) (cpu), which ggml-vulkan skips"),
 ])
 def test_a_machine_without_a_device_cannot_build_the_lane(report: dict, why: str) -> None:
-    """Issue 25 #4: no package is built where its self-test could not run on a device."""
+    """No package is built where its self-test could not run on a device."""
     with pytest.raises(EnvironmentFailure) as e:
         devices.from_probe(report)
     message = str(e.value)
@@ -198,7 +198,7 @@ def vulkan_identity() -> dict:
 
 
 def test_manifest_and_buildinfo_name_the_backend_and_its_device() -> None:
-    """Issue 25 #4: the manifest names the backend, the loader and headers it was built
+    """The manifest names the backend, the loader and headers it was built
     with, and the device, driver and loader it was tested on; BUILDINFO says so too."""
     tested = devices.from_probe(probe({"name": "Vulkan0", "description": LLVMPIPE["name"],
                                        "physical": LLVMPIPE}))
@@ -221,7 +221,7 @@ def test_manifest_and_buildinfo_name_the_backend_and_its_device() -> None:
 
 
 def test_sbom_lists_the_vulkan_loader_linked_dynamically(tmp_path: Path) -> None:
-    """Issue 25 #4: the SBOM names the Vulkan loader (Apache-2.0, dynamic link) and the
+    """The SBOM names the Vulkan loader (Apache-2.0, dynamic link) and the
     headers under their own SPDX expression (before: NOASSERTION for `A OR B`)."""
     from spdx_tools.spdx.parser.parse_anything import parse_file
     from spdx_tools.spdx.validation.document_validator import validate_full_spdx_document
@@ -280,7 +280,7 @@ def vulkan_fake(root: Path, marker: Path) -> Path:
 
 
 def test_verify_refuses_a_vulkan_package_where_there_is_no_device(cli, tmp_path: Path) -> None:
-    """Issue 25 #4: the worker's gate exit 14 is verify's finding, named for what it is."""
+    """The worker's gate exit 14 is verify's finding, named for what it is."""
     package = vulkan_fake(tmp_path / "worker-0.1.0-vulkan", tmp_path / "ran")
     r = cli("release", "verify", str(package))
     assert r.code == 1, r.out
@@ -290,7 +290,7 @@ def test_verify_refuses_a_vulkan_package_where_there_is_no_device(cli, tmp_path:
 
 
 def test_verify_compares_the_manifests_backend_with_the_binary(cli, tmp_path: Path) -> None:
-    """Issue 25 #4: a manifest that names another backend than the binary embeds."""
+    """A manifest that names another backend than the binary embeds."""
     package = fake_release.make_package(tmp_path / "worker-0.1.0-cpu", tmp_path / "ran")
     man = json.loads((package / layout.MANIFEST).read_text())
     man["backend"] = {"name": "vulkan", "loader": "1.3.239"}
@@ -314,7 +314,7 @@ def test_verify_compares_the_manifests_backend_with_the_binary(cli, tmp_path: Pa
 @needs(*LIBRARIES)
 def test_vulkan_release_twice_byte_identical_and_refused_without_a_device(
         tmp_path: Path) -> None:
-    """Issue 25 #4 end to end: `release build --lane vulkan` of this (clean) checkout twice
+    """`release build --lane vulkan` of this (clean) checkout twice
     gives the same bytes; the package names its backend, loader and tested device, its
     SBOM the loader; verify and the worker accept it here and refuse it on a host without
     a Vulkan device (the loader pointed at no driver: VK_ICD_FILENAMES=/nonexistent.json)."""

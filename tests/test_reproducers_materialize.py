@@ -169,7 +169,7 @@ def test_into_the_project_or_the_upstream_is_refused(cli, project: Path, upstrea
 
 def test_into_a_folder_inside_the_stack_or_git_is_refused(cli, project: Path,
                                                          upstream: Upstream) -> None:
-    """Issue 22 #1 (same class): `export --force stack/patches` and `apply --into
+    """`export --force stack/patches` and `apply --into
     stack/patches --force` replaced the patches with their output; `.git/x` was accepted
     too. One rule for every verb that replaces a directory."""
     from patchctl.model.stackwrite import snapshot
@@ -232,7 +232,7 @@ def test_special_file_in_a_stamped_dir(cli, project: Path, tmp_path: Path, kind:
         _complete(into)
 
 
-# -- an upstream that lacks some blobs (issue 27 B) ------------------------------------------
+# -- an upstream that lacks some blobs ------------------------------------------
 
 
 def _lacking_docs(tmp_path: Path, patches) -> Path:
@@ -253,7 +253,7 @@ def _names_the_missing_docs(r) -> None:
 
 def test_apply_names_the_files_an_upstream_lacks_and_the_exclude(cli, tmp_path: Path,
                                                                   patches) -> None:
-    """Issue 27 B: on an upstream lacking some blobs, `apply --into` stopped with git's raw
+    """On an upstream lacking some blobs, `apply --into` stopped with git's raw
     "unable to read sha1 file of docs/..." (exit 3); it names the files and the
     --exclude that leaves them out, and writes nothing."""
     project = _lacking_docs(tmp_path, patches)
@@ -268,7 +268,7 @@ def test_apply_names_the_files_an_upstream_lacks_and_the_exclude(cli, tmp_path: 
 
 def test_reproduce_names_the_files_an_upstream_lacks_and_the_exclude(cli, tmp_path: Path,
                                                                       patches) -> None:
-    """Issue 27 B: `reproduce` on an upstream lacking some blobs stopped with git's raw
+    """`reproduce` on an upstream lacking some blobs stopped with git's raw
     "unable to read sha1 file of ..." when it wrote the source tree; it names the files
     and the --exclude to pass, as apply does (before any build)."""
     import shutil
@@ -283,7 +283,7 @@ def test_reproduce_names_the_files_an_upstream_lacks_and_the_exclude(cli, tmp_pa
 
 def test_apply_on_a_partial_clone_that_cannot_fetch_offers_no_exclude(
         cli, tmp_path: Path, upstream: Upstream) -> None:
-    """Issue 27 B: a blobless clone whose promisor remote is gone lacks every file (with a
+    """A blobless clone whose promisor remote is gone lacks every file (with a
     stack that changes none: otherwise that patch fails first); leaving them all out with
     --exclude is no answer, so only an upstream that has them is offered."""
     from tests.builders import git
@@ -303,7 +303,7 @@ def test_apply_on_a_partial_clone_that_cannot_fetch_offers_no_exclude(
 
 def test_a_pin_name_with_a_newline_is_stamped_and_read_back(cli, project: Path,
                                                             tmp_path: Path) -> None:
-    """Issue 22 #14: the stamp copied the pin name unescaped, so the next `apply --into`
+    """The stamp copied the pin name unescaped, so the next `apply --into`
     refused its own stamp as not TOML."""
     pin = project / "stack/upstream.toml"
     pin.write_text(pin.read_text().replace('name = "', 'name = "up\\nstream\\"', 1))
@@ -324,7 +324,7 @@ def test_a_pin_name_with_a_newline_is_stamped_and_read_back(cli, project: Path,
 def test_property_text_values_round_trip_through_the_stamp(tmp_path: Path, name: str,
                                                            patches: list[str],
                                                            exclude: list[str]) -> None:
-    """Issue 22 #14: any text in the stamp's values reads back as it was written."""
+    """Any text in the stamp's values reads back as it was written."""
     from patchctl import fsutil
     from patchctl.reproducers.materialize import STAMP, Stamp
 

@@ -21,7 +21,7 @@ SCHEMA = {"type": "object", "required": ["kind"],
 
 
 def test_deep_nesting_is_refused_before_parsing() -> None:
-    """Issue 22 #12: 200,000 nested arrays raised RecursionError in json.loads."""
+    """200,000 nested arrays raised RecursionError in json.loads."""
     with pytest.raises(BadDocument, match="nested deeper than 64"):
         parse_json("[" * 200_000 + "]" * 200_000)
     with pytest.raises(BadDocument, match="nested deeper"):
@@ -33,7 +33,7 @@ def test_brackets_inside_strings_do_not_count() -> None:
 
 
 def test_a_document_of_the_wrong_shape_is_one_line() -> None:
-    """Issue 22 #12: ``"stack": [1]`` reached code that called ``.get`` on 1."""
+    """``"stack": [1]`` reached code that called ``.get`` on 1."""
     with pytest.raises(BadDocument, match=r"^at stack/0: 1 is not of type 'object'$"):
         parse_json('{"kind": "x", "stack": [1]}', SCHEMA)
     with pytest.raises(BadDocument, match="'kind' is a required property"):
@@ -48,7 +48,7 @@ def test_size_cap() -> None:
 
 
 def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
-    """Issue 22 #10: a FIFO manifest.json blocked `release verify` forever."""
+    """A FIFO manifest.json blocked `release verify` forever."""
     fifo = tmp_path / "manifest.json"
     os.mkfifo(fifo)
     with pytest.raises(BadDocument, match="FIFO"):
@@ -56,7 +56,7 @@ def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
 
 
 def test_printable_escapes_what_drives_a_terminal_or_forges_a_row() -> None:
-    """Issue 22 #15: a server's ``state`` with a newline and an OSC escape."""
+    """A server's ``state`` with a newline and an OSC escape."""
     assert printable("open\nmerged \x1b]0;owned\x07") == "open\\nmerged \\x1b]0;owned\\x07"
     assert printable("a\r\tb\u202ec\x9b") == "a\\x0d\tb\\u202ec\\x9b"
     assert printable("one\ntwo", newlines=True) == "one\ntwo"
@@ -64,7 +64,7 @@ def test_printable_escapes_what_drives_a_terminal_or_forges_a_row() -> None:
 
 
 def test_control_character_names_what_printable_would_escape() -> None:
-    """Issue 22 #5: the one test of "a value holds a control character" (a trailer, a
+    """The one test of "a value holds a control character" (a trailer, a
     subject, a body) is the set ``printable`` escapes, a newline too unless allowed."""
     assert control_character("Pending [a\tb] ünïcode") is None
     assert control_character("b\nScope: **") == "\\n"

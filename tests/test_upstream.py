@@ -88,7 +88,7 @@ def stalled_server():
 
 def test_a_stalled_git_protocol_upstream_times_out(cli, project, upstream, stalled_server,
                                                     monkeypatch) -> None:
-    """Bug (issue 9.8): a stalled git:// upstream hung forever (only HTTP had a limit)."""
+    """Bug: a stalled git:// upstream hung forever (only HTTP had a limit)."""
     import time
 
     pin = project / "stack/upstream.toml"

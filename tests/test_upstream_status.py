@@ -65,7 +65,7 @@ def test_offline_report_counts_and_flags(cli, statuses: Path) -> None:
 
 
 def test_pending_age_is_counted_in_words() -> None:
-    """Issue 27 C: the text report said "pending 1 days"."""
+    """The text report said "pending 1 days"."""
     from patchctl.outreach.render import status_text
     from patchctl.outreach.status import PatchStatus, StatusReport
 
@@ -206,7 +206,7 @@ def test_a_failed_refresh_keeps_the_cached_answer(cli, many_refs: Path, monkeypa
     assert one["error"].startswith("request failed: ConnectionError")
 
 
-# -- Issue 22: deadline, untrusted JSON, server text ------------------------------------------
+# -- deadline, untrusted JSON, server text ------------------------------------------
 
 ROOT = Path(__file__).resolve().parent.parent
 FORGED = "open\n| forged | row\x1b]0;title\x07"
@@ -230,7 +230,7 @@ def _run(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize("drip", ["body", "all"])
 def test_a_server_dripping_a_byte_a_second_is_cut_off_at_the_deadline(
         one_ref: Path, monkeypatch, drip: str) -> None:
-    """Issue 22 #11: PATCHCTL_GITHUB_TIMEOUT bounds each read only, so a server that sent
+    """PATCHCTL_GITHUB_TIMEOUT bounds each read only, so a server that sent
     one byte a second (in its body, or in its status line and headers too) held
     upstream-status --online for ever. Each request now has a total deadline
     (PATCHCTL_GITHUB_DEADLINE); passing it is the reference's error, asked once."""
@@ -250,7 +250,7 @@ def test_a_server_dripping_a_byte_a_second_is_cut_off_at_the_deadline(
 @pytest.mark.parametrize("value", ["0", "-1", "nan", "inf", "soon"])
 def test_a_deadline_that_is_not_a_positive_number_is_one_line(cli, one_ref: Path, monkeypatch,
                                                                value: str) -> None:
-    """Issue 22 #11: PATCHCTL_GITHUB_DEADLINE must be a positive number of seconds."""
+    """PATCHCTL_GITHUB_DEADLINE must be a positive number of seconds."""
     _online_env(monkeypatch, "http://127.0.0.1:9")
     monkeypatch.setenv("PATCHCTL_GITHUB_DEADLINE", value)
     r = cli("-C", str(one_ref), "upstream-status", "--online")
@@ -264,7 +264,7 @@ def test_a_deadline_that_is_not_a_positive_number_is_one_line(cli, one_ref: Path
 ], ids=["deep-list", "deep-title"])
 def test_an_answer_nested_100000_deep_is_a_malformed_answer(cli, one_ref: Path, monkeypatch,
                                                               body: bytes) -> None:
-    """Issue 22 #12: an API answer nested 100,000 deep ended upstream-status --online in a
+    """An API answer nested 100,000 deep ended upstream-status --online in a
     RecursionError traceback; answers are now size/depth-checked and validated against
     their schema (untrusted.parse_json) before use."""
     with github_server(answer=(200, {}, body)) as server:
@@ -285,7 +285,7 @@ def _write_cache(project: Path, answers: dict) -> Path:
 
 def test_a_cache_entry_missing_kind_is_a_miss_and_refetched(cli, one_ref: Path,
                                                             monkeypatch) -> None:
-    """Issue 22 #12: a cache entry without ``kind`` ended upstream-status in a KeyError
+    """A cache entry without ``kind`` ended upstream-status in a KeyError
     traceback; cache entries are validated against their schema and a bad one is a miss."""
     cache = _write_cache(one_ref, {"o/r#1": {"state": "open", "title": "t", "url": "",
                                              "fetched_at": "2026-01-01T00:00:00+00:00"}})
@@ -302,7 +302,7 @@ def test_a_cache_entry_missing_kind_is_a_miss_and_refetched(cli, one_ref: Path,
 
 def test_a_forged_state_is_escaped_in_text_and_exact_in_json(cli, one_ref: Path,
                                                              monkeypatch) -> None:
-    """Issue 22 #15: an answer's ``state`` holding a newline and an OSC escape was printed
+    """An answer's ``state`` holding a newline and an OSC escape was printed
     raw: it forged a report row and retitled the terminal. The text report escapes it;
     --json and the cache keep it exact (JSON encoding escapes it there)."""
     answer = {**OPEN_ISSUE, "state": FORGED, "updated_at": "2026\x1b[2J"}
@@ -328,7 +328,7 @@ def test_a_forged_state_is_escaped_in_text_and_exact_in_json(cli, one_ref: Path,
 
 def test_an_upstream_commit_subject_is_escaped_in_every_output(cli, tmp_path: Path,
                                                                upstream: Upstream) -> None:
-    """Issue 22 #15: the subject of the upstream commit that broke a patch was printed raw
+    """The subject of the upstream commit that broke a patch was printed raw
     by upstream-status --ref (and rebase-pin): an escape sequence in it reached the
     terminal. gitrepo returns upstream subjects printable."""
     def cube(work: Path) -> None:
@@ -354,7 +354,7 @@ def test_an_upstream_commit_subject_is_escaped_in_every_output(cli, tmp_path: Pa
 
 
 def test_an_answer_larger_than_the_cap_is_refused(cli, one_ref: Path, monkeypatch) -> None:
-    """Issue 22 #11: the body of an answer was read whole, however large; it is capped
+    """The body of an answer was read whole, however large; it is capped
     (httpget.MAX_BODY) and a larger one is the reference's error, asked once."""
     body = b'{"state": "open", "title": "' + b"t" * (5 << 20) + b'"}'
     with github_server(answer=(200, {}, body)) as server:

@@ -383,7 +383,7 @@ def _long_path_patch(upstream: Upstream, scratch: Path, scope: str) -> str:
 
 
 def test_scope_star_run_does_not_hang_verify(tmp_path, upstream) -> None:
-    """Issue 22 #7: `Scope: ************************x` (25 bytes) became twelve `.*` in a
+    """`Scope: ************************x` (25 bytes) became twelve `.*` in a
     backtracking regex and hung verify on a patch touching a 70-byte path. verify runs in
     a subprocess with a time bound: a hang fails the test instead of hanging it."""
     import sys
@@ -403,7 +403,7 @@ def test_scope_star_run_does_not_hang_verify(tmp_path, upstream) -> None:
 ])
 def test_invalid_scope_glob_is_a_finding_on_its_line(cli, tmp_path, upstream, scope: str,
                                                       fragment: str) -> None:
-    """Issue 22 #8: an invalid Scope glob (`src/[z-a].c`, `src/[]`) made verify die with a
+    """An invalid Scope glob (`src/[z-a].c`, `src/[]`) made verify die with a
     re.error traceback; it is now an error finding naming the glob and the trailer's line,
     and the glob matches nothing (so the file is also outside the Scope)."""
     text = _long_path_patch(upstream, tmp_path / "s", f"src/** {scope}")
@@ -420,7 +420,7 @@ def test_invalid_scope_glob_is_a_finding_on_its_line(cli, tmp_path, upstream, sc
 
 
 def test_negated_set_in_scope_negates(cli, tmp_path, upstream) -> None:
-    """Issue 22 #8: `[!x]` was read as the set {!, x}: `Scope: [!s]*/**` covered only
+    """`[!x]` was read as the set {!, x}: `Scope: [!s]*/**` covered only
     src/ files, the opposite of what fnmatch (and the author) means."""
     text = _long_path_patch(upstream, tmp_path / "s", "[!i]*/**")
     project = make_project(tmp_path / "p", upstream, [("0001-long.patch", text)])
