@@ -171,7 +171,7 @@ def test_the_range_brief_expects_the_mlock_and_size_objections() -> None:
     but not two that docs/layer-window.md names: mlock refused for a range that starts
     after layer 0, and the size of the patch for one PR. The size is counted from the
     patch, not written by hand, so it stays true when the patch changes."""
-    name = "0002-llama-load-and-run-a-range-of-layers"
+    name = "0004-llama-load-and-run-a-range-of-layers"
     first = (BRIEFS / f"{name}.md").read_text(encoding="utf-8")
     block = first.split("## Expect these objections\n")[1].split("\n## ")[0]
     assert "- mlock refused for a range that starts after layer 0" in block
@@ -185,8 +185,8 @@ def test_the_briefs_name_the_discussion_and_the_other_rpc_pr() -> None:
     asks for a Discussion first) and upstream's other RPC events/async PR #24675, and the
     rule "Discuss the idea first" said no discussion was recorded. The discussion was not
     read, so it is named as unverified and the rule stays for the person to check."""
-    for name in ("0002-llama-load-and-run-a-range-of-layers",
-                 "0003-llama-run-a-layer-range-of-DeepSeek-V4"):
+    for name in ("0004-llama-load-and-run-a-range-of-layers",
+                 "0005-llama-run-a-layer-range-of-DeepSeek-V4"):
         text = (BRIEFS / f"{name}.md").read_text(encoding="utf-8")
         assert ("| Discuss the idea first | check | discussion named, not read (prior art, "
                 "unverified): https://github.com/ggml-org/llama.cpp/discussions/20252 |"
