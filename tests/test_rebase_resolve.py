@@ -180,6 +180,11 @@ def test_a_removed_line_that_stands_twice_is_not_anchored(cli, tmp_path: Path) -
         "union: a.c hunk #1: it removes lines, not only inserts",
         "anchored: a.c hunk #1: ambiguous: its removed lines are at 2 places (lines 5, 17)",
     ]
+    text = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--check")
+    assert (
+        "tried: moved: its lost lines are nowhere else whole; union: a.c hunk #1: it "
+        "removes lines, not only inserts; anchored: a.c hunk #1: ambiguous" in text.out
+    )
 
 
 def test_anchored_takes_only_an_exact_core() -> None:
