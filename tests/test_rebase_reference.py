@@ -304,7 +304,8 @@ def test_canary_names_superseded_never_landed_by_reference(cli, tmp_path: Path,
 def test_continue_grades_the_rest_by_reference(cli, tmp_path: Path, up: Upstream) -> None:
     """After a stop at a conflict, --continue marks the patches after it by reference too
     (and stops at the edited backport rather than dropping it), and a superseded? mark made
-    before the stop survives the state file."""
+    before the stop survives the state file. --strict: upstream declared functions just
+    above the line 0002 changes, a stop for a line merge (rebase-pin re-anchors it otherwise)."""
     first_op = format_patch(
         up, up.commits["base"], lambda w: replace_in(w / "include/tiny.h", "int tiny_op_00(int x);",
                                                      "int tiny_op_00(int x); /* the first */"),
@@ -312,7 +313,7 @@ def test_continue_grades_the_rest_by_reference(cli, tmp_path: Path, up: Upstream
         trailers=default_trailers("op", "include/tiny.h"))
     proj = project(tmp_path, up, [decl_patch(up, tmp_path / "s"), first_op,
                                   max_patch(up, tmp_path / "s")])
-    code, data = rebase(cli, proj, up, "master", "--drop-upstream")
+    code, data = rebase(cli, proj, up, "master", "--drop-upstream", "--strict")
     assert code == 1 and data["status"] == "stopped" and data["conflict"] == "0002-p2.patch"
     work = Path(data["work"])
     at_master = git(up.path, "show", "master:include/tiny.h")

@@ -18,6 +18,7 @@ from patchctl.commands._common import (
     upstream_option,
 )
 from patchctl.errors import InputError
+from patchctl.model.grades import CONFLICT
 from patchctl.textout import count, table
 
 if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
@@ -40,6 +41,10 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               "its lines reaches files outside the patch's Scope:, add their exact paths to "
               "it; without it, --continue refuses and names them, and a moved patch stays "
               "a conflict.")
+@click.option("--strict", is_flag=True,
+              help="Only a line merge: grade exact, offset, 3way, upstream, waiting or "
+              "conflict, and try no strategy beyond it (moved, union, anchored); kept by "
+              "--continue.")
 @click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
 @click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
 @click.option("--drop-upstream", is_flag=True,
@@ -48,14 +53,17 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
 @quiet_option
 @click.pass_context
 def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bisect: bool,
-               check: bool, cont: bool, widen_scope: bool, abort: bool, allow_downgrade: bool,
-               drop_upstream: bool, as_json: bool) -> int:
+               check: bool, cont: bool, widen_scope: bool, strict: bool, abort: bool,
+               allow_downgrade: bool, drop_upstream: bool, as_json: bool) -> int:
     """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
 
     Each patch is classified on NEW_REF with the patches before it applied:
     exact, offset, 3way, moved (its lines moved upstream to exactly one place,
     found by an exact search of the tree: re-targeted there, naming the commit
-    that moved them), conflict, waiting (it conflicts only because an
+    that moved them), union (it and upstream both inserted lines at one
+    place, and only there: both kept, upstream's first), anchored (its
+    context changed, but the lines it removes stand exactly once in the
+    file: re-anchored there), conflict, waiting (it conflicts only because an
     earlier conflict whose lines it stands on is left out; --check's "to
     resolve" counts conflicts only) or upstream (already there: the commit that
     landed it is named, found by patch-id, reverse-apply, or the upstream PR or
@@ -71,6 +79,10 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     A resolution that reaches files outside Scope: is refused with their
     names; --continue --widen-scope adds those exact paths to Scope: and
     re-checks the stack at the new pin (applies, reverses) as always.
+    moved, union and anchored are each proven by its own rule, refused where
+    it is ambiguous, checked as every grade is (applies and reverses at fuzz
+    0 at NEW_REF, stays in Scope:) and shown with its grade in the report and
+    the range-diff; a conflict says what each tried. --strict tries none.
     Exit 0 when rebased (or --check finds all applying), 1 when stopped.
     """
     from patchctl.rebase import session as rebasing
@@ -80,6 +92,8 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         raise InputError(f"{' and '.join(modes)} cannot be combined")
     if (cont or abort) and new_ref:
         raise InputError(f"{modes[0]} takes no NEW_REF: the rebase in progress has one")
+    if strict and abort:
+        raise InputError("--strict does not go with --abort: it limits how patches are graded")
     if widen_scope and abort:
         raise InputError("--widen-scope does not go with --abort: it widens the Scope: of a "
                          "resolved or moved patch")
@@ -91,14 +105,15 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         result = rebasing.abort(project, stack)
     elif cont:
         result = rebasing.continue_rebase(project, stack, drop_upstream=drop_upstream,
-                                          widen_scope=widen_scope, progress=progress)
+                                          widen_scope=widen_scope, strict=strict,
+                                          progress=progress)
     else:
         assert new_ref is not None
         repo = resolve_upstream(upstream, stack.pin(), stack)
         result = rebasing.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
                                    allow_downgrade=allow_downgrade,
                                    drop_upstream=drop_upstream, widen_scope=widen_scope,
-                                   progress=progress)
+                                   strict=strict, progress=progress)
     end_progress()
     if as_json:
         emit_json(result.to_dict())
@@ -163,7 +178,11 @@ def render(result: RebaseResult) -> str:
         for m in p.moved:
             by = f", by {m.commit[:12]} {m.subject!r}" if m.commit else ""
             out.append(f"       moved: {m.file} hunk #{m.hunk} -> {m.to}:{m.line}{by}")
-        if p.moved_note:
+        out += [f"       {p.grade}: {h.file} hunk #{h.hunk} -> line {h.line}, {h.note}"
+                for h in p.placed]
+        if p.tried and p.grade == CONFLICT:
+            out.append("       tried: " + "; ".join(p.tried))
+        elif p.moved_note:
             out.append(f"       not followed as moved: {p.moved_note}")
         if p.widened:
             out.append(f"       Scope: widened with {', '.join(p.widened)} (--widen-scope)")

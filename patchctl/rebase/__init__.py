@@ -6,7 +6,8 @@ the new stack in; ``session`` is the command (check, rebase, stop at a conflict,
 explains a conflict (with ``linetrack``: the upstream commits that changed a patch's
 lines), re-checks a resolution and shows the range-diff; ``waiting`` tells a conflict of
 a patch's own from one that only stands on an earlier left-out conflict; ``moved`` follows
-a conflicting patch's lines where upstream moved them; ``results`` holds the typed report.
+a conflicting patch's lines where upstream moved them, ``resolve`` re-places one by a rule
+(``union``, ``anchored``); ``results`` holds the typed report.
 
 May import: ``model``, ``gitrepo`` and the helpers beside ``patchctl.cli``; ``engine``
 imports neither ``session`` nor ``state``.

@@ -35,12 +35,22 @@ from patchctl.errors import GitError, InputError
 from patchctl.model import grades, patchtext, stackwrite
 from patchctl.model.fingerprint import lock_state, make_lock
 from patchctl.model.grades import APPLIES as APPLIES  # outreach reads it from here
-from patchctl.model.grades import CONFLICT, EXACT, MOVED, OFFSET, THREE_WAY, UPSTREAM, WAITING
+from patchctl.model.grades import (
+    CONFLICT,
+    EXACT,
+    MOVED,
+    OFFSET,
+    RESOLVED,
+    THREE_WAY,
+    UPSTREAM,
+    WAITING,
+)
 from patchctl.model.lint import outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Pin, Stack, render_lock, rewrite_series
 from patchctl.rebase import review as rebase_review
-from patchctl.rebase.moved import follow, write_diff
+from patchctl.rebase.moved import follow, locate, write_diff
+from patchctl.rebase.resolve import resolve
 from patchctl.rebase.results import Bisect, Cited, Commit, Landing, PatchResult
 from patchctl.rebase.waiting import waits_on
 from patchctl.textout import count
@@ -86,7 +96,7 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
              landable: frozenset[str] | None = None,
              cited: Mapping[int, Cited] | None = None, old: str | None = None,
              priors: Sequence[Source] = (), widen_scope: bool = False,
-             new_pin: str | None = None) -> list[Step]:
+             new_pin: str | None = None, strict: bool = False) -> list[Step]:
     """Each patch in order on ``tree`` plus the patches before it that applied.
 
     ``landable``: the paths upstream changed between the old and the new pin. A
@@ -104,7 +114,9 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     standing only on patches left out before it is ``waiting`` (rebase/waiting.py), and one
     whose lines upstream moved is re-targeted there, ``moved`` (rebase/moved.py), when that
     stays in its Scope (``widen_scope``: the paths are added to it), naming the commit of
-    ``old``..``new_pin`` (default: ``tree``) that moved them.
+    ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose conflict a rule
+    proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py). ``strict``: none of
+    these three is tried (what each tried is the result's ``tried``).
     """
     index.read_tree(tree)
     current = index.write_tree()
@@ -144,23 +156,25 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
         if result.grade == CONFLICT:
             result.conflicts = gitrepo.unmerged_paths(index) or [f.path for f in s.patch.files]
             index.read_tree(current)
-            if old:
-                after = _follow(index, step, tree, current, f"{old}..{new_pin or tree}",
-                                widen_scope=widen_scope)
-        if result.grade == CONFLICT:
-            after, after_conflict = current, True
+            # Waiting first: a patch standing on a left-out conflict's lines is placed
+            # once that is resolved, never re-placed by a rule on the tree without it.
             result.waits_on = waits_on(index.repo, index.env, old, current, [
                 *priors, *(t.source for t in steps[:-1])], left_out, s.patch) if old else []
-            left_out[s.index] = s.name
             if result.waits_on:
                 result.grade, result.conflicts = WAITING, []
+            elif old and not strict:
+                after = _resolve(index, step, tree, current, f"{old}..{new_pin or tree}",
+                                 widen_scope=widen_scope)
+        if result.grade in (CONFLICT, WAITING):
+            after, after_conflict = current, True
+            left_out[s.index] = s.name
         if found and result.grade == UPSTREAM and found.contained:
             result.landed = Landing(found.commit, "reference", reference=found.reference)
         elif found and result.grade != UPSTREAM:
             result.superseded = found.superseded()
         if result.grade == EXACT:
             result.change = patchtext.UNCHANGED
-        elif result.grade in (OFFSET, THREE_WAY, MOVED):
+        elif result.grade in (OFFSET, THREE_WAY, *RESOLVED):
             step.text = step.text or regenerate(index, s.patch, current, after)
             new = patchtext.reparse(step.text, name=s.name, path=s.path)
             result.change = patchtext.compare(s.patch, new)
@@ -170,44 +184,75 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     return steps
 
 
-def _follow(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str, *,
-            widen_scope: bool) -> str:
-    """A conflicting patch re-targeted where upstream moved its lines (rebase/moved.py):
-    it must apply, reverse to ``current``, and stay in Scope (or widen it). Returns the
-    tree after it; ``current`` when it stays a conflict (the index holds that tree)."""
+def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str, *,
+             widen_scope: bool) -> str:
+    """A conflicting patch re-placed by the first strategy that proves where each of its lost
+    hunks goes: ``moved`` (rebase/moved.py), then ``union`` and ``anchored``
+    (rebase/resolve.py); what each found or refused is in ``tried``, the conflict's class.
+    Returns the tree after it; ``current`` when it stays a conflict (the index holds it)."""
     r, patch = step.result, step.source.patch
-    found = follow(index.repo, index.env, tree, current, span, patch)
-    if found is None or found.diff is None:
-        r.moved_note = found.refused if found else None
+    located = locate(index.repo, index.env, current, patch)
+    if located is None or not located.lost:
+        r.tried.append("nothing re-placed: " + (
+            "it adds, deletes or renames a file, or changes a binary one" if located is None
+            else "each hunk matches on its own; together they do not apply"))
         return current
-    path = write_diff(found.diff)
+    found = follow(index.repo, index.env, tree, current, span, located)
+    if found is not None and found.diff is not None:
+        where = ", ".join(sorted({h.to for h in found.hunks}))
+        adopted, r.moved_note = _adopt(index, step, current, found.diff,
+                                       f"its lines moved ({where})", widen_scope=widen_scope)
+        if adopted:
+            r.grade, r.moved = MOVED, found.hunks
+            return adopted
+    else:
+        r.moved_note = found.refused if found else None
+    r.tried.append(f"{MOVED}: {r.moved_note or 'its lost lines are nowhere else whole'}")
+    for res in resolve(located):
+        if res.diff is None:
+            r.tried.append(f"{res.grade}: {res.refused}")
+            continue
+        adopted, why = _adopt(index, step, current, res.diff, "re-placed",
+                              widen_scope=widen_scope)
+        if adopted:
+            r.grade, r.placed = res.grade, res.hunks
+            return adopted
+        r.tried.append(f"{res.grade}: {why}")
+    return current
+
+
+def _adopt(index: gitrepo.TempIndex, step: Step, current: str, diff: str, what: str, *,
+           widen_scope: bool) -> tuple[str | None, str | None]:
+    """``diff``, a conflicting patch re-placed at ``current``, taken as its new text when it
+    applies, reverses to ``current``, and stays in Scope (``widen_scope``: the paths are
+    added to it). Returns the tree after it, or None and why not (the index then holds
+    ``current``)."""
+    r, patch = step.result, step.source.patch
+    path = write_diff(diff)
     try:
-        moved = index.write_tree() if index.apply([path]).ok else None
-        back = moved is not None and index.apply([path], reverse=True).ok and \
+        placed = index.write_tree() if index.apply([path]).ok else None
+        back = placed is not None and index.apply([path], reverse=True).ok and \
             index.write_tree() == current
     finally:
         path.unlink()
     index.read_tree(current)
-    if moved is None or not back:
-        r.moved_note = "re-targeted where its lines went, it does not apply and reverse there"
-        return current
-    diff, head = gitrepo.format_diff(index.repo, current, moved, env=index.env), \
+    if placed is None or not back:
+        return None, f"{what}, it does not apply and reverse there"
+    diff, head = gitrepo.format_diff(index.repo, current, placed, env=index.env), \
         patchtext.header_text(patch)
     text = patchtext.render(head, diff, mail_form=patch.mail_form)
     outside = outside_scope(patchtext.reparse(text, name=patch.name, path=patch.path))
     if outside and (not widen_scope or not all(map(scope_literal, outside))):
-        r.moved_note = (f"its lines moved ({', '.join(sorted({h.to for h in found.hunks}))}) "
-                        f"but {', '.join(outside)} is outside its Scope "
-                        f"({' '.join(patch.scope)}); " + ("--widen-scope takes it" if all(
-                            map(scope_literal, outside)) else "widen it by hand"))
-        return current
+        return None, (f"{what} but {', '.join(outside)} is outside its Scope "
+                      f"({' '.join(patch.scope)}); " + ("--widen-scope takes it" if all(
+                          map(scope_literal, outside)) else "widen it by hand"))
     if outside:
         head = patchtext.set_trailer(head, "Scope", " ".join([*patch.scope, *outside]),
                                      mail_form=patch.mail_form)
         text = patchtext.render(head, diff, mail_form=patch.mail_form)
-    index.read_tree(moved)
-    r.grade, r.moved, r.widened, r.conflicts, step.text = MOVED, found.hunks, outside, [], text
-    return moved
+    index.read_tree(placed)
+    r.widened, r.conflicts, step.text = outside, [], text
+    return placed, None
 
 
 def upstream_paths(repo: Path, old: str, new: str) -> frozenset[str]:
@@ -419,9 +464,12 @@ def new_stack(steps: Sequence[Step], texts: dict[str, str] | None = None
 
 def review_range_diff(upstream: Path, old: str, new: str, steps: Sequence[Step],
                       texts: dict[str, str] | None = None) -> str | None:
-    """The range-diff of the stack before and after; None when git cannot make one."""
+    """The range-diff of the stack before and after, a patch placed by a rule (moved, union,
+    anchored) marked with its grade; None when git cannot make one."""
     before = [(s.source.patch, s.source.patch.text) for s in steps]
+    placed = {s.source.name: s.result.grade for s in steps if s.result.grade in RESOLVED}
     try:
-        return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)))
+        return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)),
+                                        placed)
     except GitError:
         return None

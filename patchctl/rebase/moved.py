@@ -48,14 +48,27 @@ class Found:
     refused: str | None = None
 
 
-def follow(
-    repo: Path, env: Mapping[str, str], tree: str, current: str, span: str, patch: Patch
-) -> Found | None:
-    """``patch`` re-targeted where its lost hunks' lines went (see the module's docstring);
-    None when no hunk of it lost its lines, or one's lines are nowhere whole (its conflict
-    is not a move), or it has a change this does not follow (binary, rename, new or deleted
-    file). ``span``: the upstream range (``old..new``) where the commit that moved the
-    lines is looked for."""
+Placed = dict[str, list[tuple[int, Hunk]]]  # path -> (0-based line, hunk) at the new pin
+Lost = list[tuple[str, int, Hunk]]  # (path, hunk number from 1, hunk) matching nowhere
+
+
+def says_something(line: str) -> bool:
+    """A line that can prove a place: not blank, not only punctuation."""
+    return any(c.isalnum() for c in line)
+
+
+@dataclass
+class Located:
+    placed: Placed  # the hunks that match where they are tried
+    lost: Lost  # the others
+    images: dict[str, list[str]]  # each file's lines at the new pin (model/patchfile.py)
+
+
+def locate(repo: Path, env: Mapping[str, str], current: str, patch: Patch) -> Located | None:
+    """Where each hunk of ``patch`` matches at fuzz 0 in ``current`` (its own file, as
+    ``git apply`` looks), and the hunks that match nowhere there; None when the patch has a
+    change no strategy here re-places (binary, rename, new or deleted file) or its files
+    cannot be read."""
     if any(
         f.binary or f.source is None or f.target is None or f.source != f.target or not f.hunks
         for f in patch.files
@@ -66,22 +79,32 @@ def follow(
         blobs = gitrepo.read_blobs(repo, current, paths, env=dict(env))
     except (GitError, gitrepo.MissingFiles):  # what it cannot read it does not follow
         return None
-    placed: dict[str, list[tuple[int, Hunk]]] = {}
-    lost: list[tuple[str, int, Hunk]] = []
+    out = Located({}, [], {})
     for f in patch.files:
-        image = image_lines(blobs[f.path][1]) if f.path in blobs else []
+        image = out.images[f.path] = image_lines(blobs[f.path][1]) if f.path in blobs else []
         for n, h in enumerate(f.hunks, 1):
             found = match_hunk(image, h)
             if found is None:
-                lost.append((f.path, n, h))
+                out.lost.append((f.path, n, h))
             else:
-                placed.setdefault(f.path, []).append((found[0], h))
+                out.placed.setdefault(f.path, []).append((found[0], h))
+    return out
+
+
+def follow(
+    repo: Path, env: Mapping[str, str], tree: str, current: str, span: str, located: Located
+) -> Found | None:
+    """A patch ``located`` at ``current`` re-targeted where its lost hunks' lines went (see
+    the module's docstring); None when no hunk of it lost its lines, or one's lines are
+    nowhere whole (its conflict is not a move). ``span``: the upstream range (``old..new``)
+    where the commit that moved the lines is looked for."""
+    placed, lost = {p: list(hs) for p, hs in located.placed.items()}, located.lost
     if not lost:
         return None
     moved: list[MovedHunk] = []
     for path, n, h in lost:
         pre = [ln[1:] + "\n" for ln in h.lines if ln[:1] in (" ", "-")]
-        if sum(any(c.isalnum() for c in ln) for ln in pre) < MIN_LINES:
+        if sum(map(says_something, pre)) < MIN_LINES:
             return Found(moved, refused=f"{path} hunk #{n}: too few lines to find it by")
         places = _places(repo, env, tree, current, pre)
         if not places:
@@ -97,12 +120,7 @@ def follow(
             )
         )
         placed.setdefault(to, []).append((at, h))
-    return Found(
-        moved,
-        diff="".join(
-            _file_diff(p, sorted(hs, key=lambda x: x[0])) for p, hs in sorted(placed.items())
-        ),
-    )
+    return Found(moved, diff=placed_diff(placed))
 
 
 def _places(
@@ -121,6 +139,13 @@ def _places(
             if image[at : at + len(pre)] == pre
         ]
     return out
+
+
+def placed_diff(placed: Placed) -> str:
+    """A ``git diff`` of every file's hunks, each at its 0-based line of the new pin."""
+    return "".join(
+        _file_diff(p, sorted(hs, key=lambda x: x[0])) for p, hs in sorted(placed.items())
+    )
 
 
 def _file_diff(path: str, hunks: Sequence[tuple[int, Hunk]]) -> str:

@@ -15,6 +15,7 @@ from patchctl.model.grades import APPLIES, CONFLICT, WAITING
 from patchctl.model.schemas import REBASE as SCHEMA
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase.moved import MovedHunk
+from patchctl.rebase.resolve import PlacedHunk
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,10 @@ class PatchResult:
     widened: list[str] = field(default_factory=list)  # paths --widen-scope added to Scope:
     moved: list[MovedHunk] = field(default_factory=list)  # moved: the hunks re-targeted
     moved_note: str | None = None  # why its lines were not followed, when looked for
+    placed: list[PlacedHunk] = field(default_factory=list)  # union, anchored: the hunks
+    # re-placed (rebase/resolve.py)
+    tried: list[str] = field(default_factory=list)  # a conflict: each strategy tried and
+    # why it did not resolve it ("union: a.c hunk #1: ...")
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PatchResult:
@@ -123,6 +128,8 @@ class PatchResult:
             widened=list(d.get("widened", [])),
             moved=[MovedHunk(**m) for m in d.get("moved", [])],
             moved_note=d.get("moved_note"),
+            placed=[PlacedHunk(**h) for h in d.get("placed", [])],
+            tried=list(d.get("tried", [])),
         )
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -108,13 +108,15 @@ def recheck(upstream: Path, new: str, patches: Sequence[tuple[Patch, str]]) -> l
 
 
 def range_diff(upstream: Path, old: tuple[str, Sequence[tuple[Patch, str]]],
-               new: tuple[str, Sequence[tuple[Patch, str]]]) -> str:
+               new: tuple[str, Sequence[tuple[Patch, str]]],
+               grades: Mapping[str, str] | None = None) -> str:
     """``git range-diff`` of the stack on the old pin against the stack on the new pin;
     each side is (pin, patches in series order). A patch keeps its name across a rebase,
     so each old patch is compared with the new patch of its name (one ``range-diff`` per
     pair: git's own matching would show a reworked patch as dropped plus new, or pair it
-    with another), and a dropped one is shown as removed. Raises StackError if a side does
-    not apply (the caller has classified them, so it does)."""
+    with another), and a dropped one is shown as removed. ``grades``: a patch's grade by
+    name, shown after its pair's line (a patch placed by a rule, not a line merge). Raises
+    StackError if a side does not apply (the caller has classified them, so it does)."""
     with tempfile.TemporaryDirectory(prefix="patchctl-range-diff-") as tmp, \
             gitrepo.temp_index(upstream) as index:
         old_commits = _commit_series(index, Path(tmp) / "old", *old)
@@ -132,6 +134,8 @@ def range_diff(upstream: Path, old: tuple[str, Sequence[tuple[Patch, str]]],
             first, _, rest = text.partition("\n")
             first = re.sub(r"^1:", f"{i}:", first)
             first = re.sub(r"(\s[=!<>]\s+)1:", rf"\g<1>{j}:", first)
+            if (grades or {}).get(patch.name):
+                first += f"  [{(grades or {})[patch.name]}]"
             out.append(first + "\n" + rest)
         return "".join(out)
 

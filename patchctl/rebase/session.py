@@ -61,7 +61,8 @@ from patchctl.rebase.state import DoneEntry, RebaseState, rebase_dir
 
 def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, check: bool = False,
                bisect: bool = False, allow_downgrade: bool = False, drop_upstream: bool = False,
-               widen_scope: bool = False, progress: Progress | None = None) -> RebaseResult:
+               widen_scope: bool = False, strict: bool = False,
+               progress: Progress | None = None) -> RebaseResult:
     started = time.perf_counter()
     rebase_state.refuse_if_in_progress(project)
     upstream = gitrepo.git_dir(upstream)  # a work tree path would not reach its objects
@@ -76,7 +77,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         with gitrepo.temp_index(upstream) as index:
             seed(index, pin.commit, sources)
             steps = classify(index, sources, new, progress=progress, old=pin.commit,
-                             widen_scope=widen_scope,
+                             widen_scope=widen_scope, strict=strict,
                              landable=upstream_paths(upstream, pin.commit, new),
                              cited=cited(upstream, pin.commit, new, sources, pin.url))
             searcher = None
@@ -110,7 +111,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             result.status = "rebased"
         else:
             stop(project, stack, upstream, result, steps, snap, tag=tag,
-                 drop_upstream=drop_upstream)
+                 drop_upstream=drop_upstream, strict=strict)
         result.seconds = round(time.perf_counter() - started, 3)
         return result
 
@@ -148,18 +149,20 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
 
 def _stopped(project: Path, result: RebaseResult, work: Path, step: Step) -> None:
     files = ", ".join(step.result.conflicts) or "see the .rej files"
+    tried = "; tried " + "; ".join(step.result.tried) if step.result.tried else ""
     header = rebase_state.header_path(project)
     result.status, result.work, result.conflict = "stopped", str(work), step.source.name
     result.header = str(header)
     result.message = (
-        f"{step.source.name} conflicts at the new pin ({files}). Resolve it in {work} "
+        f"{step.source.name} conflicts at the new pin ({files}{tried}). Resolve it in {work} "
         f"(edit the files, `git add` them; to change the patch's Subject, body or trailers, "
         f"`Scope:` included, edit {header}), then run `patchctl rebase-pin --continue`; "
         "or `patchctl rebase-pin --abort` to leave the stack as it was")
 
 
 def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, steps: list[Step],
-         snap: dict[str, str], *, tag: str | None, drop_upstream: bool) -> None:
+         snap: dict[str, str], *, tag: str | None, drop_upstream: bool,
+         strict: bool = False) -> None:
     """Leave a resumable state at the first conflict; ``stack/`` is not touched."""
     k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
     rdir = rebase_dir(project, create=True)
@@ -173,7 +176,7 @@ def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, step
                         new=result.new, new_ref=result.new_ref, tag=tag,
                         drop_upstream=drop_upstream, commits=result.commits,
                         bisect_checks=result.bisect_checks, snapshot=snap,
-                        head=gitrepo.work_head(work))
+                        head=gitrepo.work_head(work), strict=strict)
     rebase_state.save(project, state)
     _park(project, state, work, steps[:k], steps[k])
     _stopped(project, result, work, steps[k])
@@ -210,8 +213,8 @@ def _finished(stack: Stack, state: RebaseState) -> bool:
 
 
 def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
-                    widen_scope: bool = False, progress: Progress | None = None
-                    ) -> RebaseResult:
+                    widen_scope: bool = False, strict: bool = False,
+                    progress: Progress | None = None) -> RebaseResult:
     started = time.perf_counter()
     with stackwrite.stack_lock(project, f"rebase-pin on {stack.root}"):
         state = rebase_state.load(project)
@@ -237,6 +240,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         git_dir = work / ".git"
         _rewind(work, state)
         state.drop_upstream = state.drop_upstream or drop_upstream
+        state.strict = state.strict or strict
         sources = sources_of(stack)
         texts, done = _done_steps(project, state, sources)
         if state.conflict is not None:
@@ -256,7 +260,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         with gitrepo.temp_index(git_dir) as index:
             steps = classify(index, rest, gitrepo.tree_of(git_dir, "HEAD"), progress=progress,
                              first=len(sources), old=state.old, priors=sources[:len(done)],
-                             widen_scope=widen_scope, new_pin=state.new,
+                             widen_scope=widen_scope, new_pin=state.new, strict=state.strict,
                              landable=upstream_paths(git_dir, state.old, state.new),
                              cited=cited(git_dir, state.old, state.new, rest,
                                          stack.pin().url))

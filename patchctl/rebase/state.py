@@ -50,6 +50,7 @@ class RebaseState:
     head: str  # the work tree's commit this state describes
     done: list[DoneEntry] = field(default_factory=list)
     conflict: PatchResult | None = None  # the patch waiting in the work tree, if any
+    strict: bool = False  # rebase-pin --strict: --continue tries no resolving strategy either
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RebaseState:
@@ -63,7 +64,8 @@ class RebaseState:
             done=[DoneEntry(PatchResult.from_dict(f(e, "result", dict)), f(e, "strip", int),
                             f(e, "staged", (str, NONE))) for e in f(d, "done", list)],
             conflict=PatchResult.from_dict(f(d, "conflict", dict))
-            if d.get("conflict") is not None else None)
+            if d.get("conflict") is not None else None,
+            strict=f(d, "strict", bool) if "strict" in d else False)
 
 
 def state_path(project: Path) -> Path:
