@@ -41,7 +41,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
                "Import patches from format-patch files, an mbox, a quilt series or commits."),
     "new": ("patchctl.commands.authoring:new", "Start a new empty patch at the end of the series."),
     "edit": ("patchctl.commands.authoring:edit",
-             "Open a worktree at the pin with patches up to NAME applied as commits."),
+             "Open a worktree at the pin with patches up to NAME applied as commits "
+             "(--close: close it)."),
     "refresh": ("patchctl.commands.authoring:refresh",
                 "Regenerate a patch (--all: the stack up to it) from its edit worktree."),
     "delete": ("patchctl.commands.stackops:delete", "Remove a patch from the series."),

@@ -95,7 +95,7 @@ def test_header_keeps_an_edit_holding_the_users_git_work(cli, refreshed: tuple[P
     assert "holds git work patchctl did not make" in err, err
     for words in named:
         assert words in err, err
-    assert "`patchctl edit NAME --reset`" in err, err
+    assert "`patchctl edit --close --reset`" in err, err  # needs no upstream
     assert git(work, "for-each-ref") == refs
 
 
@@ -141,16 +141,18 @@ def test_edit_reset_discards_git_work_and_says_so(cli, refreshed: tuple[Path, Pa
     assert git(work, "worktree", "list", "--porcelain").count("worktree ") == 1
 
 
-def test_a_clean_edit_is_still_closed_silently(cli, refreshed: tuple[Path, Path]) -> None:
+def test_a_clean_edit_is_still_closed(cli, refreshed: tuple[Path, Path]) -> None:
     """An edit with nothing unrefreshed and no git work of the
-    user's is closed by `header --set` as before, without a word; so is one whose commits
-    made after the refresh only commit what was refreshed (the files are recorded)."""
+    user's is closed by `header --set` as before (saying so: it used to go without a
+    word); so is one whose commits made after the refresh only commit what was refreshed
+    (the files are recorded)."""
     project, work = refreshed
     replace_in(work / "src/tiny.c", "/* patched */", "/* patched twice */")
     assert cli("-C", str(project), "refresh").code == 0
     git(work, "commit", "-q", "-am", "what was refreshed")
     r = cli("-C", str(project), *HEADER)
-    assert (r.code, r.err) == (0, ""), r.err
+    assert (r.code, r.err) == (0, f"closed the edit of {T2} ({work}): it held nothing "
+                                  "unrefreshed\n"), r.err
     assert not (project / ".patchctl/edit").exists()
 
 

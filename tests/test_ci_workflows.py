@@ -32,6 +32,9 @@ GOLDEN_ARGS = ["-C", "examples/tiny", "ci", "github", "--lanes", "cpu,cuda,vulka
                "--runner", "cuda=self-hosted,linux,x64,gpu,cuda", "--runner", "metal=macos-15",
                "--canary-cron", "0 4 * * 1-5", "--canary-issue",
                "--install", "patchctl @ git+https://example.invalid/patchctl@v0.1.0"]
+# Outside patchctl's own checkout --install has no default: the fewest options a user gives.
+PINNED = "patchctl @ git+https://example.invalid/patchctl@" + "0123456789" * 4
+FEWEST = ["-C", "examples/tiny", "ci", "github", "--install", PINNED]
 
 
 def patchctl(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -119,8 +122,7 @@ def test_the_vulkan_job_runs_the_lane_scripts_steps(repo: Path) -> None:
         assert what not in stack.replace("glslc and Vulkan headers", ""), what
     assert "native/ci/vulkan-lane.sh --step setup" in stack
     assert 'run: patchctl ci run --lane "$LANE"' in stack
-    assert patchctl("-C", "examples/tiny", "ci", "github", "--lanes", "cpu,cuda",
-                    cwd=repo).returncode == 0
+    assert patchctl(*FEWEST, "--lanes", "cpu,cuda", cwd=repo).returncode == 0
     stack = (repo / ".github" / "workflows" / "patchctl-stack.yml").read_text()
     assert "vulkan" not in stack and "mesa" not in stack
 
@@ -130,8 +132,7 @@ def test_the_vulkan_lane_on_a_hosted_runner(repo: Path) -> None:
     (lavapipe, no GPU): no self-hosted label anywhere, no step that needs a GPU-type
     device, and actionlint, the workflow schema and zizmor (its self-hosted-runner audit
     included) accept it."""
-    args = ["-C", "examples/tiny", "ci", "github", "--lanes", "cpu,vulkan", "--runner",
-            "vulkan=ubuntu-latest"]
+    args = [*FEWEST, "--lanes", "cpu,vulkan", "--runner", "vulkan=ubuntu-latest"]
     r = patchctl(*args, cwd=repo)
     assert r.returncode == 0, r.stderr
     files = [repo / ".github" / "workflows" / name for name in FILES]
@@ -152,8 +153,7 @@ def test_the_vulkan_lane_on_a_hosted_runner(repo: Path) -> None:
     assert r.returncode == 0 and json.loads(r.stdout) == [], r.stdout + r.stderr
 
 
-@pytest.mark.parametrize("args", [GOLDEN_ARGS, ["-C", "examples/tiny", "ci", "github"]],
-                         ids=["every-option", "defaults"])
+@pytest.mark.parametrize("args", [GOLDEN_ARGS, FEWEST], ids=["every-option", "defaults"])
 def test_actionlint_and_the_workflow_schema_accept_them(repo: Path, args: list[str]) -> None:
     assert patchctl(*args, cwd=repo).returncode == 0
     files = [repo / ".github" / "workflows" / name for name in FILES]
@@ -282,7 +282,7 @@ def test_this_repositorys_workflows_are_current() -> None:
 
 
 def test_check_finds_a_stale_file_and_write_restores_it(repo: Path) -> None:
-    args = ["-C", "examples/tiny", "ci", "github"]
+    args = FEWEST
     assert patchctl(*args, cwd=repo).returncode == 0
     path = repo / ".github" / "workflows" / "patchctl-stack.yml"
     before = path.read_bytes()
@@ -292,7 +292,7 @@ def test_check_finds_a_stale_file_and_write_restores_it(repo: Path) -> None:
     stale = patchctl(*args, "--check", cwd=repo)
     assert stale.returncode == 1
     assert "patchctl-stack.yml: stale" in stale.stdout
-    assert "regenerate with: patchctl -C examples/tiny ci github" in stale.stdout
+    assert f"regenerate with: {shlex.join(['patchctl', *FEWEST])}" in stale.stdout
     assert patchctl(*args, cwd=repo).returncode == 0
     assert path.read_bytes() == before
 
@@ -315,11 +315,11 @@ def test_bad_options_are_one_line_usage_errors(repo: Path, args: list[str],
 
 
 def test_a_project_outside_the_repository_is_refused(repo: Path, tmp_path: Path) -> None:
-    r = patchctl("-C", str(repo / "examples" / "tiny"), "ci", "github", cwd=tmp_path / "repo"
-                 / "examples")
+    r = patchctl("-C", str(repo / "examples" / "tiny"), "ci", "github", "--install", PINNED,
+                 cwd=tmp_path / "repo" / "examples")
     assert r.returncode == 0  # inside: fine
-    r = patchctl("-C", str(repo / "examples" / "tiny"), "ci", "github", cwd=tmp_path / "repo"
-                 / "examples" / "tiny" / "stack")
+    r = patchctl("-C", str(repo / "examples" / "tiny"), "ci", "github", "--install", PINNED,
+                 cwd=tmp_path / "repo" / "examples" / "tiny" / "stack")
     assert r.returncode == 2 and "outside the current directory" in r.stderr
 
 
@@ -332,9 +332,49 @@ def test_the_same_command_from_two_clones_writes_the_same_bytes(tmp_path: Path) 
         root = tmp_path / clone
         shutil.copytree(REPO / "examples" / "tiny", root / "examples" / "tiny")
         out = root / ".github" / "workflows"
-        r = patchctl("-C", "examples/tiny", "ci", "github", "--out", str(out), cwd=root)
+        r = patchctl(*FEWEST, "--out", str(out), cwd=root)
         assert r.returncode == 0, r.stderr
         written.append({name: (out / name).read_bytes() for name in FILES})
     assert written[0] == written[1]
     assert written[0]["patchctl-stack.yml"].startswith(
-        b"# Generated by `patchctl -C examples/tiny ci github`; do not edit.")
+        f"# Generated by `{shlex.join(['patchctl', *FEWEST])}`; do not edit.".encode())
+
+
+def test_without_install_there_is_no_pypi_default(repo: Path) -> None:
+    """`ci github` without --install wrote `pip install patchctl==<version>`
+    into both workflows: a name on PyPI that is not this project's, so whoever registers it
+    runs their code in the user's CI. Outside patchctl's own checkout there is no safe
+    default: refused, one line saying why, nothing written."""
+    r = patchctl("-C", "examples/tiny", "ci", "github", cwd=repo)
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    assert r.stderr.startswith("patchctl: error: --install is required here") and \
+        len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "a git URL pinned to a commit" in r.stderr and "PyPI is not this project's" in \
+        r.stderr
+    assert sorted(p.name for p in repo.iterdir()) == ["examples"]  # nothing written
+    with pytest.raises(InputError, match="--install is required here"):
+        workflows.render(workflows.Options())  # the library has no such default either
+    other = repo / "pyproject.toml"  # a Python project, but not patchctl
+    other.write_text('[project]\nname = "patchctl-extras"\nversion = "1"\n')
+    assert patchctl("-C", "examples/tiny", "ci", "github", cwd=repo).returncode == 2
+
+
+@pytest.mark.parametrize("below", [False, True], ids=["project-at-root", "project-below"])
+def test_in_patchctls_own_checkout_runners_install_that_checkout(tmp_path: Path,
+                                                                  below: bool) -> None:
+    """In a repository whose pyproject.toml is patchctl's, --install defaults to that
+    checkout, named from the project directory (where the step runs), and the header's
+    command says so, so regenerating elsewhere gives the same bytes."""
+    root = tmp_path / "patchctl"
+    project = root / "examples" / "tiny" if below else root
+    shutil.copytree(REPO / "examples" / "tiny", project, dirs_exist_ok=True)
+    (root / "pyproject.toml").write_text('[project]\nname = "PatchCtl"\nversion = "0.1.0"\n')
+    args = ["-C", "examples/tiny"] if below else []
+    r = patchctl(*args, "ci", "github", cwd=root)
+    assert r.returncode == 0, r.stderr
+    want = "../.." if below else "."
+    stack = (root / ".github" / "workflows" / "patchctl-stack.yml").read_text()
+    assert f'REQUIREMENT: "{want}"' in stack and "patchctl==" not in stack
+    command = shlex.join(["patchctl", *args, "ci", "github", "--install", want])
+    assert stack.startswith(f"# Generated by `{command}`; do not edit.")
+    assert (project / want).resolve() == root.resolve()

@@ -1,4 +1,4 @@
-"""Changing one patch in a work tree: new, edit and refresh.
+"""Changing one patch in a work tree: new, edit and refresh, and closing the work tree.
 
 The edit work tree lives in ``<project>/.patchctl/edit/``: a repository at the
 pin (borrowing the upstream's objects) with the patches up to the one being
@@ -31,6 +31,7 @@ from patchctl.model.stack import (
     render_lock,
     resolve_name,
 )
+from patchctl.textout import count
 from patchctl.untrusted import shorten
 
 
@@ -94,18 +95,82 @@ def open_edit(project: Path) -> EditState | None:
     return state if state is not None and (edit_dir(project) / "work" / ".git").is_dir() else None
 
 
-def close_clean_edit(project: Path, what: str) -> None:
+def close_clean_edit(project: Path, what: str) -> str:
     """Before a verb reorders or rewrites the stack: an edit that holds nothing
-    unrefreshed is closed (its work tree would go stale); one that does refuses, and so
-    does one whose repository holds git work patchctl did not make (``keep_git_work``)."""
+    unrefreshed is closed (its work tree would go stale); one that does refuses, naming
+    what (``_unrefreshed``), and so does one whose repository holds git work patchctl did
+    not make (``keep_git_work``). Returns what was closed, in words, for the verb to say
+    ("" when there was nothing): a build may point at that work tree."""
+    work = edit_dir(project) / "work"
+    remedy = "discard them with `patchctl edit --close --reset`"
     state = open_edit(project)
-    if state is not None and (state.new or
-                              gitrepo.snapshot_tree(edit_dir(project) / "work") != state.tree):
-        raise InputError(f"the edit of {state.target} has changes not yet refreshed; run "
-                         f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
-    keep_git_work(edit_dir(project) / "work", state,
-                  f"or discard them with `patchctl edit NAME --reset`, before {what}")
+    pending = _unrefreshed(work, state) if state is not None else ""
+    if state is not None and pending:
+        raise InputError(f"the edit of {state.target} has changes not yet refreshed "
+                         f"({pending}); run `patchctl refresh` (or {remedy}) before {what}")
+    keep_git_work(work, state, f"or {remedy}, before {what}")
+    if state is not None:
+        closed = f"closed the edit of {state.target} ({work}): it held nothing unrefreshed"
+    elif work.exists():
+        closed = f"removed {work}, an edit work tree without edit state"
+    else:
+        closed = ""
     shutil.rmtree(edit_dir(project), ignore_errors=True)
+    return closed
+
+
+def _unrefreshed(work: Path, state: EditState) -> str:
+    """What the open edit in ``work`` holds that no refresh wrote, in words ("" when
+    nothing): a new patch not written yet, and the files changed since the edit was
+    opened or last refreshed (``snapshot_tree``: committed or not)."""
+    tree = gitrepo.snapshot_tree(work)
+    paths = [] if tree == state.tree else gitrepo.changed_paths(work / ".git", state.tree, tree)
+    parts = ["a new patch, not written yet"] if state.new else []
+    if paths:
+        more = f" and {len(paths) - 5} more" if len(paths) > 5 else ""
+        parts.append(f"{count(len(paths), 'changed file')}: "
+                     f"{', '.join(shorten(path, 200) for path in paths[:5])}{more}")
+    elif tree != state.tree:  # trees differ in what diff-tree does not name: still changed
+        parts.append("changed files")
+    return "; ".join(parts)
+
+
+@dataclass
+class CloseResult:
+    """`edit --close`: the work tree, the patch whose edit was closed ("" when none was
+    open), what it said, and what ``--reset`` threw away, in words."""
+
+    work: str
+    target: str
+    message: str
+    discarded: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"schema": schemas.EDIT_CLOSE, **asdict(self)}
+
+
+def close_edit(project: Path, *, discard: bool = False) -> CloseResult:
+    """`edit --close`: close the open edit without opening another, so no upstream is
+    needed. Refused as a verb that closes one refuses (``close_clean_edit``), unless
+    ``discard`` (`--reset`), which throws away whatever it holds and says what
+    (``_discarding``)."""
+    work = edit_dir(project) / "work"
+    with stackwrite.stack_lock(project, f"edit --close in {project}"):
+        if not discard:
+            state = open_edit(project)
+            closed = close_clean_edit(project, "closing it")
+            return CloseResult(str(work), state.target if state else "",
+                               closed or "no edit is open")
+        try:
+            state = _load_edit(project)
+        except InputError:  # an edit state this patchctl cannot use: _discarding says so
+            state = None
+        discarded = _discarding(project, work)
+        shutil.rmtree(edit_dir(project), ignore_errors=True)
+        if not discarded:
+            return CloseResult(str(work), "", "no edit is open")
+        return CloseResult(str(work), state.target if state else "",
+                           f"closed {work}: discarded {discarded}", discarded)
 
 
 def keep_git_work(work: Path, state: EditState | None, remedy: str) -> None:

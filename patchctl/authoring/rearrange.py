@@ -3,9 +3,9 @@ header --set.
 
 Each verb is one transaction with the guarantees of the authoring commands:
 under the project lock, refused while a rebase-pin is stopped or an edit holds
-unrefreshed changes (a clean edit is closed: its work tree would go stale),
-staged and swapped in whole by ``stackwrite.replace_stack`` with the lock
-rewritten, all or nothing. Orders are checked index-only at the pin before
+unrefreshed changes (a clean edit is closed, and the verb says so: its work tree
+would go stale), staged and swapped in whole by ``stackwrite.replace_stack`` with
+the lock rewritten, all or nothing. Orders are checked index-only at the pin before
 anything is written. Patches named on the command line go through
 ``stack.resolve_name``; fold and split live in ``stackcarve``.
 """
@@ -42,7 +42,8 @@ _SCHEMAS = {"delete": schemas.DELETE, "rename": schemas.RENAME, "move": schemas.
 
 @dataclass
 class StackOpResult:
-    """What a verb did: ``series`` is the new order, ``written`` the files it (re)wrote."""
+    """What a verb did: ``series`` is the new order, ``written`` the files it (re)wrote,
+    ``closed_edit`` the open edit it closed, in words ("" when none was open)."""
 
     op: str
     message: str
@@ -51,6 +52,7 @@ class StackOpResult:
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    closed_edit: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": _SCHEMAS[self.op], **asdict(self)}
@@ -88,9 +90,10 @@ class Txn:
                regenerated: Sequence[str] = (), keep_edit: bool = False,
                then: Mapping[Path, bytes] | None = None) -> StackOpResult:
         """Write ``order`` as the new series (plus ``changes``) in one swap, with its lock.
-        An open edit is closed (or, with changes not refreshed, the write refused) unless
-        ``keep_edit``: `refresh --all`, which writes the edit's own commits. ``then``:
-        private state files that go with the swap (``replace_stack``)."""
+        An open edit is closed, and the result says so (or, with changes not refreshed,
+        the write refused), unless ``keep_edit``: `refresh --all`, which writes the edit's
+        own commits. ``then``: private state files that go with the swap
+        (``replace_stack``)."""
         from patchctl.authoring.edit import close_clean_edit
 
         all_changes: dict[str, bytes | None] = dict(changes or {})
@@ -99,15 +102,14 @@ class Txn:
                                             regenerated=regenerated).encode()
         lock = make_lock(self.stack.pin(), order)
         all_changes["stack.lock"] = render_lock(lock).encode()
-        if not keep_edit:
-            close_clean_edit(self.project, self.what)
+        closed = "" if keep_edit else close_clean_edit(self.project, self.what)
         stackwrite.replace_stack(self.stack, all_changes, expect=self.snap, then=then)
         return StackOpResult(
             op, message, [p.name for p in order], lock.fingerprint,
             written=sorted(k.removeprefix("patches/") for k, v in all_changes.items()
                            if v is not None and k.startswith("patches/")),
             removed=sorted(k.removeprefix("patches/") for k, v in all_changes.items()
-                           if v is None))
+                           if v is None), closed_edit=closed)
 
 
 @contextlib.contextmanager
@@ -121,7 +123,8 @@ def transaction(project: Path, stack: Stack, what: str) -> Iterator[Txn]:
         state = open_edit(project)
         if state is not None and state.new:
             raise InputError(f"the new patch {state.target} is not written yet; run "
-                             f"`patchctl refresh` (or `patchctl edit NAME --reset`) before {what}")
+                             "`patchctl refresh` (or `patchctl edit --close --reset`) "
+                             f"before {what}")
         snap = stackwrite.snapshot(stack.root)
         yield Txn(project, stack, what, snap, stack.patches())
 
@@ -301,6 +304,7 @@ class HeaderResult:
     trailers: list[tuple[str, str]]
     changed: bool = False
     warnings: list[str] = field(default_factory=list)
+    closed_edit: str = ""  # the open edit a change closed, in words
 
     def to_dict(self) -> dict[str, Any]:
         return {"schema": schemas.HEADER, **asdict(self)}
@@ -333,9 +337,10 @@ def set_header(project: Path, stack: Stack, name: str,
             return _header_of(old, warnings=[f.message for f in added])
         order = [*t.patches[:i], new, *t.patches[i + 1:]]
         what = [*(["body"] if body is not None else []), *(k for k, _ in settings)]
-        t.commit("header", f"set {', '.join(what)} of {old.name}", order,
-                 changes={f"patches/{old.name}": text.encode("utf-8", "surrogateescape")})
-        return _header_of(new, changed=True, warnings=[f.message for f in added])
+        done = t.commit("header", f"set {', '.join(what)} of {old.name}", order,
+                        changes={f"patches/{old.name}": text.encode("utf-8", "surrogateescape")})
+        return _header_of(new, changed=True, warnings=[f.message for f in added],
+                          closed_edit=done.closed_edit)
 
 
 def reheader(old: Patch, settings: Sequence[tuple[str, str | None]], *,

@@ -61,8 +61,31 @@ def workflow_value(what: str, value: str) -> str:
     return value
 
 
-def default_install() -> str:
-    return f"patchctl=={__version__}"
+NO_DEFAULT_INSTALL = (
+    "--install is required here: say where CI runners get patchctl, e.g. a git URL pinned "
+    "to a commit ('patchctl @ git+https://HOST/OWNER/patchctl@COMMIT') or a wheel committed "
+    "to this repository ('./ci/patchctl-{version}-py3-none-any.whl'); there is no safe "
+    "default: the name patchctl on PyPI is not this project's, and whoever registers it "
+    "would run their code in your CI")
+
+
+def default_install(root: Path, project: str) -> str | None:
+    """What runners install when ``--install`` is not given: the repository itself when it
+    is patchctl's own checkout (its pyproject.toml names the project patchctl), as a path
+    from ``project``, where the step runs. Anywhere else None: there is no safe default,
+    since a bare requirement (``patchctl==X``) would take whatever PyPI holds under a name
+    that is not this project's (``NO_DEFAULT_INSTALL`` says so)."""
+    import tomllib
+
+    try:
+        meta = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return None
+    table = meta.get("project")
+    name = table.get("name") if isinstance(table, dict) else None
+    if not isinstance(name, str) or re.sub(r"[-_.]+", "-", name).lower() != "patchctl":
+        return None
+    return "." if project == "." else "/".join(".." for _ in project.split("/"))
 
 
 @dataclass(frozen=True)
@@ -73,11 +96,12 @@ class Options:
     runners: dict[str, tuple[str, ...]] = field(default_factory=dict)  # lane -> labels
     canary_cron: str = DEFAULT_CRON
     canary_issue: bool = False
-    install: str = field(default_factory=default_install)
+    install: str | None = None  # a pip requirement; None: not given, and no safe default
     name: str = "upstream"  # the pin's name, for the tracking issue's title
 
     def command(self) -> str:
-        """The canonical command that writes these files (defaults left out)."""
+        """The canonical command that writes these files (defaults left out; --install,
+        which has no default everywhere, always in)."""
         argv = ["patchctl"]
         if self.project != ".":
             argv += ["-C", self.project]
@@ -92,7 +116,7 @@ class Options:
             argv += ["--canary-cron", self.canary_cron]
         if self.canary_issue:
             argv += ["--canary-issue"]
-        if self.install != default_install():
+        if self.install is not None:
             argv += ["--install", self.install]
         return shlex.join(argv)
 
@@ -125,7 +149,7 @@ def parse_runner(text: str) -> tuple[str, tuple[str, ...]]:
 
 def check_options(o: Options) -> None:
     for what, value in (("-C project path", o.project), ("--out", o.out),
-                        ("--install", o.install), ("--canary-cron", o.canary_cron),
+                        ("--install", o.install or ""), ("--canary-cron", o.canary_cron),
                         ("the pin's name (stack/upstream.toml)", o.name),
                         *(("--lanes", lane) for lane in o.lanes),
                         *((f"--runner {lane}", label) for lane, labels in o.runners.items()
@@ -138,11 +162,14 @@ def check_options(o: Options) -> None:
     if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
         raise InputError(f"--canary-cron {o.canary_cron!r} is not a 5-field cron schedule "
                          "(minute hour day month weekday), e.g. '17 5 * * *'")
-    if not o.install.strip():
-        raise InputError("--install needs one pip requirement, e.g. 'patchctl==0.1.0' or '.'")
+    if o.install is not None and not o.install.strip():
+        raise InputError("--install needs one pip requirement, e.g. 'patchctl @ "
+                         "git+https://HOST/OWNER/patchctl@COMMIT' or '.'")
     unused = sorted(set(o.runners) - set(o.lanes))
     if unused:
         raise InputError(f"--runner names lane {unused[0]!r}, which --lanes does not include")
+    if o.install is None:  # last: an error in the options given is said first
+        raise InputError(NO_DEFAULT_INSTALL.format(version=__version__))
 
 
 def render(o: Options) -> dict[str, str]:

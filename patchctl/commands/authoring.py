@@ -110,30 +110,58 @@ def new(ctx: click.Context, name: str, concern: str, scope: tuple[str, ...],
 
 
 @click.command()
-@click.argument("name", shell_complete=complete_patch)
+@click.argument("name", required=False, shell_complete=complete_patch)
 @click.option("--reset", is_flag=True, help="Discard the open edit (refreshed or not, "
               "or left by an older patchctl), saying what it discards.")
+@click.option("--close", is_flag=True, help="Close the open edit instead of opening one "
+              "(no NAME; needs no upstream): refused while it holds changes not yet "
+              "refreshed, unless --reset discards them.")
 @click.option("--full", is_flag=True, help="Write every file the upstream has into the "
               "work tree, to build it there (by default, on an upstream that lacks some "
               "blobs, it holds the files the stack touches and the patch's Scope).")
 @upstream_option
 @json_option
 @click.pass_context
-def edit(ctx: click.Context, name: str, reset: bool, full: bool, upstream: str | None,
-         as_json: bool) -> None:
+def edit(ctx: click.Context, name: str | None, reset: bool, close: bool, full: bool,
+         upstream: str | None, as_json: bool) -> None:
     """Open a work tree at the pin with the patches up to NAME applied as commits.
 
     Change the files there (commit or not), then `patchctl refresh`. NAME is a
     file name, its number (9 for 0009-...), @N (the N-th in `patchctl series`) or a
     unique part of a name. Each commit's message holds its patch's subject, body and
     trailers: restructure them with `git rebase -i` there, then `patchctl refresh --all`.
+
+    `edit --close` removes the open edit's work tree, as the verbs that rewrite the
+    stack do: only when it holds nothing unrefreshed (and no git work of yours), or,
+    with --reset, whatever it holds, saying what it discarded.
     """
+    from patchctl.errors import InputError
+
+    if close:
+        if name is not None or full or upstream is not None:
+            raise InputError("--close takes no NAME, --full or --upstream: it closes "
+                                   "the open edit, whichever patch it is of")
+        _close_edit(ctx, reset, as_json)
+        return
+    if name is None:
+        raise InputError("missing NAME: the patch to edit (or --close, to close the "
+                               "open edit)")
     from patchctl.authoring.edit import edit_patch
 
     stack = stack_of(ctx)
     repo = resolve_upstream(upstream, stack.pin(), stack)
     result = edit_patch(project_dir(ctx), stack, repo, name, reset=reset, full=full)
     _edit_report(result, as_json)
+
+
+def _close_edit(ctx: click.Context, discard: bool, as_json: bool) -> None:
+    from patchctl.authoring.edit import close_edit
+
+    result = close_edit(project_dir(ctx), discard=discard)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        click.echo(result.message)
 
 
 def _edit_report(result: EditResult, as_json: bool) -> None:

@@ -52,8 +52,11 @@ def ci() -> None:
               help="The canary opens, updates and closes one tracking issue with the gh CLI.")
 @click.option("--install", metavar="REQUIREMENT",
               help="How runners install patchctl: a pip requirement, run in the project "
-              "directory ('.' for this repository itself).  [default: patchctl==<this "
-              "version>]")
+              "directory, e.g. a git URL pinned to a commit ('patchctl @ "
+              "git+https://HOST/OWNER/patchctl@COMMIT') or a wheel in the repository. "
+              "Required, except in patchctl's own checkout, where it defaults to that "
+              "checkout: a bare name would install whatever PyPI holds as patchctl, "
+              "which is not this project.")
 @click.option("--check", is_flag=True, help="Write nothing; exit 1 if a file is stale.")
 @json_option
 @click.pass_context
@@ -75,11 +78,13 @@ def github(ctx: click.Context, out: str, lanes_text: str, runners: tuple[str, ..
     stack = stack_of(ctx)
     runner_map = dict(workflows.parse_runner(r) for r in runners)
     workflows.workflow_value("--out", out)  # as given: the header shows it normalised
+    where = Path(rel).as_posix()
     opts = workflows.Options(
-        project=Path(rel).as_posix(), out=shown_path(Path(out), Path.cwd()),
+        project=where, out=shown_path(Path(out), Path.cwd()),
         lanes=workflows.parse_lanes(lanes_text), runners=runner_map,
         canary_cron=" ".join(canary_cron.split()), canary_issue=canary_issue,
-        install=install or workflows.default_install(), name=stack.pin().name)
+        install=install if install is not None else workflows.default_install(Path.cwd(), where),
+        name=stack.pin().name)
     result = workflows.write(opts, Path(out), check=check)
     if as_json:
         emit_json(result.to_dict())

@@ -23,7 +23,15 @@ def _report(result: StackOpResult, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
         return
+    closed_edit(result.closed_edit)
     click.echo(f"{result.message}; lock {result.fingerprint[:16]}")
+
+
+def closed_edit(said: str) -> None:
+    """A verb that rewrote the stack closed the open edit (``close_clean_edit``): say so on
+    stderr, where `edit --reset` says what it discarded, since a build may point there."""
+    if said:
+        click.echo(said, err=True)
 
 
 @click.command()
@@ -112,6 +120,7 @@ def renumber(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         emit_json(result.to_dict())
         return
+    closed_edit(result.closed_edit)
     for old, new in result.renamed:
         click.echo(f"{old} -> {new}")
     for name in result.unnumbered:
@@ -236,6 +245,7 @@ def header(ctx: click.Context, name: str, settings: tuple[str, ...],
     if as_json:
         emit_json(result.to_dict())
         return 1 if get is not None and not values else 0
+    closed_edit(result.closed_edit)
     if get is not None:
         for v in values:
             click.echo(v)

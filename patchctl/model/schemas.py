@@ -12,6 +12,7 @@ VERIFY = "patchctl.verify/1"
 REBASE = "patchctl.rebase/1"
 IMPORT = "patchctl.import/1"
 EDIT = "patchctl.edit/1"
+EDIT_CLOSE = "patchctl.edit-close/1"  # `edit --close --json`
 REFRESH = "patchctl.refresh/1"
 REFRESH_ALL = "patchctl.refresh-all/1"  # `refresh --all --json`
 EXPORT = "patchctl.export/1"
