@@ -50,6 +50,22 @@ def test_an_exit_leaves_nothing_behind() -> None:
     assert not _running(mark)
 
 
+@pytest.mark.skipif(not hasattr(os, "pidfd_open"), reason="watches the exit through a pidfd")
+def test_an_end_is_seen_when_it_happens_not_at_the_next_poll(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """A process whose output goes to files, not pipes (spooled `git apply`), was waited for
+    by Popen's polling, which sleeps up to 50 ms between looks: each end was seen ~30 ms
+    late, twice on the way of every large verify. The exit itself is watched now, before
+    and after the group is first counted: nothing sleeps while it runs."""
+    slept: list[float] = []
+    monkeypatch.setattr(time, "sleep", slept.append)  # Popen's polling sleeps through it
+    with (tmp_path / "out").open("wb") as out, procs.start(
+            ["sh", "-c", "sleep 0.4; echo done"], stdout=out, stderr=out) as proc:
+        done = procs.wait(proc, ["sh"])
+    assert done.returncode == 0 and (tmp_path / "out").read_bytes() == b"done\n"
+    assert slept == []
+
+
 def test_sigterm_to_patchctl_ends_the_groups_it_started(tmp_path: Path) -> None:
     """SIGTERM (a `timeout`, a CI cancel) killed patchctl and left its git groups running:
     the console script unwinds and kills them."""

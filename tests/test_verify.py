@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -457,3 +458,27 @@ def test_a_lock_found_current_is_judged_again_only_when_something_changed(
     pin.write_text(pin.read_text().replace('name = "', 'name = "renamed-', 1))
     r = cli(*args)
     assert r.code == 1 and "stack.lock is stale" in r.out and len(made) == 3
+
+
+def test_the_patches_are_read_once_git_runs(cli, project, upstream, monkeypatch) -> None:
+    """verify read the patches while its threads were still starting git, and each step of
+    theirs (the index copied in, git's process started) waited for the interpreter lock
+    that the reading held: git began some 30 ms late on every run. The reading now waits
+    until git runs the forward pass (here a git made slow to start)."""
+    from patchctl.gitrepo import index
+    from patchctl.verify import engine
+
+    started: list[str] = []
+    at_read: list[list[str]] = []
+    start_git, load = index.start_git, engine._load
+
+    def slow_start(args, **kwargs):
+        time.sleep(0.3)
+        started.append(args[0])
+        return start_git(args, **kwargs)
+
+    monkeypatch.setattr(index, "start_git", slow_start)
+    monkeypatch.setattr(engine, "_load", lambda *a: at_read.append(list(started)) or load(*a))
+    r = cli("-C", str(project), "verify", "--upstream", str(upstream.path))
+    assert r.code == 0, r.out + r.err
+    assert at_read == [["apply"]] and started == ["apply", "apply"]

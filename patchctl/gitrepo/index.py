@@ -284,8 +284,8 @@ class TempIndex:
         """Start proving a series on this index on a thread: ``seed(base)`` (when given:
         a tree id), one ``git apply`` forward, one ``git apply -R`` of it last first, then
         ``write-tree``. git works while the caller parses the patches;
-        ``RoundTrip.forward_run()`` waits for the forward pass, ``RoundTrip.wait()`` for
-        all of it."""
+        ``RoundTrip.running()`` waits until git runs, ``forward_run()`` for the forward
+        pass, ``wait()`` for all of it."""
         return RoundTrip(self, list(patch_files), strip, base)
 
 
@@ -328,6 +328,7 @@ class RoundTrip:
         self.tree: str | None = None  # the tree after both, when both applied
         self._error: BaseException | None = None
         self._forward_done = threading.Event()
+        self._running = threading.Event()
         self._thread = threading.Thread(target=self._run,
                                         args=(index, patch_files, strip, base), daemon=True)
         self._thread.start()
@@ -337,7 +338,7 @@ class RoundTrip:
         try:
             if base is not None:
                 index.seed(base)
-            self.forward = index.apply(patch_files, strip=strip)
+            self.forward = index.apply(patch_files, strip=strip, started=self._running.set)
             if not self.forward.ok:
                 return
             # the reverse only has to go on (its offsets are not reported): no -v, which
@@ -351,7 +352,15 @@ class RoundTrip:
         except BaseException as e:  # handed to the caller by wait()
             self._error = e
         finally:
+            self._running.set()
             self._forward_done.set()
+
+    def running(self) -> RoundTrip:
+        """Wait until git runs the forward pass (or the round trip ended before it could).
+        Until then this thread needs the interpreter lock at every step of starting git,
+        and a caller busy parsing holds it up to the 5 ms switch interval each time."""
+        self._running.wait()
+        return self
 
     def forward_run(self) -> ApplyRun | None:
         """The forward pass, once it ended (the reverse may still run); None when it

@@ -156,15 +156,17 @@ def _verify(stack: Stack, upstream: Path, *, strict: bool,
         indexes: list[gitrepo.TempIndex] = []
 
         def prove(bins: list[list[int]]) -> list[tuple[list[int], gitrepo.RoundTrip]]:
-            """Start git on each bin of the series, on an index of its own."""
+            """Start git on each bin of the series, on an index of its own; back once git
+            runs on each (parsing here before that would only hold the threads up)."""
             while len(indexes) < len(bins):
                 indexes.append(scope.enter_context(gitrepo.temp_index(repo)))
             if progress:
                 at_once = f" in {len(bins)} parts at once" if len(bins) > 1 else ""
                 progress(f"applying {count(len(entries), 'patch')}{at_once}")
-            return [(b, ix.round_trip_in_background([files[i] for i in b],
-                                                    strip=entries[0].strip, base=pin_tree))
-                    for b, ix in zip(bins, indexes, strict=False)]
+            trips = [(b, ix.round_trip_in_background([files[i] for i in b],
+                                                     strip=entries[0].strip, base=pin_tree))
+                     for b, ix in zip(bins, indexes, strict=False)]
+            return [(b, trip.running()) for b, trip in trips]
 
         # git proves the stack on threads while the patches are parsed and linted here:
         # a clean stack costs the batched floor, not floor + parsing. A large one goes
