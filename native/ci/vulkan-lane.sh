@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The Vulkan lane on Mesa's software device (lavapipe), from a clean Debian
-# machine (issue 25): install the packages, apply the stack, build the worker's
+# machine: install the packages, apply the stack, build the worker's
 # consumer path with -DGGML_VULKAN=ON out of tree, show the device, run the
 # stage CTests on it and check that --n-gpu-layers 99 really offloads.
 #
@@ -205,7 +205,7 @@ offload_check() {
     "$W" --drive --model "$M" --split "$split" --steps 6 --n-gpu-layers 99 --check-local --json >"$O/split.json"
     echo "split $split: $(digest "$O/split.json")"
   done
-  # A partial --n-gpu-layers counts within each stage's range (issue 23): with 1,
+  # A partial --n-gpu-layers counts within each stage's range: with 1,
   # stage [0,2) puts its layer 1 on Vulkan0 and its layer 0 on the CPU, stage
   # [2,4) its output (layer 4) on Vulkan0 and its layers 2 and 3 on the CPU.
   stamp "partial offload: --n-gpu-layers 1 on the stages [0,2) and [2,4)"
@@ -230,7 +230,7 @@ offload_check() {
       echo "$type split $split: $(digest "$O/split.json")"
     done
   done
-  # Mixed chains (issue 25): one --n-gpu-layers per stage, --check-local
+  # Mixed chains: one --n-gpu-layers per stage, --check-local
   # against the full model placed the same way (local_n_gpu_layers). [0,2) on the
   # CPU + [2,4) on Vulkan0 is bit-identical only without ggml-vulkan's fusions;
   # with them, the difference is measured and printed, not failed.

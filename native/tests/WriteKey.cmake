@@ -1,4 +1,4 @@
-# ctest -P script: a fresh pre-shared key for the TLS CTests (issue 35):
+# ctest -P script: a fresh pre-shared key for the TLS CTests:
 # 64 random hex digits in -DKEY=<file>, mode 0600 (the worker refuses a key
 # that group or others may read).
 string(RANDOM LENGTH 64 ALPHABET 0123456789abcdef key)

@@ -214,7 +214,7 @@ void put_le(std::uint8_t* out, std::uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) out[i] = static_cast<std::uint8_t>(value >> (8 * i));
 }
 
-// Issue 35: a 48-byte header declaring 4,161,790 rows of 128 floats (2,147,483,640
+// A 48-byte header declaring 4,161,790 rows of 128 floats (2,147,483,640
 // payload bytes, just under the codec's 2 GiB cap), then zeros. Before the
 // stage checked a header against its own --ctx and width, it allocated (and
 // zero-filled) the whole payload: 2.1 GB resident before it said anything.
@@ -358,7 +358,7 @@ std::string make_key(const std::string& name, mode_t mode, std::string& text) {
   return path;
 }
 
-// Issue 35, item 1: the links are TLS 1.3 with a pre-shared key. A stage
+// The links are TLS 1.3 with a pre-shared key. A stage
 // with --key serves a peer holding it; a peer with another key, a plain peer,
 // or (a stage without --key) a TLS peer is one line and exit 21, nothing decoded.
 int tls_link(const std::string& exe, const std::string& model, const std::string& how) {

@@ -197,7 +197,7 @@ void test_transport() {
             r.error.message.find("checksum mismatch") != std::string::npos,
         "corrupt frame: " + r.error.message);
 
-  // Issue 35: a header over the reader's limits is refused before its payload
+  // A header over the reader's limits is refused before its payload
   // is allocated or read (none of it is sent here: the refusal cannot wait for it).
   auto header = std::vector<std::uint8_t>(good.begin(), good.begin() + worker::kFrameHeaderSize);
   worker::FrameHeader h;

@@ -121,7 +121,7 @@ std::string parse_header(const std::uint8_t* data, std::size_t size, FrameHeader
 
 // What one end of a link takes from its peer, checked on the header before a
 // byte of payload is allocated or read: a peer's declared size must not cost
-// more memory than the receiver's own context and width allow (issue 35).
+// more memory than the receiver's own context and width allow.
 // The defaults take anything up to kMaxPayloadBytes.
 inline constexpr std::uint32_t kMaxErrorText = 64 * 1024;  // an error frame's text
 struct FrameLimits {

@@ -1,4 +1,4 @@
-// TLS 1.3 with a pre-shared key for the stage mode's links (issue 35): the
+// TLS 1.3 with a pre-shared key for the stage mode's links: the
 // driver's link to the first stage, each stage's link to --next, and every
 // reconnect after --recover-ms. Both ends prove they hold the chain's key
 // (the PSK binder and Finished messages); nothing is decoded from a peer that
