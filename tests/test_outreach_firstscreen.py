@@ -478,3 +478,23 @@ def test_a_recorded_wrapper_script_is_read_from_the_project_wherever_it_is(tmp_p
     (clone / ".venv" / "bin" / "tool").write_text("#!/bin/sh\nllama-bench\n")
     assert scripts([".venv/bin/tool"], clone, made_in) == []
     assert scripts(["../../outside.sh"], clone, made_in) == []
+
+
+def test_a_record_of_another_stack_is_read_at_this_patchs_place_there() -> None:
+    """Bug: a record of another stack gave each brief the per-prefix figures of the patch at
+    the same series position there; after a split renumbered the series, the range patch
+    (now 0004) showed the figures the record holds for the state patch (its 0004). The
+    place is found by the file name without its number."""
+    from patchctl.outreach import recorded
+
+    stack = {"patches": [{"file": "0001-tests-fixture.patch"}, {"file": "0002-llama-range.patch"},
+                         {"file": "0003-llama-state.patch"}]}
+    assert recorded.place_in(stack, "0004-llama-range.patch") == 2
+    assert recorded.place_in(stack, "0003-llama-state.patch") == 3
+    assert recorded.place_in(stack, "0002-model-new-fix.patch") is None
+    assert recorded.place_in({}, "0001-tests-fixture.patch") is None
+    details = (Path(__file__).resolve().parents[1] / "evidence" / "outreach" /
+               "0004-llama-load-and-run-a-range-of-layers.details.md").read_text(encoding="utf-8")
+    if "made at stack 306bde107c0a" in details:
+        # the per-prefix record is of 306bde10, where the range patch was the second
+        assert "llama-bench t/s, median (min-max of 5 rounds) at pin / p1 / p2:" in details

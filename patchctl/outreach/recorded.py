@@ -44,6 +44,7 @@ class EvidenceRun:
     at: str = ""  # the stack the record was made at, when it is not this patch's own prefix
 
 
+_NUMBER = re.compile(r"^\d{4}-")  # a patch file's series number
 _CHECK_LINE = re.compile(r"^(?:\d+: )?((?:ok|not ok|FAIL|PASS|PASSED|FAILED)\b.*)$")
 # a test's own totals: "layer ranges: 127 supported, 5 rejected, 0 failed, 14 not synthesized"
 _TOTALS = re.compile(r"^(?:\d+: )?([A-Za-z][\w ./()-]{0,40}: \d+ [A-Za-z][\w -]*"
@@ -95,6 +96,17 @@ def record_match(stack: dict[str, Any], patch: Patch, at: StackAt) -> tuple[bool
         return True, "yes: this stack"
     return True, (f"yes: the stack's first {k} of {at.size} patches (recorded before "
                   f"patch {k + 1} existed or changed; it holds this patch as it is now)")
+
+
+def place_in(stack: dict[str, Any], name: str) -> int | None:
+    """The 1-based place of the patch file ``name`` in the stack a record lists, found by
+    its name without the series number (a split or a reorder renumbers the files, and
+    another patch may hold its old number); None when that stack lacks it or lists none."""
+    listed = stack.get("patches")
+    files = [str(p.get("file", "")) for p in listed if isinstance(p, dict)] \
+        if isinstance(listed, list) else []
+    slug = _NUMBER.sub("", name)
+    return next((i for i, file in enumerate(files, 1) if _NUMBER.sub("", file) == slug), None)
 
 
 def cited_records(outreach: OutreachData | None) -> set[str]:
@@ -157,8 +169,9 @@ def evidence_for(project: Path, patch: Patch, at: StackAt,
             run.totals = log_totals(text)
         if isinstance(data.get("metrics"), dict):
             # a record of another stack keeps its figures too, labelled by the stack it
-            # was made at wherever they are shown
-            run.perf = perf.lines(data["metrics"], at.position)
+            # was made at wherever they are shown: those of this patch's place there
+            place = at.position if current else place_in(stack, patch.name)
+            run.perf = perf.lines(data["metrics"], place) if place else []
         run.at = _made_at(stack, at) if current else ""
         backend = data.get("backend")
         if isinstance(backend, dict) and isinstance(backend.get("name"), str):

@@ -5,6 +5,8 @@
 #include "test-llama-archs.cpp"
 #undef main
 
+#include "llama-model.h" // model.output and model.tok_embd
+
 static std::vector<uint8_t> tensor_data(const ggml_tensor * t) {
     std::vector<uint8_t> data(ggml_nbytes(t));
     ggml_backend_tensor_get(t, data.data(), 0, data.size());
