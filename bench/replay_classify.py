@@ -35,8 +35,13 @@ from typing import Any
 from _common import hermetic_env
 from replay_proc import call
 
-ORDER = ("file gone", "moved code", "same lines changed", "insertions at one place",
-         "context drift")
+ORDER = (
+    "file gone",
+    "moved code",
+    "same lines changed",
+    "insertions at one place",
+    "context drift",
+)
 
 
 @dataclass
@@ -58,8 +63,10 @@ class Hunk:
         changed = [i for i, k in enumerate(kinds) if k != " "]
         if not changed:
             return self.preimage, []
-        return ([t for _, t in self.lines[:changed[0]]],
-                [t for _, t in self.lines[changed[-1] + 1:]])
+        return (
+            [t for _, t in self.lines[: changed[0]]],
+            [t for _, t in self.lines[changed[-1] + 1 :]],
+        )
 
 
 def parse_hunks(data: bytes) -> list[Hunk]:
@@ -94,7 +101,7 @@ def find(block: Sequence[bytes], lines: Sequence[bytes], start: int = 0) -> int:
     if n == 0:
         return start
     for i in range(start, len(lines) - n + 1):
-        if lines[i] == block[0] and list(lines[i:i + n]) == list(block):
+        if lines[i] == block[0] and list(lines[i : i + n]) == list(block):
             return i
     return -1
 
@@ -116,8 +123,9 @@ def _elsewhere(search: tuple[Path, str], hunk: Hunk) -> bool:
         return False
     repo, rev = search
     code, found = _git(repo, "grep", "-F", "-l", "-e", line.decode("utf-8", "replace"), rev)
-    return code == 0 and any(p.split(b":", 1)[-1].decode("utf-8", "replace") != hunk.path
-                             for p in found.splitlines())
+    return code == 0 and any(
+        p.split(b":", 1)[-1].decode("utf-8", "replace") != hunk.path for p in found.splitlines()
+    )
 
 
 def hunk_class(search: tuple[Path, str], hunk: Hunk, text: bytes | None) -> str | None:
@@ -144,8 +152,9 @@ def hunk_class(search: tuple[Path, str], hunk: Hunk, text: bytes | None) -> str 
     return "context drift"
 
 
-def classify_stop(repo: Path, rev: str, patch: bytes,
-                  search: tuple[Path, str] | None = None) -> dict[str, Any]:
+def classify_stop(
+    repo: Path, rev: str, patch: bytes, search: tuple[Path, str] | None = None
+) -> dict[str, Any]:
     """Why ``patch`` stopped on ``rev`` of ``repo``; ``search``: where to grep for moved
     lines (default: ``rev`` of ``repo``; a partial clone would fetch what it lacks)."""
     texts: dict[str, bytes | None] = {}
@@ -161,8 +170,9 @@ def classify_stop(repo: Path, rev: str, patch: bytes,
     return {"class": next((c for c in ORDER if c in found), "other"), "hunks": classes}
 
 
-def compare_moves(repo: Path, new: str, series: Sequence[tuple[str, bytes, bool]],
-                  theirs: dict[str, bytes | None]) -> dict[str, str]:
+def compare_moves(
+    repo: Path, new: str, series: Sequence[tuple[str, bytes, bool]], theirs: dict[str, bytes | None]
+) -> dict[str, str]:
     """For each patch of ``series`` (name, rebased text, moved without a person) in order
     on ``new``: "equal" / "differs" / "dropped by them" / "theirs does not apply"."""
     verdicts: dict[str, str] = {}
@@ -176,8 +186,10 @@ def compare_moves(repo: Path, new: str, series: Sequence[tuple[str, bytes, bool]
         def apply(data: bytes) -> bool:
             path = Path(tmp) / "p.patch"
             path.write_bytes(data)
-            return git("apply", "--cached", str(path))[0] == 0 or \
-                git("apply", "--cached", "--3way", str(path))[0] == 0
+            return (
+                git("apply", "--cached", str(path))[0] == 0
+                or git("apply", "--cached", "--3way", str(path))[0] == 0
+            )
 
         git("read-tree", new)
         for name, text, auto in series:
@@ -192,7 +204,8 @@ def compare_moves(repo: Path, new: str, series: Sequence[tuple[str, bytes, bool]
                     git("read-tree", before)
                     ok = apply(mine)
                     same = ok and git("write-tree")[1] == ours
-                    verdicts[name] = "equal" if same else "differs" if ok else \
-                        "theirs does not apply"
+                    verdicts[name] = (
+                        "equal" if same else "differs" if ok else "theirs does not apply"
+                    )
                     git("read-tree", ours)
     return verdicts

@@ -29,8 +29,9 @@ from replay_proc import call, err_line, out
 Log = Callable[[str], None]
 
 
-def patchctl_json(patchctl: Path, project: Path, *args: str) -> tuple[int, dict[str, Any] | None,
-                                                                        str]:
+def patchctl_json(
+    patchctl: Path, project: Path, *args: str
+) -> tuple[int, dict[str, Any] | None, str]:
     done = call([patchctl, *args, "--json"], cwd=project, check=False)
     try:
         return done.returncode, json.loads(out(done)), err_line(done)
@@ -53,21 +54,44 @@ def _resolve_in(work: Path, theirs: QueuePatch | None) -> str:
     return "theirs"
 
 
-def drive_patchctl(patchctl: Path, project: Path, upstream: Path, new: str,
-                   theirs: dict[str, QueuePatch | None], origin: dict[str, str],
-                   log: Log) -> dict[str, Any]:
+def drive_patchctl(
+    patchctl: Path,
+    project: Path,
+    upstream: Path,
+    new: str,
+    theirs: dict[str, QueuePatch | None],
+    origin: dict[str, str],
+    log: Log,
+) -> dict[str, Any]:
     """A real `rebase-pin NEW --drop-upstream` and a `--continue` per stop, to the end."""
-    code, data, err = patchctl_json(patchctl, project, "rebase-pin", new, "--drop-upstream",
-                                    "--upstream", str(upstream))
+    code, data, err = patchctl_json(
+        patchctl, project, "rebase-pin", new, "--drop-upstream", "--upstream", str(upstream)
+    )
     stops: list[dict[str, Any]] = []
     while data is not None and data.get("status") == "stopped":
         name = data["conflict"]
         work = Path(data["work"])
         graded = next(p for p in data["patches"] if p["name"] == name)
-        stop: dict[str, Any] = {"patch": name, "conflicts": graded.get("conflicts", []),
-                                "hand_edits": []}
-        stop.update(classify_stop(work, "HEAD", (project / "stack" / "patches" / name)
-                                  .read_bytes(), search=(upstream, new)))
+        stop: dict[str, Any] = {
+            "patch": name,
+            "conflicts": graded.get("conflicts", []),
+            "hand_edits": [],
+        }
+        stop.update(
+            classify_stop(
+                work,
+                "HEAD",
+                (project / "stack" / "patches" / name).read_bytes(),
+                search=(upstream, new),
+            )
+        )
+        # The stop's apply leaves .rej files where it could not merge, and --continue
+        # refuses while they are there: a person deletes them, a hand edit.
+        rejects = sorted(work.rglob("*.rej"))
+        for rej in rejects:
+            rej.unlink()
+        if rejects:
+            stop["hand_edits"].append(f"deleted {len(rejects)} .rej file(s) the stop left")
         stop["resolution"] = _resolve_in(work, theirs.get(origin[name]))
         if stop["resolution"] == "theirs-does-not-apply":
             stop["hand_edits"].append("their version does not apply here: dropped instead")
@@ -98,9 +122,16 @@ def touched_paths(patches: Sequence[bytes]) -> list[str]:
     return sorted(found)
 
 
-def drive_am(mirror: Path, root: Path, new: str, files: Sequence[Path],
-             theirs: dict[str, QueuePatch | None], origin: dict[str, str],
-             paths: Sequence[str], log: Log) -> dict[str, Any]:
+def drive_am(
+    mirror: Path,
+    root: Path,
+    new: str,
+    files: Sequence[Path],
+    theirs: dict[str, QueuePatch | None],
+    origin: dict[str, str],
+    paths: Sequence[str],
+    log: Log,
+) -> dict[str, Any]:
     """`git am -3` of ``files`` (the stack's patches, in order) on ``new`` in a throwaway
     clone (sparse: the paths the inputs touch; a mirror may lack other blobs)."""
     repo = root / "am"
@@ -117,8 +148,7 @@ def drive_am(mirror: Path, root: Path, new: str, files: Sequence[Path],
         stop: dict[str, Any] = {"patch": name}
         stop.update(classify_stop(repo, "HEAD", (apply_dir / "patch").read_bytes()))
         stop["resolution"] = _resolve_in(repo, theirs.get(origin[name]))
-        log(f"    git am stop {len(stops) + 1}: {name} ({stop['class']}) -> "
-            f"{stop['resolution']}")
+        log(f"    git am stop {len(stops) + 1}: {name} ({stop['class']}) -> {stop['resolution']}")
         stops.append(stop)
         staged = call(["git", "-C", repo, "diff", "--cached", "--quiet"], check=False)
         verb = "--continue" if staged.returncode else "--skip"

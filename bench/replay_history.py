@@ -98,8 +98,9 @@ def queue_at(repo: Path, commit: str, directory: str) -> list[QueuePatch]:
     return [QueuePatch(n, blobs[b]) for n, b in sorted(entries)]
 
 
-def match(before: list[QueuePatch], after: list[QueuePatch]
-          ) -> tuple[dict[str, QueuePatch | None], list[str]]:
+def match(
+    before: list[QueuePatch], after: list[QueuePatch]
+) -> tuple[dict[str, QueuePatch | None], list[str]]:
     """Each patch before -> the maintainers' patch after with the same subject (None: they
     dropped it); and the names after that match nothing before (added at the bump)."""
     theirs: dict[str, QueuePatch | None] = {}
@@ -112,8 +113,14 @@ def match(before: list[QueuePatch], after: list[QueuePatch]
     return theirs, [q.name for q in after if q.name not in used]
 
 
-def bumps(repo: Path, tip: str, *, since: str | None = None, until: str | None = None,
-          limit: int | None = None) -> list[Bump]:
+def bumps(
+    repo: Path,
+    tip: str,
+    *,
+    since: str | None = None,
+    until: str | None = None,
+    limit: int | None = None,
+) -> list[Bump]:
     """The pin bumps on ``tip``'s first-parent line, newest first (``limit`` of them)."""
     args = ["log", "--first-parent", "--format=%H %ad %s", "--date=short"]
     args += [f"--since={since}"] if since else []
@@ -129,8 +136,21 @@ def bumps(repo: Path, tip: str, *, since: str | None = None, until: str | None =
             continue  # the pin did not move (a queue change, a layout change)
         before, after = queue_at(repo, parents[1], then[2]), queue_at(repo, commit, now[2])
         theirs, added = match(before, after)
-        found.append(Bump(commit, date, title, parents[1], then[0], now[0], before, after,
-                          now[1], theirs, added))
+        found.append(
+            Bump(
+                commit,
+                date,
+                title,
+                parents[1],
+                then[0],
+                now[0],
+                before,
+                after,
+                now[1],
+                theirs,
+                added,
+            )
+        )
         if limit is not None and len(found) >= limit:
             break
     return found

@@ -15,13 +15,24 @@ from patchctl import procs
 TIMEOUT = 600.0  # seconds: one rebase-pin step on llama.cpp takes about ten
 
 
-def call(argv: Sequence[str | os.PathLike[str]], *, cwd: Path | None = None,
-         input: bytes | None = None, env: dict[str, str] | None = None, check: bool = True,
-         timeout: float = TIMEOUT) -> procs.Finished:
+def call(
+    argv: Sequence[str | os.PathLike[str]],
+    *,
+    cwd: Path | None = None,
+    input: bytes | None = None,
+    env: dict[str, str] | None = None,
+    check: bool = True,
+    timeout: float = TIMEOUT,
+) -> procs.Finished:
     args = [str(a) for a in argv]
     try:
-        done = procs.run(args, input=input, env=env or hermetic_env(), timeout=timeout,
-                         cwd=str(cwd) if cwd else None)
+        done = procs.run(
+            args,
+            input=input,
+            env=env or hermetic_env(),
+            timeout=timeout,
+            cwd=str(cwd) if cwd else None,
+        )
     except subprocess.TimeoutExpired as e:
         raise BenchError(f"`{' '.join(args[:4])}` ran past {timeout:.0f} s") from e
     if check and done.returncode != 0:
