@@ -191,6 +191,7 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
             ],
             "stops": ours["stops"],
             "am_stops": am["stops"],
+            "git_am_error": am.get("error"),
             "patchctl_stops": len(ours["stops"]),
             "git_am_stops": len(am["stops"]),
             "hand_edits": sum(len(s["hand_edits"]) for s in ours["stops"]),
@@ -211,6 +212,7 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {"bumps": len(done), "skipped": len(rows) - len(done)}
     for key in ("patchctl_stops", "git_am_stops", "hand_edits", "they_dropped", "before"):
         out[key] = sum(r[key] for r in done)
+    out["git_am_incomplete"] = sum(bool(r["git_am_error"]) for r in done)
     out["check_to_resolve"] = sum(r["check"]["to_resolve"] for r in done)
     out["check_waiting"] = sum(r["check"]["waiting"] for r in done)
     out["check_equals_stops"] = sum(r["check"]["to_resolve"] == r["patchctl_stops"] for r in done)
@@ -259,7 +261,8 @@ def render(result: dict[str, Any]) -> str:
     lines += [
         "",
         f"total: {t['bumps']} bumps ({t['skipped']} skipped), {t['before']} patches; "
-        f"patchctl stops {t['patchctl_stops']}, git am -3 stops {t['git_am_stops']}; "
+        f"patchctl stops {t['patchctl_stops']}, git am -3 stops {t['git_am_stops']} "
+        f"(cut short in {t['git_am_incomplete']} bumps: a blob the mirror lacks); "
         f"--check said {t['check_to_resolve']} (+{t['check_waiting']} waiting), equal to "
         f"the stops met in {t['check_equals_stops']} bumps; hand edits {t['hand_edits']}",
         f"automatic moves against the maintainers': {t['auto']}",

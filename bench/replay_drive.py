@@ -119,6 +119,8 @@ def touched_paths(patches: Sequence[bytes]) -> list[str]:
     for data in patches:
         for m in re.finditer(rb"^diff --git a/(\S+) b/(\S+)$", data, re.M):
             found.update(m.group(i).decode("utf-8", "replace") for i in (1, 2))
+        for m in re.finditer(rb"^(?:---|\+\+\+) [ab]/([^\t\n]+)", data, re.M):
+            found.add(m.group(1).decode("utf-8", "replace"))  # a plain diff has no git line
     return sorted(found)
 
 
@@ -151,8 +153,14 @@ def drive_am(
         log(f"    git am stop {len(stops) + 1}: {name} ({stop['class']}) -> {stop['resolution']}")
         stops.append(stop)
         staged = call(["git", "-C", repo, "diff", "--cached", "--quiet"], check=False)
-        verb = "--continue" if staged.returncode else "--skip"
+        again = len(stops) > 1 and stops[-2]["patch"] == name
+        if again:  # git am refused the resolution it stopped for: the patch is skipped
+            stop["resolution"] = "refused by git am: skipped"
+        verb = "--continue" if staged.returncode and not again else "--skip"
         done = call(["git", "-C", repo, "am", verb], check=False)
+        said = (done.stderr or b"").decode("utf-8", "replace")
+        if "invalid object" in said:  # a blob the mirror lacks: git am cannot go on
+            return {"stops": stops, "error": err_line(done)}
         if len(stops) > len(files) + 2:
             raise BenchError(f"git am stopped {len(stops)} times on {len(files)} patches")
     return {"stops": stops}
