@@ -154,12 +154,17 @@ def drive_am(
         stops.append(stop)
         staged = call(["git", "-C", repo, "diff", "--cached", "--quiet"], check=False)
         again = len(stops) > 1 and stops[-2]["patch"] == name
-        if again:  # git am refused the resolution it stopped for: the patch is skipped
-            stop["resolution"] = "refused by git am: skipped"
+        if again:  # git am refused the resolution it stopped for: one stop, skipped
+            stops.pop()
+            stops[-1]["resolution"] = "refused by git am: skipped"
         verb = "--continue" if staged.returncode and not again else "--skip"
         done = call(["git", "-C", repo, "am", verb], check=False)
-        said = (done.stderr or b"").decode("utf-8", "replace")
-        if "invalid object" in said:  # a blob the mirror lacks: git am cannot go on
+        if (
+            verb == "--skip"
+            and apply_dir.is_dir()
+            and files[int((apply_dir / "next").read_text()) - 1].name == name
+        ):
+            # git am cannot even skip it: a blob the mirror lacks ("invalid object")
             return {"stops": stops, "error": err_line(done)}
         if len(stops) > len(files) + 2:
             raise BenchError(f"git am stopped {len(stops)} times on {len(files)} patches")
