@@ -21,6 +21,7 @@ import os
 import select
 import signal
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -129,6 +130,7 @@ def wait(proc: subprocess.Popen[bytes], argv: Sequence[str], *, input: bytes | N
     """Wait for ``proc`` (from ``start``), counting its group; see ``run``."""
     began = time.monotonic()
     step = _QUIET
+    feeder = _feed(proc, input)
     while True:
         left = None if timeout is None else timeout - (time.monotonic() - began)
         if left is not None and left <= 0:
@@ -138,7 +140,7 @@ def wait(proc: subprocess.Popen[bytes], argv: Sequence[str], *, input: bytes | N
         seconds = step if left is None else min(step, left)
         if _ended(proc, seconds) is not False:  # ended, or cannot be watched: Popen waits
             try:
-                out, err = proc.communicate(input, timeout=seconds)
+                out, err = proc.communicate(timeout=seconds)  # the input goes by _feed
                 break
             except subprocess.TimeoutExpired:
                 pass
@@ -152,6 +154,8 @@ def wait(proc: subprocess.Popen[bytes], argv: Sequence[str], *, input: bytes | N
             raise ProcessFlood(argv, count, limit)
     if step == _TICK and group_members(proc.pid):
         kill_group(proc.pid)  # the leader ended, something it started did not
+    if feeder is not None:
+        feeder.join()
     return Finished(list(argv), proc.returncode, out, err)
 
 
@@ -175,6 +179,30 @@ def _ended(proc: subprocess.Popen[bytes], seconds: float) -> bool | None:
         return bool(poll.poll(seconds * 1000))
     finally:
         os.close(fd)
+
+
+def _feed(proc: subprocess.Popen[bytes], input: bytes | None) -> threading.Thread | None:
+    """Write ``input`` to ``proc`` from a thread of its own, then close its standard input.
+
+    ``communicate(input, timeout=...)`` cannot be retried after a timeout: passing the
+    input again raises, and passing none leaves the rest unwritten (Python 3.11 writes only
+    when given input), so a process reading more than a pipe holds waited forever."""
+    if input is None or proc.stdin is None:
+        return None
+    pipe, proc.stdin = proc.stdin, None  # communicate() now only reads
+
+    def write() -> None:
+        try:
+            pipe.write(input)
+        except OSError:  # it ended or was killed before reading it all
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                pipe.close()
+
+    thread = threading.Thread(target=write, name="procs-feed", daemon=True)
+    thread.start()
+    return thread
 
 
 def terminate_on_sigterm() -> None:

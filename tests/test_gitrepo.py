@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -266,6 +268,27 @@ def test_commits_in_a_sparse_scratch_checkout_need_no_missing_blob(tmp_path: Pat
     git(work, "commit", "-q", "-m", "a file at the root")  # the user's own commit
     assert git(work, "ls-tree", "--name-only", "HEAD").split() == [
         "CMakeLists.txt", "NEW.md", "README.md", "include", "src"]
+
+
+def test_a_search_of_the_rebase_work_tree_fetches_nothing(tmp_path: Path,
+                                                         upstream: Upstream) -> None:
+    """Bug: the moved-code search of `rebase-pin --continue` greps the work tree's repo, a
+    partial clone of the upstream: git tried to fetch each blob the upstream lacks (a
+    mirror without its largest files; seconds each on llama.cpp, 20 s a search instead of
+    0.2) and, failing, found 22 of llama.cpp's 29 files. Its objects are the upstream's
+    already: a search there must fetch nothing, and pass what it cannot read."""
+    head = upstream.head
+    blob = git(upstream.path, "rev-parse", f"{head}:README.md").strip()
+    full = tmp_path / "full.git"
+    git(tmp_path, "clone", "-q", "--bare", str(upstream.path), str(full))
+    drop_blob(upstream, "README.md")
+    work = gitrepo.scratch_checkout(upstream.path / ".git", tmp_path / "w", head,
+                                    needed=["src/util.c"])
+    git(work, "config", "remote.upstream.url", str(full))  # a fetch would now succeed
+    hits = gitrepo.grep_fixed(work / ".git", head, ["tiny_abs"], whole_words=False)
+    assert {h.path for h in hits} == {"src/util.c"}
+    assert subprocess.run(["git", "-C", str(work), "cat-file", "-e", blob],
+                          env={**os.environ, "GIT_NO_LAZY_FETCH": "1"}).returncode != 0
 
 
 @pytest.mark.parametrize("commit", ["--hard", "-q", "HEAD~1", "--output=x"])

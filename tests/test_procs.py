@@ -32,6 +32,17 @@ def test_a_flood_of_processes_is_stopped_whole() -> None:
     assert not _running(mark)
 
 
+def test_input_reaches_a_process_that_outlives_the_first_wait() -> None:
+    """A process fed input that ran longer than the first quarter-second wait failed with
+    "Cannot send input after starting communication" (the input was passed again to each
+    later wait): `patchctl import` of 19 real patches died so in `git fast-import`. Not
+    passing it again would leave what the pipe had not taken unwritten, and the process
+    waiting for it forever."""
+    data = b"x" * 300_000 + b"\n"
+    done = procs.run(["sh", "-c", "sleep 0.6; cat"], input=data, timeout=30)
+    assert done.returncode == 0 and done.stdout == data
+
+
 def test_a_deadline_ends_the_whole_group() -> None:
     """A timeout killed git's first process only and left what it started running."""
     mark = _mark()

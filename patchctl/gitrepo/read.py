@@ -9,13 +9,16 @@ reach no report, brief or terminal. File contents are returned as they are.
 
 from __future__ import annotations
 
+import contextlib
+import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from patchctl.gitrepo.core import run_git, run_git_bytes
-from patchctl.gitrepo.missing import missing_files
+from patchctl.gitrepo.missing import missing_files, objects_dir
+from patchctl.gitrepo.network import is_partial
 from patchctl.untrusted import printable
 
 # No user config (log.showSignature, mailmap settings, grep defaults) may change these
@@ -111,7 +114,8 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
     for w in words:
         args += ["-e", w]
     args += [commit, "--", *pathspecs]
-    r = run_git(args, repo=repo, check=False)
+    with _without_lazy_fetch(repo) as where:
+        r = run_git(args, repo=where, check=False)
     hits = []
     prefix = f"{commit}:"
     for line in r.stdout.split("\n"):  # not splitlines(): a \x0c in a line starts none
@@ -121,6 +125,25 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
         if number.isdigit():
             hits.append(GrepHit(path, int(number), printable(text.removesuffix("\r"))))
     return hits
+
+
+@contextlib.contextmanager
+def _without_lazy_fetch(repo: Path) -> Iterator[Path]:
+    """Where to search ``repo``'s trees: itself, or, for a partial clone that borrows its
+    objects (the rebase work tree, a promisor of the upstream whose objects it already
+    reaches), a bare probe borrowing the same objects with no promisor. There git searched
+    a tree by fetching each blob the upstream lacks, seconds each (a mirror without its
+    largest files), and stopped at the first it could not fetch, so the files after it were
+    never searched; the probe says it cannot read that blob and goes on."""
+    objects = objects_dir(repo)
+    if not (objects / "info" / "alternates").is_file() or not is_partial(repo):
+        yield repo
+        return
+    with tempfile.TemporaryDirectory(prefix="patchctl-grep-") as tmp:
+        probe = Path(tmp) / "probe.git"
+        run_git(["init", "-q", "--bare", "--", str(probe)])
+        (probe / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
+        yield probe
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,157 @@
+"""bench/replay.py on a tiny downstream built here: a real upstream with two pin bumps and
+a queue with a conflict, a patch that landed upstream (the maintainers dropped it) and one
+whose lines upstream moved to another file. No network, no mirrors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.builders import commit_all, git, write
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+import replay
+from replay_classify import Hunk, hunk_class
+
+
+def lines(
+    prefix: str, n: int, changed: dict[int, str] | None = None, skip: range = range(0)
+) -> str:
+    out = []
+    for i in range(n):
+        if i in skip:
+            continue
+        body = (changed or {}).get(i, f"return {i};")
+        out.append(f"int {prefix}_fn{i:02d}(void) {{ {body} }}")
+    return "\n".join(out) + "\n"
+
+
+def queue(
+    upstream: Path, scratch: Path, base: str, edits: list[tuple[str, dict[str, str]]]
+) -> dict[str, str]:
+    """The patches ``edits`` (subject, files) as commits on ``base``, by format-patch."""
+    git(scratch.parent, "clone", "-q", str(upstream), str(scratch))
+    git(scratch, "checkout", "-q", "--detach", base)
+    for subject, files in edits:
+        write(scratch, files)
+        commit_all(scratch, subject)
+    out = scratch / "out"
+    git(scratch, "format-patch", "-q", "--zero-commit", "--no-signature", "-o", str(out), base)
+    return {p.name: p.read_text() for p in sorted(out.iterdir())}
+
+
+def downstream_commit(repo: Path, pin: str, patches: dict[str, str], title: str) -> str:
+    git(repo, "rm", "-rq", "--ignore-unmatch", "llama/patches")
+    write(
+        repo,
+        {
+            "Makefile.sync": f"UPSTREAM=x\nFETCH_HEAD={pin}\n",
+            **{f"llama/patches/{n}": t for n, t in patches.items()},
+        },
+    )
+    return commit_all(repo, title)
+
+
+@pytest.fixture
+def downstream(tmp_path: Path) -> tuple[Path, Path, str]:
+    up = tmp_path / "upstream"
+    up.mkdir()
+    git(up, "init", "-q", "-b", "master")
+    write(up, {"src/a.c": lines("a", 40), "src/b.c": lines("b", 30), "src/c.c": lines("c", 40)})
+    a = commit_all(up, "initial")
+    moved = range(15, 26)
+    write(
+        up,
+        {
+            "src/a.c": lines("a", 40, {5: "return 5 + 0;"}),
+            "src/b.c": lines("b", 30, {10: "return 210;"}),  # our 'landed' patch
+            "src/c.c": lines("c", 40, skip=moved),
+            "src/d.c": "/* moved from c.c */\n"
+            + "".join(f"int c_fn{i:02d}(void) {{ return {i}; }}\n" for i in moved),
+        },
+    )
+    b = commit_all(up, "upstream: a.c's fn05, b.c's fn10, c.c's fn15-25 moved to d.c")
+    write(up, {"docs/notes.md": "notes\n"})
+    c = commit_all(up, "docs")
+
+    before = queue(
+        up,
+        tmp_path / "q1",
+        a,
+        [
+            ("conflict in a", {"src/a.c": lines("a", 40, {5: "return 105;"})}),
+            ("landed upstream", {"src/b.c": lines("b", 30, {10: "return 210;"})}),
+            ("moved in c", {"src/c.c": lines("c", 40, {20: "return 120;"})}),
+            ("clean in a", {"src/a.c": lines("a", 40, {5: "return 105;", 30: "return 130;"})}),
+        ],
+    )
+    d_moved = "/* moved from c.c */\n" + "".join(
+        f"int c_fn{i:02d}(void) {{ return {120 if i == 20 else i}; }}\n" for i in moved
+    )
+    ours = [
+        ("conflict in a", {"src/a.c": lines("a", 40, {5: "return 105 + 0;"})}),
+        ("moved in c", {"src/d.c": d_moved}),
+        ("clean in a", {"src/a.c": lines("a", 40, {5: "return 105 + 0;", 30: "return 130;"})}),
+    ]
+    after = queue(up, tmp_path / "q2", b, ours)  # the maintainers' queue at b, and at c
+    again = queue(up, tmp_path / "q3", c, ours)
+    ds = tmp_path / "downstream"
+    ds.mkdir()
+    git(ds, "init", "-q", "-b", "main")
+    downstream_commit(ds, a, before, "vendor at a")
+    downstream_commit(ds, b, after, "bump to b")
+    tip = downstream_commit(ds, c, again, "bump to c")
+    return ds, up, tip
+
+
+def test_replay_counts_stops_hand_edits_and_drops(
+    downstream: tuple[Path, Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    ds, up, tip = downstream
+    monkeypatch.setenv("PATCHCTL_OLLAMA", str(ds))
+    monkeypatch.setenv("PATCHCTL_LLAMA_CPP", str(up))
+    assert replay.main(["--json", "--tip", tip, "--until", "2999-01-01"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    newest, first = result["bumps"]
+    assert [first["before"], first["after"], newest["before"]] == [4, 3, 3]
+    # b: the conflict and the moved patch stop (the move leaves its Scope: a hand edit);
+    # the landed patch is dropped as upstream, as its maintainers dropped it.
+    assert [s["patch"][5:] for s in first["stops"]] == ["conflict-in-a.patch", "moved-in-c.patch"]
+    assert [s["class"] for s in first["stops"]] == ["same lines changed", "moved code"]
+    assert first["check"]["to_resolve"] == first["patchctl_stops"] == 2
+    assert first["hand_edits"] == 1 and "Scope:" in first["stops"][1]["hand_edits"][0]
+    assert first["they_dropped"] == 1
+    assert list(first["drop_upstream"].values()) == ["dropped as upstream"]
+    assert first["auto"]["equal"] == 1 and first["auto"]["differs"] == 0
+    assert first["git_am_stops"] == 2
+    # c: nothing of the queue moved upstream: no stop, every patch as theirs.
+    assert newest["patchctl_stops"] == newest["git_am_stops"] == 0
+    assert newest["auto"] == {
+        "equal": 3,
+        "differs": 0,
+        "dropped by them": 0,
+        "theirs does not apply": 0,
+    }
+    assert result["totals"]["patchctl_stops"] == 2 and result["totals"]["bumps"] == 2
+
+
+def test_replay_skips_without_its_inputs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("PATCHCTL_OLLAMA", raising=False)
+    assert replay.main([]) == 0
+    assert capsys.readouterr().out.startswith("bench/replay.py: skipped: set PATCHCTL_OLLAMA")
+
+
+def test_an_insertion_where_upstream_inserted_is_told_from_context_drift() -> None:
+    hunk = Hunk("f.c", False, [(" ", b"one"), (" ", b"two"), ("+", b"ours"), (" ", b"three")])
+    search = (Path("/nonexistent"), "HEAD")  # no distinctive line: nothing is searched
+    assert hunk_class(search, hunk, b"one\ntwo\ntheirs\nthree\n") == "insertions at one place"
+    assert hunk_class(search, hunk, b"one\ntwo\nthree\n") is None
+    assert hunk_class(search, hunk, b"one\n2\nthree\n") == "context drift"
