@@ -18,10 +18,12 @@ The eight patches are made cumulatively on ``base`` with ``git format-patch``.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from tests.builders import Upstream, git, make_upstream, replace_in
+from tests.builders import Upstream, git, make_project, make_upstream, replace_in
 
 PATCH_NAMES = [
     "0001-util-add-tiny_square.patch",
@@ -250,3 +252,20 @@ def make_stacked(root: Path, files: dict[str, str], upstream: list[Edit],
     names = git(scratch, "format-patch", "--zero-commit", "--no-signature", "-o", str(out),
                 f"{commits['P1']}..stack").split()
     return Upstream(up, commits), [(Path(n).name, Path(n).read_text()) for n in names]
+
+
+def stacked_project(root: Path, built: tuple[Upstream, list[tuple[str, str]]]
+                    ) -> tuple[Path, Upstream]:
+    """A project pinned at ``P1`` of a copy of ``make_stacked``'s upstream (``built``, made
+    once per module), both under ``root``: one test's own."""
+    up, patches = built
+    up = up.copy(root / "up")
+    return make_project(root / "project", up, patches, pin=up.commits["P1"]), up
+
+
+def stopped_at(cli: Any, project: Path, up: Upstream, name: str) -> Path:
+    """Rebase ``project`` to ``P2``; it must stop at the patch ``name``: its work tree."""
+    r = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--json")
+    data = json.loads(r.out)
+    assert (r.code, data["status"], data["conflict"]) == (1, "stopped", name), data
+    return Path(data["work"])

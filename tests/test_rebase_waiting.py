@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, git, make_project, system_config_off
-from tests.rebase_history import make_stacked
+from tests.builders import Upstream, git, system_config_off
+from tests.rebase_history import make_stacked, stacked_project
 
 A_C = "".join(f"int a{i:02d} = {i};\n" for i in range(40))
 DOWN = "int a10 = 100; /* downstream */\n"
@@ -62,9 +62,7 @@ def _built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Upstream, list[tup
 
 @pytest.fixture
 def proj(tmp_path: Path, _built) -> tuple[Path, Upstream]:
-    up, patches = _built
-    up = up.copy(tmp_path / "up")
-    return make_project(tmp_path / "project", up, patches, pin=up.commits["P1"]), up
+    return stacked_project(tmp_path, _built)
 
 
 def check(cli, project: Path, up: Upstream, *args: str) -> tuple[int, dict]:

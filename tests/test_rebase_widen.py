@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import Upstream, git, make_project, system_config_off
-from tests.rebase_history import make_stacked
+from tests.builders import Upstream, git, system_config_off
+from tests.rebase_history import make_stacked, stacked_project, stopped_at
 
 HEAD = "".join(f"int a{i:02d} = {i};\n" for i in range(12))
 BLOCK = "".join(f"int moved{i} = {i};\n" for i in range(10))
@@ -37,17 +37,12 @@ def _built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Upstream, list[tup
 
 @pytest.fixture
 def proj(tmp_path: Path, _built) -> tuple[Path, Upstream]:
-    up, patches = _built
-    up = up.copy(tmp_path / "up")
-    return make_project(tmp_path / "project", up, patches, pin=up.commits["P1"]), up
+    return stacked_project(tmp_path, _built)
 
 
 def _stop(cli, project: Path, up: Upstream) -> Path:
     """Rebase to P2, stop at 0001, resolve it in b.c (where its line went)."""
-    r = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--json")
-    data = json.loads(r.out)
-    assert data["status"] == "stopped" and data["conflict"] == NAMES[0], data
-    work = Path(data["work"])
+    work = stopped_at(cli, project, up, NAMES[0])
     git(work, "checkout", "HEAD", "--", "a.c")  # upstream's a.c: the block is gone
     text = (work / "b.c").read_text()
     (work / "b.c").write_text(text.replace("int moved5 = 5;\n", "int moved5 = 50;\n"))
