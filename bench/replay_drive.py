@@ -85,13 +85,9 @@ def drive_patchctl(
                 search=(upstream, new),
             )
         )
-        # The stop's apply leaves .rej files where it could not merge, and --continue
-        # refuses while they are there: a person deletes them, a hand edit.
-        rejects = sorted(work.rglob("*.rej"))
-        for rej in rejects:
-            rej.unlink()
-        if rejects:
-            stop["hand_edits"].append(f"deleted {len(rejects)} .rej file(s) the stop left")
+        # The .rej files the stop leaves where it could not merge are read, never
+        # deleted by hand: --continue removes them while they are as the stop wrote them.
+        stop["rejects"] = data.get("rejects", [])
         stop["resolution"] = _resolve_in(work, theirs.get(origin[name]))
         if stop["resolution"] == "theirs-does-not-apply":
             stop["hand_edits"].append("their version does not apply here: dropped instead")

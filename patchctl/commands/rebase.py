@@ -73,7 +73,10 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     interdiff, and kept. When
     every patch applies, the patches are refreshed and the pin and lock
     rewritten in one atomic swap; on a conflict a work
-    tree is left under .patchctl/rebase/ to resolve, then --continue; the
+    tree is left under .patchctl/rebase/ to resolve, then --continue (where
+    not even a three-way merge puts the patch on, its failed hunks are in
+    .rej files there, named at the stop: --continue removes them when they
+    are as the stop wrote them, and refuses one you changed); the
     patch's header is in .patchctl/rebase/header, and what is there at
     --continue (Subject, body, trailers such as Scope:) is the rebased patch's.
     A resolution that reaches files outside Scope: is refused with their
@@ -237,6 +240,9 @@ def render(result: RebaseResult) -> str:
             "next:",
             f"  cd {result.work}   # `git status` lists the conflicts; resolve each file, "
             "`git add` it",
+            *([f"  less {' '.join(result.rejects)}   # the hunks that did not go on; "
+               "leave these files as they are: --continue removes them"]
+              if result.rejects else []),
             *([f"  $EDITOR {result.header}   # optional: the patch's Subject, body and "
                "trailers (Scope: too), if the resolution changes them"] if result.header else []),
             "  patchctl rebase-pin --continue   # re-checks the resolved stack at the new pin, "

@@ -126,10 +126,12 @@ if TYPE_CHECKING:
     )
     from patchctl.gitrepo.worktree import (
         GitWork,
+        MarkedApply,
         WorktreeStatus,
         apply_with_markers,
         commit_index,
         index_tree,
+        rej_files,
         reset_work,
         scratch_checkout,
         snapshot_tree,
@@ -155,6 +157,7 @@ __all__ = [
     "GitWork",
     "GrepHit",
     "HunkOffset",
+    "MarkedApply",
     "MissingFiles",
     "Ref",
     "Result",
@@ -213,6 +216,7 @@ __all__ = [
     "read_files",
     "ref_names",
     "refuse_option",
+    "rej_files",
     "remove_from_index",
     "reset_work",
     "resolve_commit",

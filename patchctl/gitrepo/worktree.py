@@ -111,16 +111,35 @@ def _sparse_escape(path: str) -> str:
     return "".join(out)
 
 
-def apply_with_markers(work: Path, patch: Path, *, strip: int) -> ApplyRun:
+@dataclass(frozen=True)
+class MarkedApply:
+    """What ``apply_with_markers`` did: git's run, and the .rej files its ``--reject``
+    fallback wrote (paths relative to the work tree; none after a three-way merge)."""
+
+    run: ApplyRun
+    rejects: list[str]
+
+
+def apply_with_markers(work: Path, patch: Path, *, strip: int) -> MarkedApply:
     """``git apply --3way`` in a work tree: conflicts are left as markers and unmerged paths.
 
     When a three-way merge is impossible (the patch's preimage blobs are not in
     the repository), fall back to ``--reject`` so the failed hunks land in .rej files.
     """
     r = run_git(["apply", "--3way", f"-p{strip}", str(patch)], repo=work, check=False)
+    rejects: list[str] = []
     if r.returncode != 0 and not worktree_status(work).unmerged:
+        before = set(rej_files(work))
         r = run_git(["apply", "--reject", f"-p{strip}", str(patch)], repo=work, check=False)
-    return ApplyRun(r.returncode, r.stdout, r.stderr)
+        rejects = [p for p in rej_files(work) if p not in before]
+    return MarkedApply(ApplyRun(r.returncode, r.stdout, r.stderr), rejects)
+
+
+def rej_files(work: Path) -> list[str]:
+    """The untracked ``*.rej`` files in ``work``, ignored ones too (a .gitignore may hide
+    them from `git status`), as paths relative to it, sorted."""
+    out = run_git(["ls-files", "--others", "-z", "--", "*.rej"], repo=work).stdout
+    return sorted(p for p in out.split("\0") if p)
 
 
 @dataclass(frozen=True)

@@ -149,6 +149,7 @@ class RebaseResult:
     work: str | None = None  # the conflict work tree, when stopped
     conflict: str | None = None  # the patch waiting there
     header: str | None = None  # its header, to edit with the resolution, when stopped
+    rejects: list[str] = field(default_factory=list)  # .rej files the stop left in work
     message: str = ""
     seconds: float = 0.0
     causes: list[rebase_review.Cause] = field(default_factory=list)  # why patches conflict

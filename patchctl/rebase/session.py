@@ -17,12 +17,18 @@ rebase completes:
   tree ahead of the state: --continue first puts it back to ``head`` (keeping
   a resolution the user staged or committed), so every step can be resumed and
   no patch is ever seen twice.
+
+Where not even a three-way merge puts the waiting patch on, its failed hunks are left in
+``.rej`` files beside the files they were for; the state records each with a digest of what
+was written, and --continue removes those it finds unchanged (the user's resolution never
+holds them) before it checks the resolution. A ``.rej`` file the user changed is theirs.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import shutil
 import time
 from pathlib import Path
@@ -139,7 +145,8 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
                                               body=p.body, author=p.author)
         state.done.append(entry)
         rebase_state.save(project, state)
-    gitrepo.apply_with_markers(work, conflict.source.path, strip=conflict.source.strip)
+    marked = gitrepo.apply_with_markers(work, conflict.source.path, strip=conflict.source.strip)
+    state.rejects = {path: _digest(work / path) for path in marked.rejects}
     fsutil.atomic_write(rebase_state.header_path(project),
                         patchtext.header_text(conflict.source.patch).encode(
                             "utf-8", "surrogateescape"))
@@ -147,17 +154,34 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
     rebase_state.save(project, state)
 
 
-def _stopped(project: Path, result: RebaseResult, work: Path, step: Step) -> None:
+def _stopped(project: Path, result: RebaseResult, work: Path, step: Step,
+             rejects: list[str]) -> None:
     files = ", ".join(step.result.conflicts) or "see the .rej files"
     tried = "; tried " + "; ".join(step.result.tried) if step.result.tried else ""
     header = rebase_state.header_path(project)
     result.status, result.work, result.conflict = "stopped", str(work), step.source.name
-    result.header = str(header)
+    result.header, result.rejects = str(header), rejects
+    rej = (f"; the hunks that did not go on are in {', '.join(rejects)}: read them, and leave "
+           "them as they are, --continue removes them") if rejects else ""
     result.message = (
         f"{step.source.name} conflicts at the new pin ({files}{tried}). Resolve it in {work} "
-        f"(edit the files, `git add` them; to change the patch's Subject, body or trailers, "
-        f"`Scope:` included, edit {header}), then run `patchctl rebase-pin --continue`; "
-        "or `patchctl rebase-pin --abort` to leave the stack as it was")
+        f"(edit the files, `git add` them{rej}; to change the patch's Subject, body or "
+        f"trailers, `Scope:` included, edit {header}), then run `patchctl rebase-pin "
+        "--continue`; or `patchctl rebase-pin --abort` to leave the stack as it was")
+
+
+def _digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _drop_rejects(work: Path, state: RebaseState) -> None:
+    """Remove the .rej files the stop wrote that are still as it wrote them (untracked, same
+    bytes): they are patchctl's leftovers, never part of the resolution. One the user
+    changed, staged or replaced stays, and is judged as any other file in the work tree."""
+    for path in set(state.rejects).intersection(gitrepo.rej_files(work)):
+        file = work / path
+        if not file.is_symlink() and file.is_file() and _digest(file) == state.rejects[path]:
+            file.unlink()
 
 
 def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, steps: list[Step],
@@ -179,7 +203,7 @@ def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, step
                         head=gitrepo.work_head(work), strict=strict)
     rebase_state.save(project, state)
     _park(project, state, work, steps[:k], steps[k])
-    _stopped(project, result, work, steps[k])
+    _stopped(project, result, work, steps[k], sorted(state.rejects))
 
 
 # -- --continue and --abort -------------------------------------------------------------------
@@ -251,7 +275,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                     step.text.encode("utf-8", "surrogateescape"))
             state.done.append(DoneEntry(step.result, 1,
                                         step.source.name if step.text else None))
-            state.conflict = None
+            state.conflict, state.rejects = None, {}
             state.head = gitrepo.work_head(work)
             done.append(step)
             rebase_state.save(project, state)  # the resolution is committed: never ask again
@@ -282,7 +306,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                                                   steps[k].source.patch,
                                                   steps[k].result.conflicts)
             _park(project, state, work, steps[:k], steps[k])
-            _stopped(project, result, work, steps[k])
+            _stopped(project, result, work, steps[k], sorted(state.rejects))
         else:
             pin = dataclasses.replace(stack.pin(), commit=state.new, tag=state.tag)
             problems = rebase_review.recheck(Path(state.upstream), state.new,
@@ -328,6 +352,7 @@ def _resolve(project: Path, state: RebaseState, sources: list[Source], done: lis
     the header's ``Scope:`` (and so to the header file) and it is checked as any other."""
     work = rebase_dir(project) / "work"
     git_dir = work / ".git"
+    _drop_rejects(work, state)
     status = gitrepo.worktree_status(work)
     if status.unmerged:
         raise InputError(f"conflicts remain in {work}: {', '.join(status.unmerged)}; resolve "

@@ -51,6 +51,9 @@ class RebaseState:
     done: list[DoneEntry] = field(default_factory=list)
     conflict: PatchResult | None = None  # the patch waiting in the work tree, if any
     strict: bool = False  # rebase-pin --strict: --continue tries no resolving strategy either
+    # The .rej files the stop's `git apply --reject` wrote in the work tree, each with the
+    # sha256 of what it wrote: patchctl's own leftovers, removed at --continue while unchanged.
+    rejects: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> RebaseState:
@@ -65,7 +68,14 @@ class RebaseState:
                             f(e, "staged", (str, NONE))) for e in f(d, "done", list)],
             conflict=PatchResult.from_dict(f(d, "conflict", dict))
             if d.get("conflict") is not None else None,
-            strict=f(d, "strict", bool) if "strict" in d else False)
+            strict=f(d, "strict", bool) if "strict" in d else False,
+            rejects=_rejects(f(d, "rejects", dict)) if "rejects" in d else {})
+
+
+def _rejects(d: dict[str, Any]) -> dict[str, str]:
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in d.items()):
+        raise ValueError("'rejects' holds a path or digest that is not a string")
+    return dict(d)
 
 
 def state_path(project: Path) -> Path:
