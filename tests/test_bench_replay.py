@@ -10,12 +10,13 @@ from pathlib import Path
 
 import pytest
 
+from patchctl.model.patchfile import Hunk
+from patchctl.rebase.classify import hunk_class
 from tests.builders import commit_all, git, write
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import replay
-from replay_classify import Hunk, hunk_class
 
 
 def lines(
@@ -150,8 +151,14 @@ def test_replay_skips_without_its_inputs(
 
 
 def test_an_insertion_where_upstream_inserted_is_told_from_context_drift() -> None:
-    hunk = Hunk("f.c", False, [(" ", b"one"), (" ", b"two"), ("+", b"ours"), (" ", b"three")])
-    search = (Path("/nonexistent"), "HEAD")  # no distinctive line: nothing is searched
-    assert hunk_class(search, hunk, b"one\ntwo\ntheirs\nthree\n") == "insertions at one place"
-    assert hunk_class(search, hunk, b"one\ntwo\nthree\n") is None
-    assert hunk_class(search, hunk, b"one\n2\nthree\n") == "context drift"
+    hunk = Hunk(1, 3, 1, 4, 1, (" one", " two", "+ours", " three"))
+
+    def nowhere(line: str, path: str) -> bool:
+        raise AssertionError("no distinctive line: nothing is searched")
+
+    def cls(text: str) -> str | None:
+        return hunk_class("f.c", hunk, text.splitlines(keepends=True), nowhere, creates=False)
+
+    assert cls("one\ntwo\ntheirs\nthree\n") == "insertions at one place"
+    assert cls("one\ntwo\nthree\n") is None
+    assert cls("one\n2\nthree\n") == "context drift"

@@ -85,7 +85,8 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     moved, union and anchored are each proven by its own rule, refused where
     it is ambiguous, checked as every grade is (applies and reverses at fuzz
     0 at NEW_REF, stays in Scope:) and shown with its grade in the report and
-    the range-diff; a conflict says what each tried. --strict tries none.
+    the range-diff; a conflict says its class (why: same lines changed,
+    context drift...) and what each tried. --strict tries none.
     Exit 0 when rebased (or --check finds all applying), 1 when stopped.
     """
     from patchctl.rebase import session as rebasing
@@ -159,6 +160,7 @@ def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
 
 def render(result: RebaseResult) -> str:
     from patchctl.model.fingerprint import short
+    from patchctl.rebase.classify import says
 
     if result.status == "aborted":
         return result.message + "\n"
@@ -178,6 +180,8 @@ def render(result: RebaseResult) -> str:
                                                       for o in p.offsets))
         if p.conflicts:
             out.append("       conflicts in: " + ", ".join(p.conflicts))
+        if p.class_ and p.grade == CONFLICT:
+            out.append(f"       why: {says(p.class_)}")
         for m in p.moved:
             by = f", by {m.commit[:12]} {m.subject!r}" if m.commit else ""
             out.append(f"       moved: {m.file} hunk #{m.hunk} -> {m.to}:{m.line}{by}")

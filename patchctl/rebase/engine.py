@@ -49,6 +49,7 @@ from patchctl.model.lint import outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Pin, Stack, render_lock, rewrite_series
 from patchctl.rebase import review as rebase_review
+from patchctl.rebase.classify import classify as conflict_class
 from patchctl.rebase.moved import follow, locate, write_diff
 from patchctl.rebase.resolve import resolve
 from patchctl.rebase.results import Bisect, Cited, Commit, Landing, PatchResult
@@ -116,7 +117,8 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     stays in its Scope (``widen_scope``: the paths are added to it), naming the commit of
     ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose conflict a rule
     proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py). ``strict``: none of
-    these three is tried (what each tried is the result's ``tried``).
+    these three is tried (what each tried is the result's ``tried``). A conflict left has
+    its class (rebase/classify.py).
     """
     index.read_tree(tree)
     current = index.write_tree()
@@ -165,6 +167,9 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             elif old and not strict:
                 after = _resolve(index, step, tree, current, f"{old}..{new_pin or tree}",
                                  widen_scope=widen_scope)
+        if result.grade == CONFLICT:  # why, in a word (rebase/classify.py)
+            result.class_ = conflict_class(index.repo, current, s.patch, env=index.env,
+                                           search=(index.repo, new_pin or tree)).cls
         if result.grade in (CONFLICT, WAITING):
             after, after_conflict = current, True
             left_out[s.index] = s.name

@@ -92,6 +92,7 @@ class PatchResult:
     # re-placed (rebase/resolve.py)
     tried: list[str] = field(default_factory=list)  # a conflict: each strategy tried and
     # why it did not resolve it ("union: a.c hunk #1: ...")
+    class_: str | None = None  # a conflict: its class (rebase/classify.py); "class" in JSON
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PatchResult:
@@ -130,7 +131,13 @@ class PatchResult:
             moved_note=d.get("moved_note"),
             placed=[PlacedHunk(**h) for h in d.get("placed", [])],
             tried=list(d.get("tried", [])),
+            class_=d.get("class", d.get("class_")),  # JSON, or the state file
         )
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["class"] = out.pop("class_")
+        return out
 
 
 @dataclass
@@ -177,4 +184,5 @@ class RebaseResult:
             "to_resolve": self.to_resolve,
             "waiting": self.waiting,
             **asdict(self),
+            "patches": [p.to_dict() for p in self.patches],
         }

@@ -44,6 +44,7 @@ from patchctl.model.stack import Stack
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase import state as rebase_state
 from patchctl.rebase.cited import cited
+from patchctl.rebase.classify import says
 from patchctl.rebase.engine import (
     DROPPED,
     Progress,
@@ -157,6 +158,8 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
 def _stopped(project: Path, result: RebaseResult, work: Path, step: Step,
              rejects: list[str]) -> None:
     files = ", ".join(step.result.conflicts) or "see the .rej files"
+    if step.result.class_:
+        files = f"{says(step.result.class_)}, in {files}"
     tried = "; tried " + "; ".join(step.result.tried) if step.result.tried else ""
     header = rebase_state.header_path(project)
     result.status, result.work, result.conflict = "stopped", str(work), step.source.name
