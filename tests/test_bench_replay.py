@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import replay
 
+D21 = " + 0"  # upstream's own edit of a line it moved: the move is no proof, the patch stops
+
 
 def lines(
     prefix: str, n: int, changed: dict[int, str] | None = None, skip: range = range(0)
@@ -72,7 +74,9 @@ def downstream(tmp_path: Path) -> tuple[Path, Path, str]:
             "src/b.c": lines("b", 30, {10: "return 210;"}),  # our 'landed' patch
             "src/c.c": lines("c", 40, skip=moved),
             "src/d.c": "/* moved from c.c */\n"
-            + "".join(f"int c_fn{i:02d}(void) {{ return {i}; }}\n" for i in moved),
+            + "".join(
+                f"int c_fn{i:02d}(void) {{ return {i}{D21 if i == 21 else ''}; }}\n" for i in moved
+            ),
         },
     )
     b = commit_all(up, "upstream: a.c's fn05, b.c's fn10, c.c's fn15-25 moved to d.c")
@@ -91,7 +95,8 @@ def downstream(tmp_path: Path) -> tuple[Path, Path, str]:
         ],
     )
     d_moved = "/* moved from c.c */\n" + "".join(
-        f"int c_fn{i:02d}(void) {{ return {120 if i == 20 else i}; }}\n" for i in moved
+        f"int c_fn{i:02d}(void) {{ return {120 if i == 20 else i}{D21 if i == 21 else ''}; }}\n"
+        for i in moved
     )
     ours = [
         ("conflict in a", {"src/a.c": lines("a", 40, {5: "return 105 + 0;"})}),
@@ -114,6 +119,8 @@ def test_replay_counts_stops_hand_edits_and_drops(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The replay counted a `--continue --widen-scope` (one confirmation that a resolution
+    reaches a file outside Scope:) as a hand edit: the two are counted apart."""
     ds, up, tip = downstream
     monkeypatch.setenv("PATCHCTL_OLLAMA", str(ds))
     monkeypatch.setenv("PATCHCTL_LLAMA_CPP", str(up))
@@ -121,12 +128,15 @@ def test_replay_counts_stops_hand_edits_and_drops(
     result = json.loads(capsys.readouterr().out)
     newest, first = result["bumps"]
     assert [first["before"], first["after"], newest["before"]] == [4, 3, 3]
-    # b: the conflict and the moved patch stop (the move leaves its Scope: a hand edit);
-    # the landed patch is dropped as upstream, as its maintainers dropped it.
+    # b: the conflict and the moved patch stop (upstream moved its lines and changed one:
+    # no proven move; its resolution leaves its Scope: one confirmation, no hand edit); the
+    # landed patch is dropped as upstream, as its maintainers dropped it.
     assert [s["patch"][5:] for s in first["stops"]] == ["conflict-in-a.patch", "moved-in-c.patch"]
     assert [s["class"] for s in first["stops"]] == ["same lines changed", "moved code"]
     assert first["check"]["to_resolve"] == first["patchctl_stops"] == 2
-    assert first["hand_edits"] == 1 and "Scope:" in first["stops"][1]["hand_edits"][0]
+    assert first["hand_edits"] == 0 and first["confirmations"] == 1
+    assert "--widen-scope" in first["stops"][1]["confirmations"][0]
+    assert result["totals"]["confirmations"] == 1 and result["totals"]["hand_edits"] == 0
     assert first["they_dropped"] == 1
     assert list(first["drop_upstream"].values()) == ["dropped as upstream"]
     assert first["auto"]["equal"] == 1 and first["auto"]["differs"] == 0

@@ -37,10 +37,11 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               "(and, if the resolution changes them, editing the patch's header in "
               ".patchctl/rebase/header).")
 @click.option("--widen-scope", is_flag=True,
-              help="When a resolution (--continue) or a patch followed where upstream moved "
-              "its lines reaches files outside the patch's Scope:, add their exact paths to "
-              "it; without it, --continue refuses and names them, and a moved patch stays "
-              "a conflict.")
+              help="With --continue: when the resolution reaches files outside the patch's "
+              "Scope:, add their exact paths to it; without it, --continue refuses and "
+              "names them. (A patch followed where upstream renamed its file or moved its "
+              "lines, and a resolution in a file upstream renamed, take the new path into "
+              "Scope: by themselves.)")
 @click.option("--strict", is_flag=True,
               help="Only a line merge: grade exact, offset, 3way, upstream, waiting or "
               "conflict, and try no strategy beyond it (moved, union, anchored); kept by "
@@ -58,9 +59,10 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
 
     Each patch is classified on NEW_REF with the patches before it applied:
-    exact, offset, 3way, moved (its lines moved upstream to exactly one place,
-    found by an exact search of the tree: re-targeted there, naming the commit
-    that moved them), union (it and upstream both inserted lines at one
+    exact, offset, 3way, moved (upstream renamed its file, by git's rename
+    detection, or moved its lines to exactly one place, found by an exact
+    search of the tree: re-targeted there, its Scope: following, naming the
+    commit that moved them), union (it and upstream both inserted lines at one
     place, and only there: both kept, upstream's first), anchored (its
     context changed, but the lines it removes stand exactly once in the
     file: re-anchored there), conflict, waiting (it conflicts only because an
@@ -98,9 +100,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         raise InputError(f"{modes[0]} takes no NEW_REF: the rebase in progress has one")
     if strict and abort:
         raise InputError("--strict does not go with --abort: it limits how patches are graded")
-    if widen_scope and abort:
-        raise InputError("--widen-scope does not go with --abort: it widens the Scope: of a "
-                         "resolved or moved patch")
+    if widen_scope and not cont:
+        raise InputError("--widen-scope goes with --continue only: it widens the Scope: of a "
+                         "resolution (a moved patch's Scope: follows its code by itself)")
     if not (cont or abort) and not new_ref:
         raise InputError("missing NEW_REF: the upstream commit, tag or branch to move to")
     project = project_dir(ctx)
@@ -116,8 +118,8 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         repo = resolve_upstream(upstream, stack.pin(), stack)
         result = rebasing.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
                                    allow_downgrade=allow_downgrade,
-                                   drop_upstream=drop_upstream, widen_scope=widen_scope,
-                                   strict=strict, progress=progress)
+                                   drop_upstream=drop_upstream, strict=strict,
+                                   progress=progress)
     end_progress()
     if as_json:
         emit_json(result.to_dict())
@@ -193,6 +195,8 @@ def render(result: RebaseResult) -> str:
             out.append(f"       not followed as moved: {p.moved_note}")
         if p.widened:
             out.append(f"       Scope: widened with {', '.join(p.widened)} (--widen-scope)")
+        if p.followed:
+            out.append(f"       Scope: followed the code to {', '.join(p.followed)}")
         if p.waits_on:
             them = "that patch's" if len(p.waits_on) == 1 else "those patches'"
             out.append(f"       waits on {', '.join(p.waits_on)}: its lines stand on {them}, "

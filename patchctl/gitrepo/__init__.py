@@ -123,6 +123,7 @@ if TYPE_CHECKING:
         path_authors,
         read_blobs,
         read_files,
+        renamed_paths,
     )
     from patchctl.gitrepo.worktree import (
         GitWork,
@@ -218,6 +219,7 @@ __all__ = [
     "refuse_option",
     "rej_files",
     "remove_from_index",
+    "renamed_paths",
     "reset_work",
     "resolve_commit",
     "resolve_ref",

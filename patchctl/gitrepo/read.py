@@ -146,6 +146,35 @@ def _without_lazy_fetch(repo: Path) -> Iterator[Path]:
         yield probe
 
 
+def renamed_paths(repo: Path, old: str, new: str, paths: Sequence[str]) -> dict[str, str]:
+    """Where git's rename detection (``diff -M``, its default 50% similarity) says each of
+    ``paths`` went between ``old`` and ``new``: path -> its path in ``new``, for the paths
+    ``new`` lacks and git finds a rename for. Only files whose contents this clone has take
+    part: a snapshot lacks some blobs, none is fetched, and a rename git cannot read is not
+    followed."""
+    wanted = set(paths)
+    with _without_lazy_fetch(repo) as where:
+        raw = run_git(["diff-tree", "-r", "-z", "--no-renames", "--diff-filter=AD",
+                       "--end-of-options", old, new], repo=where).stdout.split("\0")
+        blobs: dict[str, str] = {}  # the files deleted (of ``paths``) and added: their blobs
+        for meta, path in zip(raw[0::2], raw[1::2], strict=False):
+            fields = meta.split()
+            if len(fields) == 5 and (fields[4] == "A" or path in wanted):
+                blobs[path] = fields[3 if fields[4] == "A" else 2]
+        if not wanted.intersection(blobs):
+            return {}
+        listed = run_git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], repo=where,
+                         input="".join(f"{b}\n" for b in blobs.values())).stdout
+        have = {ln.split()[0] for ln in listed.splitlines() if ln.endswith(" blob")}
+        r = run_git(["diff-tree", "-r", "-z", "-M", "--diff-filter=R", "--name-status",
+                     "--end-of-options", old, new, "--",
+                     *(f":(literal){p}" for p, b in sorted(blobs.items()) if b in have)],
+                    repo=where, check=False)
+    out = r.stdout.split("\0") if r.returncode == 0 else []
+    return {a: b for status, a, b in zip(out[0::3], out[1::3], out[2::3], strict=False)
+            if status.startswith("R") and a in wanted}
+
+
 @dataclass(frozen=True)
 class CommitRef:
     commit: str

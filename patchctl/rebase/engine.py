@@ -56,7 +56,9 @@ from patchctl.rebase.results import Bisect, Cited, Commit, Landing, PatchResult
 from patchctl.rebase.waiting import waits_on
 from patchctl.textout import count
 
-BROKEN = {THREE_WAY, CONFLICT, WAITING}  # no longer applies as it is: worth a bisect
+# No longer applies as it is: worth a bisect. A patch a rule re-placed (moved, union,
+# anchored) is one too: its text changed because of one upstream commit, as a 3way one's.
+BROKEN = {THREE_WAY, CONFLICT, WAITING, *RESOLVED}
 DROPPED = "dropped"
 
 
@@ -96,8 +98,8 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
              progress: Progress | None = None, first: int | None = None,
              landable: frozenset[str] | None = None,
              cited: Mapping[int, Cited] | None = None, old: str | None = None,
-             priors: Sequence[Source] = (), widen_scope: bool = False,
-             new_pin: str | None = None, strict: bool = False) -> list[Step]:
+             priors: Sequence[Source] = (), new_pin: str | None = None,
+             strict: bool = False) -> list[Step]:
     """Each patch in order on ``tree`` plus the patches before it that applied.
 
     ``landable``: the paths upstream changed between the old and the new pin. A
@@ -113,18 +115,19 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
 
     With ``old`` (the old pin; ``priors``: the old stack before ``sources``), a conflict
     standing only on patches left out before it is ``waiting`` (rebase/waiting.py), and one
-    whose lines upstream moved is re-targeted there, ``moved`` (rebase/moved.py), when that
-    stays in its Scope (``widen_scope``: the paths are added to it), naming the commit of
-    ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose conflict a rule
-    proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py). ``strict``: none of
-    these three is tried (what each tried is the result's ``tried``). A conflict left has
-    its class (rebase/classify.py).
+    whose file upstream renamed, or whose lines it moved, is re-targeted there, ``moved``
+    (rebase/moved.py; its Scope follows the code: the new paths are added to it), naming
+    the commit of ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose
+    conflict a rule proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py).
+    ``strict``: none of these three is tried (what each tried is the result's ``tried``). A
+    conflict left has its class (rebase/classify.py).
     """
     index.read_tree(tree)
     current = index.write_tree()
     after_conflict = False
     left_out: dict[int, str] = {}
     steps: list[Step] = []
+    renames: dict[str, str] | None = None  # the stack's files upstream renamed, once needed
     for s in sources:
         if progress:
             progress(f"[{s.index}/{first or len(sources)}] {s.name}")
@@ -165,11 +168,14 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             if result.waits_on:
                 result.grade, result.conflicts = WAITING, []
             elif old and not strict:
+                if renames is None:
+                    renames = _renames(index.repo, old, new_pin or tree, [*priors, *sources])
                 after = _resolve(index, step, tree, current, f"{old}..{new_pin or tree}",
-                                 widen_scope=widen_scope)
+                                 renames)
         if result.grade == CONFLICT:  # why, in a word (rebase/classify.py)
             result.class_ = conflict_class(index.repo, current, s.patch, env=index.env,
-                                           search=(index.repo, new_pin or tree)).cls
+                                           search=(index.repo, new_pin or tree),
+                                           renames=renames).cls
         if result.grade in (CONFLICT, WAITING):
             after, after_conflict = current, True
             left_out[s.index] = s.name
@@ -189,15 +195,26 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     return steps
 
 
-def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str, *,
-             widen_scope: bool) -> str:
+def _renames(repo: Path, old: str, new: str, sources: Sequence[Source]) -> dict[str, str]:
+    """The files of ``sources`` that upstream renamed between ``old`` and ``new``, by git's
+    rename detection: path -> new path (none when this clone cannot tell)."""
+    try:
+        return gitrepo.renamed_paths(repo, old, new, sorted(
+            {f.path for s in sources for f in s.patch.files}))
+    except GitError:
+        return {}
+
+
+def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str,
+             renames: Mapping[str, str]) -> str:
     """A conflicting patch re-placed by the first strategy that proves where each of its lost
-    hunks goes: ``moved`` (rebase/moved.py), then ``union`` and ``anchored``
+    hunks goes: ``moved`` (rebase/moved.py: into the file upstream renamed it to, by
+    ``renames``, and where its lines went), then ``union`` and ``anchored``
     (rebase/resolve.py); what each found or refused is in ``tried``, the conflict's class.
     Returns the tree after it; ``current`` when it stays a conflict (the index holds it)."""
     r, patch = step.result, step.source.patch
-    located = locate(index.repo, index.env, current, patch)
-    if located is None or not located.lost:
+    located = locate(index.repo, index.env, current, patch, renames)
+    if located is None or not (located.lost or located.followed):
         r.tried.append("nothing re-placed: " + (
             "it adds, deletes or renames a file, or changes a binary one" if located is None
             else "each hunk matches on its own; together they do not apply"))
@@ -206,7 +223,8 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
     if found is not None and found.diff is not None:
         where = ", ".join(sorted({h.to for h in found.hunks}))
         adopted, r.moved_note = _adopt(index, step, current, found.diff,
-                                       f"its lines moved ({where})", widen_scope=widen_scope)
+                                       f"its lines moved ({where})",
+                                       follows={h.to for h in found.hunks})
         if adopted:
             r.grade, r.moved = MOVED, found.hunks
             return adopted
@@ -218,7 +236,7 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
             r.tried.append(f"{res.grade}: {res.refused}")
             continue
         adopted, why = _adopt(index, step, current, res.diff, "re-placed",
-                              widen_scope=widen_scope)
+                              follows=set(located.renamed))
         if adopted:
             r.grade, r.placed = res.grade, res.hunks
             return adopted
@@ -227,11 +245,12 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
 
 
 def _adopt(index: gitrepo.TempIndex, step: Step, current: str, diff: str, what: str, *,
-           widen_scope: bool) -> tuple[str | None, str | None]:
+           follows: set[str]) -> tuple[str | None, str | None]:
     """``diff``, a conflicting patch re-placed at ``current``, taken as its new text when it
-    applies, reverses to ``current``, and stays in Scope (``widen_scope``: the paths are
-    added to it). Returns the tree after it, or None and why not (the index then holds
-    ``current``)."""
+    applies, reverses to ``current``, and stays in Scope. Scope follows the code: a path of
+    ``follows`` (where a rule proved its lines went) is added to it, said in ``followed``;
+    any other path outside it refuses the diff. Returns the tree after it, or None and why
+    not (the index then holds ``current``)."""
     r, patch = step.result, step.source.patch
     path = write_diff(diff)
     try:
@@ -247,16 +266,15 @@ def _adopt(index: gitrepo.TempIndex, step: Step, current: str, diff: str, what: 
         patchtext.header_text(patch)
     text = patchtext.render(head, diff, mail_form=patch.mail_form)
     outside = outside_scope(patchtext.reparse(text, name=patch.name, path=patch.path))
-    if outside and (not widen_scope or not all(map(scope_literal, outside))):
+    if not set(outside) <= follows or not all(map(scope_literal, outside)):
         return None, (f"{what} but {', '.join(outside)} is outside its Scope "
-                      f"({' '.join(patch.scope)}); " + ("--widen-scope takes it" if all(
-                          map(scope_literal, outside)) else "widen it by hand"))
+                      f"({' '.join(patch.scope)}); resolve it by hand")
     if outside:
         head = patchtext.set_trailer(head, "Scope", " ".join([*patch.scope, *outside]),
                                      mail_form=patch.mail_form)
         text = patchtext.render(head, diff, mail_form=patch.mail_form)
     index.read_tree(placed)
-    r.widened, r.conflicts, step.text = outside, [], text
+    r.followed, r.conflicts, step.text = outside, [], text
     return placed, None
 
 

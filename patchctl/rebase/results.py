@@ -86,6 +86,8 @@ class PatchResult:
     interdiff: str | None = None
     resolved: bool = False  # its conflict was resolved by hand (--continue)
     widened: list[str] = field(default_factory=list)  # paths --widen-scope added to Scope:
+    followed: list[str] = field(default_factory=list)  # paths Scope: took by itself: where
+    # moved-code detection proved the patch's lines went (a renamed file, moved lines)
     moved: list[MovedHunk] = field(default_factory=list)  # moved: the hunks re-targeted
     moved_note: str | None = None  # why its lines were not followed, when looked for
     placed: list[PlacedHunk] = field(default_factory=list)  # union, anchored: the hunks
@@ -127,6 +129,7 @@ class PatchResult:
             interdiff=d.get("interdiff"),
             resolved=d.get("resolved", False),
             widened=list(d.get("widened", [])),
+            followed=list(d.get("followed", [])),
             moved=[MovedHunk(**m) for m in d.get("moved", [])],
             moved_note=d.get("moved_note"),
             placed=[PlacedHunk(**h) for h in d.get("placed", [])],
