@@ -108,6 +108,21 @@ def make_project(
     return project, dict(zip(names, kept, strict=True)), left_out
 
 
+def said_of(p: dict[str, Any]) -> list[str]:
+    """What rebase-pin said of a patch it moved that its tree may not be the patch's
+    intent: part of its change already upstream, names gone upstream, or a hunk it placed by
+    a rule (moved, union, anchored: each hunk's new place and why, in the report and the
+    range-diff). Empty for a plain move, and for one a person resolved."""
+    if p["resolved"]:
+        return []
+    return [
+        *(f"upstream in part: {a['file']}" for a in p.get("absorbed", [])),
+        *(f"names gone: {g['file']} ({', '.join(g['names'])})" for g in p.get("gone", [])),
+        *(f"{p['grade']}: {h['file']} hunk #{h['hunk']}, {h['note']}" for h in p["placed"]),
+        *(f"moved: {m['file']} hunk #{m['hunk']} -> {m['to']}" for m in p["moved"]),
+    ]
+
+
 def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[str, Any]:
     t0 = time.perf_counter()
     upstream = init_bare(root / "upstream.git", alternates=mirror / "objects")
@@ -164,7 +179,7 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
         series,
         {n: t.data if t else None for n, t in theirs.items()},
         old={n: (before / n).read_bytes() for n in origin},
-        said=frozenset(n for n, p in results.items() if p.get("absorbed") or p.get("gone")),
+        said=frozenset(n for n, p in results.items() if said_of(p)),
     )
     paths = touched_paths([f.read_bytes() for f in files] + [p.data for p in bump.after])
     am = drive_am(mirror, root, bump.new, files, bump.theirs, origin, paths, log)
@@ -193,13 +208,7 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
                     "resolved": results[n]["resolved"],
                     "superseded": bool(results[n].get("superseded")),
                     "auto_vs_theirs": verdicts.get(n),
-                    "said": [
-                        *(f"upstream in part: {a['file']}" for a in results[n].get("absorbed", [])),
-                        *(
-                            f"names gone: {g['file']} ({', '.join(g['names'])})"
-                            for g in results[n].get("gone", [])
-                        ),
-                    ],
+                    "said": said_of(results[n]),
                 }
                 for n in origin
             ],

@@ -11,7 +11,8 @@ Whether an automatic move is the maintainers' own (``compare_moves``): along the
 series, each patch's own change on the tree the patches before it made, against the
 maintainers' version applied on that same tree: the same tree, or not. A tree that is not
 theirs is told apart three ways: patchctl said so (a finding on the patch: part of its
-change already upstream, or names its lines use gone upstream), the maintainers changed
+change already upstream, names its lines use gone upstream, or a hunk placed by a rule,
+with where and why), the maintainers changed
 the patch's own lines at the bump while patchctl moved them as they were (the same net
 change as the old patch: a rewrite of theirs no line tool can make, needed or not), or
 neither (a silent difference: the one that counts against patchctl).

@@ -201,3 +201,19 @@ def test_a_move_that_differs_is_told_said_so_their_rewrite_or_silent(tmp_path: P
     }
     same = replay.compare_moves(repo, new, series[:1], {"a": old_a}, old)
     assert same == {"a": "equal"}
+
+
+def test_a_hunk_placed_by_a_rule_counts_as_said() -> None:
+    """A union move (both insertions kept, upstream's first) whose tree is not the
+    maintainers' (they put theirs first) was not counted at all, union and anchored being
+    left out of the automatic moves; it is said, where and why, in rebase-pin's report,
+    unless a person resolved it."""
+    union = {
+        "grade": "union",
+        "resolved": False,
+        "placed": [{"file": "a.h", "hunk": 1, "line": 9, "note": "after upstream's 6 lines"}],
+        "moved": [],
+    }
+    assert replay.said_of(union) == ["union: a.h hunk #1, after upstream's 6 lines"]
+    assert replay.said_of({**union, "resolved": True}) == []
+    assert replay.said_of({**union, "grade": "3way", "placed": []}) == []
