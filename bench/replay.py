@@ -38,17 +38,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, find_patchctl, git, init_bare, machine_facts
-from replay_classify import compare_moves
+from replay_classify import VERDICTS, compare_moves
 from replay_drive import drive_am, drive_patchctl, patchctl_json, touched_paths
 from replay_history import Bump, bumps
 from replay_proc import call
 
+from patchctl.model.grades import APPLIES
 from patchctl.rebase.classify import CLASSES, OTHER
 
 SCHEMA = "patchctl.bench.replay/1"
 OLLAMA_TIP = "fb30760996871fa9460115c753afd2c60d4ab0f7"
 LLAMA_URL = "https://github.com/ggml-org/llama.cpp"
-AUTO = ("exact", "offset", "3way", "moved")
 
 
 def log(msg: str) -> None:
@@ -109,6 +109,21 @@ def make_project(
     return project, dict(zip(names, kept, strict=True)), left_out
 
 
+def said_of(p: dict[str, Any]) -> list[str]:
+    """What rebase-pin said of a patch it moved that its tree may not be the patch's
+    intent: part of its change already upstream, names gone upstream, or a hunk it placed by
+    a rule (moved, union, anchored: each hunk's new place and why, in the report and the
+    range-diff). Empty for a plain move, and for one a person resolved."""
+    if p["resolved"]:
+        return []
+    return [
+        *(f"upstream in part: {a['file']}" for a in p.get("absorbed", [])),
+        *(f"names gone: {g['file']} ({', '.join(g['names'])})" for g in p.get("gone", [])),
+        *(f"{p['grade']}: {h['file']} hunk #{h['hunk']}, {h['note']}" for h in p["placed"]),
+        *(f"moved: {m['file']} hunk #{m['hunk']} -> {m['to']}" for m in p["moved"]),
+    ]
+
+
 def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[str, Any]:
     t0 = time.perf_counter()
     upstream = init_bare(root / "upstream.git", alternates=mirror / "objects")
@@ -155,12 +170,17 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
         (
             n,
             (project / "stack" / "patches" / n).read_bytes(),
-            results[n]["grade"] in AUTO and not results[n]["resolved"],
+            results[n]["grade"] in APPLIES and not results[n]["resolved"],
         )
         for n in series_names(project)
     ]
     verdicts = compare_moves(
-        upstream, bump.new, series, {n: t.data if t else None for n, t in theirs.items()}
+        upstream,
+        bump.new,
+        series,
+        {n: t.data if t else None for n, t in theirs.items()},
+        old={n: (before / n).read_bytes() for n in origin},
+        said=frozenset(n for n, p in results.items() if said_of(p)),
     )
     paths = touched_paths([f.read_bytes() for f in files] + [p.data for p in bump.after])
     am = drive_am(mirror, root, bump.new, files, bump.theirs, origin, paths, log)
@@ -189,6 +209,7 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
                     "resolved": results[n]["resolved"],
                     "superseded": bool(results[n].get("superseded")),
                     "auto_vs_theirs": verdicts.get(n),
+                    "said": said_of(results[n]),
                 }
                 for n in origin
             ],
@@ -199,10 +220,7 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
             "git_am_stops": len(am["stops"]),
             "hand_edits": sum(len(s["hand_edits"]) for s in ours["stops"]),
             "confirmations": sum(len(s["confirmations"]) for s in ours["stops"]),
-            "auto": {
-                k: sum(v == k for v in verdicts.values())
-                for k in ("equal", "differs", "dropped by them", "theirs does not apply")
-            },
+            "auto": {k: sum(v == k for v in verdicts.values()) for k in VERDICTS},
             "they_dropped": len(dropped),
             "drop_upstream": fate,
             "seconds": round(time.perf_counter() - t0, 1),
@@ -240,7 +258,7 @@ def render(result: dict[str, Any]) -> str:
         f"({result['machine']['nproc']} CPUs; {result['seconds']} s)",
         "",
         f"{'bump':9} {'date':10} {'old..new':19} {'n':>3} {'check':>7} {'stops':>5} "
-        f"{'am -3':>5} {'edits':>5} {'conf':>4} {'auto =/≠/drop':>13} {'they drop':>9} "
+        f"{'am -3':>5} {'edits':>5} {'conf':>4} {'auto =/said/theirs/≠/drop':>25} {'they drop':>9} "
         f"{'ours: up/sup?/stop/kept':>23}",
     ]
     for r in result["bumps"]:
@@ -254,10 +272,15 @@ def render(result: dict[str, Any]) -> str:
             f"{head} {r['before']:>3} {r['check']['to_resolve']:>3}+{r['check']['waiting']:<3}"
             f" {r['patchctl_stops']:>5} {r['git_am_stops']:>5} {r['hand_edits']:>5}"
             f" {r['confirmations']:>4} "
-            f"{a['equal']:>5}/{a['differs']}/{a['dropped by them']:<5} {r['they_dropped']:>9} "
+            f"{a['equal']:>11}/{a['differs, said so']}/{a['differs, they changed it']}/"
+            f"{a['differs']}/{a['dropped by them']:<5} {r['they_dropped']:>9} "
             f"{f.count('dropped as upstream'):>11}/{f.count('kept, superseded?')}/"
             f"{f.count('stopped')}/{f.count('carried on')}"
         )
+        for p in r["patches"]:
+            if p["auto_vs_theirs"] not in (None, "equal"):
+                what = "; ".join(p["said"]) or "no finding"
+                lines.append(f"    move {p['name']}: {p['auto_vs_theirs']} ({what})")
         for s in r["stops"]:
             lines.append(
                 f"    stop {s['patch']}: {s['class']}; {s['resolution']}"

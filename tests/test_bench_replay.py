@@ -145,6 +145,8 @@ def test_replay_counts_stops_hand_edits_and_drops(
     assert newest["patchctl_stops"] == newest["git_am_stops"] == 0
     assert newest["auto"] == {
         "equal": 3,
+        "differs, said so": 0,
+        "differs, they changed it": 0,
         "differs": 0,
         "dropped by them": 0,
         "theirs does not apply": 0,
@@ -172,3 +174,56 @@ def test_an_insertion_where_upstream_inserted_is_told_from_context_drift() -> No
     assert cls("one\ntwo\ntheirs\nthree\n") == "insertions at one place"
     assert cls("one\ntwo\nthree\n") is None
     assert cls("one\n2\nthree\n") == "context drift"
+
+
+def _diff(repo: Path, files: dict[str, str]) -> bytes:
+    """The patch that turns ``repo``'s HEAD into HEAD with ``files``, the tree left as it was."""
+    write(repo, files)
+    out = git(repo, "diff").encode()
+    git(repo, "checkout", "-q", "--", ".")
+    return out
+
+
+def test_a_move_that_differs_is_told_said_so_their_rewrite_or_silent(tmp_path: Path) -> None:
+    """Every automatic move whose tree was not the maintainers' counted as one "differs":
+    one patchctl named (a finding), one where the maintainers rewrote the patch's own
+    lines at the bump while patchctl moved them unchanged, and a silent one (the only kind
+    that counts against patchctl) were not told apart."""
+    repo = tmp_path / "up"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "master")
+    write(repo, {"a.c": lines("a", 20), "b.c": lines("b", 20), "c.c": lines("c", 20)})
+    new = commit_all(repo, "new pin")
+    old_a = _diff(repo, {"a.c": lines("a", 20, {3: "return 103;"})})
+    theirs_a = _diff(repo, {"a.c": lines("a", 20, {3: "return 203;"})})
+    old_b = _diff(repo, {"b.c": lines("b", 20, {3: "return 103;"})})
+    theirs_b = _diff(repo, {"b.c": lines("b", 20, {3: "return 203;"})})
+    old_c = _diff(repo, {"c.c": lines("c", 20, {3: "return 103;"})})
+    ours_c = _diff(repo, {"c.c": lines("c", 20, {3: "return 103;", 9: "return 109;"})})
+    series = [("a", old_a, True), ("b", old_b, True), ("c", ours_c, True)]
+    theirs = {"a": theirs_a, "b": theirs_b, "c": old_c}
+    old = {"a": old_a, "b": old_b, "c": old_c}
+    verdicts = replay.compare_moves(repo, new, series, theirs, old, said=frozenset({"a"}))
+    assert verdicts == {
+        "a": "differs, said so",  # patchctl named it: whatever the cause
+        "b": "differs, they changed it",  # ours is the old patch, theirs a rewrite
+        "c": "differs",  # ours changes more than the old patch did: silent
+    }
+    same = replay.compare_moves(repo, new, series[:1], {"a": old_a}, old)
+    assert same == {"a": "equal"}
+
+
+def test_a_hunk_placed_by_a_rule_counts_as_said() -> None:
+    """A union move (both insertions kept, upstream's first) whose tree is not the
+    maintainers' (they put theirs first) was not counted at all, union and anchored being
+    left out of the automatic moves; it is said, where and why, in rebase-pin's report,
+    unless a person resolved it."""
+    union = {
+        "grade": "union",
+        "resolved": False,
+        "placed": [{"file": "a.h", "hunk": 1, "line": 9, "note": "after upstream's 6 lines"}],
+        "moved": [],
+    }
+    assert replay.said_of(union) == ["union: a.h hunk #1, after upstream's 6 lines"]
+    assert replay.said_of({**union, "resolved": True}) == []
+    assert replay.said_of({**union, "grade": "3way", "placed": []}) == []

@@ -72,7 +72,12 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     commit the patch names). Only NEW_REF's tree proves a patch upstream: it
     holds every change the patch makes, at its place. A patch that names a
     change merged upstream without that proof is marked superseded?, with its
-    interdiff, and kept. When
+    interdiff, and kept. A patch a merge left without part of its change,
+    because upstream made the same edit, is marked upstream in part (file,
+    hunks, lines: the same text may mean another thing, a count bumped on
+    both sides) and, like one wholly upstream, needs --drop-upstream; one
+    whose added lines use a name gone from NEW_REF's tree is marked uses
+    names gone?. When
     every patch applies, the patches are refreshed and the pin and lock
     rewritten in one atomic swap; on a conflict a work
     tree is left under .patchctl/rebase/ to resolve, then --continue (where
@@ -137,9 +142,10 @@ _VERDICT = {
 
 
 def _verdict(result: RebaseResult, p: PatchResult) -> str:
-    if p.superseded and not p.resolved:
-        return "superseded?; " + _plain_verdict(result, p)
-    return _plain_verdict(result, p)
+    said = [] if p.resolved else [word for word, on in (
+        ("superseded?", p.superseded), ("upstream in part", p.absorbed),
+        ("uses names gone?", p.gone)) if on]
+    return "; ".join([*said, _plain_verdict(result, p)])
 
 
 def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
@@ -162,7 +168,9 @@ def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
 
 def render(result: RebaseResult) -> str:
     from patchctl.model.fingerprint import short
+    from patchctl.rebase.absorbed import describe
     from patchctl.rebase.classify import says
+    from patchctl.rebase.gone import describe as gone_says
 
     if result.status == "aborted":
         return result.message + "\n"
@@ -189,6 +197,10 @@ def render(result: RebaseResult) -> str:
             out.append(f"       moved: {m.file} hunk #{m.hunk} -> {m.to}:{m.line}{by}")
         out += [f"       {p.grade}: {h.file} hunk #{h.hunk} -> line {h.line}, {h.note}"
                 for h in p.placed]
+        for a in p.absorbed:
+            out.append(f"       upstream in part: {describe(a)}:")
+            out += [f"         {ln}" for ln in a.lines]
+        out += [f"       names gone upstream: {gone_says(g)}" for g in p.gone]
         if p.tried and p.grade == CONFLICT:
             out.append("       tried: " + "; ".join(p.tried))
         elif p.moved_note:

@@ -104,8 +104,9 @@ class GrepHit:
 
 
 def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequence[str] = (),
-               *, whole_words: bool = True) -> list[GrepHit]:
-    """Lines at ``commit`` holding any of ``words`` (fixed strings), in path/line order."""
+               *, whole_words: bool = True, env: dict[str, str] | None = None) -> list[GrepHit]:
+    """Lines at ``commit`` (or a tree) holding any of ``words`` (fixed strings), in path/line
+    order; ``env``: a temp index's, to search a tree written there."""
     if not words:
         return []
     args = ["grep", "-n", "-I", "-F", "--full-name", "--no-color"]
@@ -115,7 +116,7 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
         args += ["-e", w]
     args += [commit, "--", *pathspecs]
     with _without_lazy_fetch(repo) as where:
-        r = run_git(args, repo=where, check=False)
+        r = run_git(args, repo=where, env=env, check=False)
     hits = []
     prefix = f"{commit}:"
     for line in r.stdout.split("\n"):  # not splitlines(): a \x0c in a line starts none

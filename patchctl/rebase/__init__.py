@@ -8,7 +8,8 @@ lines), re-checks a resolution and shows the range-diff; ``waiting`` tells a con
 a patch's own from one that only stands on an earlier left-out conflict; ``moved`` follows
 a conflicting patch's lines where upstream moved them, ``resolve`` re-places one by a rule
 (``union``, ``anchored``), and ``classify`` names a conflict's class (why it stopped);
-``results`` holds the typed report.
+``absorbed`` names the part of a patch's change a merge took as upstream's, ``gone`` the
+names a patch's added lines use that upstream removed; ``results`` holds the typed report.
 
 May import: ``model``, ``gitrepo`` and the helpers beside ``patchctl.cli``; ``engine``
 imports neither ``session`` nor ``state``.

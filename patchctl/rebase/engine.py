@@ -48,6 +48,8 @@ from patchctl.model.grades import (
 from patchctl.model.lint import outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Pin, Stack, render_lock, rewrite_series
+from patchctl.rebase import absorbed as rebase_absorbed
+from patchctl.rebase import gone as rebase_gone
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase.classify import classify as conflict_class
 from patchctl.rebase.moved import follow, locate, write_diff
@@ -125,6 +127,7 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     index.read_tree(tree)
     current = index.write_tree()
     after_conflict = False
+    words: rebase_gone.Words = {}
     left_out: dict[int, str] = {}
     steps: list[Step] = []
     renames: dict[str, str] | None = None  # the stack's files upstream renamed, once needed
@@ -189,6 +192,11 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             step.text = step.text or regenerate(index, s.patch, current, after)
             new = patchtext.reparse(step.text, name=s.name, path=s.path)
             result.change = patchtext.compare(s.patch, new)
+            # A merge that took part of its change as upstream's is never a plain grade.
+            result.absorbed = rebase_absorbed.find(index.repo, index.env, current, s.patch, new)
+        if old and result.grade in APPLIES:  # goes on, but may use what upstream removed
+            result.gone = rebase_gone.find(index.repo, index.env, old, current, s.patch,
+                                           changed=landable, cache=words)
             if result.change == patchtext.CONTENT:
                 result.interdiff = patchtext.interdiff(s.patch, new, name=s.name)
         current = after
@@ -488,9 +496,15 @@ def new_stack(steps: Sequence[Step], texts: dict[str, str] | None = None
 def review_range_diff(upstream: Path, old: str, new: str, steps: Sequence[Step],
                       texts: dict[str, str] | None = None) -> str | None:
     """The range-diff of the stack before and after, a patch placed by a rule (moved, union,
-    anchored) marked with its grade; None when git cannot make one."""
+    anchored) marked with its grade, one whose change upstream made in part with what
+    (rebase/absorbed.py); None when git cannot make one."""
     before = [(s.source.patch, s.source.patch.text) for s in steps]
     placed = {s.source.name: s.result.grade for s in steps if s.result.grade in RESOLVED}
+    for s in steps:
+        said = [rebase_absorbed.tag(s.result.absorbed)] if s.result.absorbed else []
+        said += [rebase_gone.tag(s.result.gone)] if s.result.gone else []
+        if said:
+            placed[s.source.name] = "; ".join([s.result.grade, *said])
     try:
         return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)),
                                         placed)

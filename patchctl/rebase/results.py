@@ -14,6 +14,8 @@ from patchctl import gitrepo
 from patchctl.model.grades import APPLIES, CONFLICT, WAITING
 from patchctl.model.schemas import REBASE as SCHEMA
 from patchctl.rebase import review as rebase_review
+from patchctl.rebase.absorbed import Absorbed
+from patchctl.rebase.gone import GoneNames
 from patchctl.rebase.moved import MovedHunk
 from patchctl.rebase.resolve import PlacedHunk
 
@@ -95,6 +97,10 @@ class PatchResult:
     tried: list[str] = field(default_factory=list)  # a conflict: each strategy tried and
     # why it did not resolve it ("union: a.c hunk #1: ...")
     class_: str | None = None  # a conflict: its class (rebase/classify.py); "class" in JSON
+    absorbed: list[Absorbed] = field(default_factory=list)  # its changes the rebased patch no
+    # longer makes, most often because upstream made the same edit (rebase/absorbed.py)
+    gone: list[GoneNames] = field(default_factory=list)  # names its added lines use that
+    # upstream removed between the pins (rebase/gone.py)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PatchResult:
@@ -135,6 +141,8 @@ class PatchResult:
             placed=[PlacedHunk(**h) for h in d.get("placed", [])],
             tried=list(d.get("tried", [])),
             class_=d.get("class", d.get("class_")),  # JSON, or the state file
+            absorbed=[Absorbed(**a) for a in d.get("absorbed", [])],
+            gone=[GoneNames(**g) for g in d.get("gone", [])],
         )
 
     def to_dict(self) -> dict[str, Any]:

@@ -107,9 +107,10 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             result.status = "checked"
         elif new == pin.commit and grades <= {EXACT}:
             result.status, result.message = "up-to-date", "the stack is already at this commit"
-        elif UPSTREAM in grades and not drop_upstream:
+        elif (UPSTREAM in grades or _in_part(steps)) and not drop_upstream:
             result.status = "needs-drop"
-            result.message = "patches already upstream: re-run with --drop-upstream to drop them"
+            result.message = "patches already upstream" + _in_part(steps) + \
+                ": re-run with --drop-upstream to drop them"
         elif CONFLICT not in grades:
             pin_new = dataclasses.replace(pin, commit=new, tag=tag)
             result.range_diff = review_range_diff(upstream, pin.commit, new, steps)
@@ -120,6 +121,14 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
                  drop_upstream=drop_upstream, strict=strict)
         result.seconds = round(time.perf_counter() - started, 3)
         return result
+
+
+def _in_part(steps: list[Step]) -> str:
+    """The patches a merge left without part of their change (rebase/absorbed.py), as the
+    needs-drop message names them: dropping part of a patch takes the consent dropping a
+    whole one takes. Empty when none."""
+    names = [s.source.name for s in steps if s.result.absorbed]
+    return f" (in part: {', '.join(names)}, each named with its lines above)" if names else ""
 
 
 # -- a stop at a conflict ---------------------------------------------------------------------
@@ -298,10 +307,10 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                               patches=[s.result for s in done + steps], commits=state.commits,
                               bisect_checks=state.bisect_checks)
         grades = {s.result.grade for s in steps}
-        if UPSTREAM in grades and not state.drop_upstream:
+        if (UPSTREAM in grades or _in_part(steps)) and not state.drop_upstream:
             result.status = "needs-drop"
-            result.message = ("patches already upstream: run `patchctl rebase-pin --continue "
-                              "--drop-upstream` to drop them")
+            result.message = (f"patches already upstream{_in_part(steps)}: run `patchctl "
+                              "rebase-pin --continue --drop-upstream` to drop them")
         elif CONFLICT in grades:
             k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
             result.causes = rebase_review.explain(Path(state.upstream), state.old, state.new,
