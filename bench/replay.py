@@ -42,12 +42,13 @@ from replay_drive import drive_am, drive_patchctl, patchctl_json, touched_paths
 from replay_history import Bump, bumps
 from replay_proc import call
 
+from patchctl.model.grades import APPLIES
 from patchctl.rebase.classify import CLASSES, OTHER
 
 SCHEMA = "patchctl.bench.replay/1"
 OLLAMA_TIP = "fb30760996871fa9460115c753afd2c60d4ab0f7"
 LLAMA_URL = "https://github.com/ggml-org/llama.cpp"
-AUTO = ("exact", "offset", "3way", "moved")
+AUTO = APPLIES  # every grade rebase-pin gives a patch it placed without a person
 
 
 def log(msg: str) -> None:

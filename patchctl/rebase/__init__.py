@@ -7,7 +7,9 @@ explains a conflict (with ``linetrack``: the upstream commits that changed a pat
 lines), re-checks a resolution and shows the range-diff; ``waiting`` tells a conflict of
 a patch's own from one that only stands on an earlier left-out conflict; ``moved`` follows
 a conflicting patch's lines where upstream moved them, ``resolve`` re-places one by a rule
-(``union``, ``anchored``), and ``classify`` names a conflict's class (why it stopped);
+(``union``, ``anchored``), ``declmerge`` merges one in C or C++ code by declaration and
+statement (``decl``, on ``decltree``'s items), and ``classify`` names a conflict's class
+(why it stopped);
 ``results`` holds the typed report.
 
 May import: ``model``, ``gitrepo`` and the helpers beside ``patchctl.cli``; ``engine``

@@ -28,6 +28,7 @@ import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from patchctl import gitrepo
@@ -116,9 +117,9 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     whose lines upstream moved is re-targeted there, ``moved`` (rebase/moved.py), when that
     stays in its Scope (``widen_scope``: the paths are added to it), naming the commit of
     ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose conflict a rule
-    proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py). ``strict``: none of
-    these three is tried (what each tried is the result's ``tried``). A conflict left has
-    its class (rebase/classify.py).
+    proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py), or merged by C/C++
+    declaration, ``decl`` (rebase/declmerge.py). ``strict``: none of these is tried (what
+    each tried is the result's ``tried``). A conflict left has its class (rebase/classify.py).
     """
     index.read_tree(tree)
     current = index.write_tree()
@@ -193,7 +194,8 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
              widen_scope: bool) -> str:
     """A conflicting patch re-placed by the first strategy that proves where each of its lost
     hunks goes: ``moved`` (rebase/moved.py), then ``union`` and ``anchored``
-    (rebase/resolve.py); what each found or refused is in ``tried``, the conflict's class.
+    (rebase/resolve.py), then ``decl`` (rebase/declmerge.py: merged by C/C++ declaration
+    and statement); what each found or refused is in ``tried``, the conflict's class.
     Returns the tree after it; ``current`` when it stays a conflict (the index holds it)."""
     r, patch = step.result, step.source.patch
     located = locate(index.repo, index.env, current, patch)
@@ -213,7 +215,9 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
     else:
         r.moved_note = found.refused if found else None
     r.tried.append(f"{MOVED}: {r.moved_note or 'its lost lines are nowhere else whole'}")
-    for res in resolve(located):
+    from patchctl.rebase.declmerge import declared  # tree-sitter: only for a conflict
+
+    for res in chain(resolve(located), declared(index.repo, index.env, current, patch, located)):
         if res.diff is None:
             r.tried.append(f"{res.grade}: {res.refused}")
             continue
