@@ -76,6 +76,7 @@ def drive_patchctl(
         stop: dict[str, Any] = {
             "patch": name,
             "conflicts": graded.get("conflicts", []),
+            "tried": graded.get("tried", []),  # what each strategy said, as it stopped
             "hand_edits": [],
             "confirmations": [],
         }

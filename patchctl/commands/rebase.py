@@ -44,7 +44,7 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               "Scope: by themselves.)")
 @click.option("--strict", is_flag=True,
               help="Only a line merge: grade exact, offset, 3way, upstream, waiting or "
-              "conflict, and try no strategy beyond it (moved, union, anchored); kept by "
+              "conflict, and try no strategy beyond it (moved, union, anchored, decl); kept by "
               "--continue.")
 @click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
 @click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
@@ -65,7 +65,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     commit that moved them), union (it and upstream both inserted lines at one
     place, and only there: both kept, upstream's first), anchored (its
     context changed, but the lines it removes stand exactly once in the
-    file: re-anchored there), conflict, waiting (it conflicts only because an
+    file: re-anchored there), decl (in C or C++ code it and upstream
+    changed different declarations or statements of one region: merged
+    item by item as tree-sitter parses them), conflict, waiting (it conflicts only because an
     earlier conflict whose lines it stands on is left out; --check's "to
     resolve" counts conflicts only) or upstream (already there: the commit that
     landed it is named, found by patch-id, reverse-apply, or the upstream PR or
@@ -89,7 +91,7 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     A resolution that reaches files outside Scope: is refused with their
     names; --continue --widen-scope adds those exact paths to Scope: and
     re-checks the stack at the new pin (applies, reverses) as always.
-    moved, union and anchored are each proven by its own rule, refused where
+    moved, union, anchored and decl are each proven by its own rule, refused where
     it is ambiguous, checked as every grade is (applies and reverses at fuzz
     0 at NEW_REF, stays in Scope:) and shown with its grade in the report and
     the range-diff; a conflict says its class (why: same lines changed,

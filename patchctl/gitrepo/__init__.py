@@ -123,6 +123,7 @@ if TYPE_CHECKING:
         path_authors,
         read_blobs,
         read_files,
+        read_objects,
         renamed_paths,
     )
     from patchctl.gitrepo.worktree import (
@@ -215,6 +216,7 @@ __all__ = [
     "reached_since",
     "read_blobs",
     "read_files",
+    "read_objects",
     "ref_names",
     "refuse_option",
     "rej_files",

@@ -51,22 +51,44 @@ def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
                 entries.append((path, mode, blob))
     if not entries:
         return {}
+    # None: a snapshot or a partial clone that cannot fetch it
+    found = _cat_batch(repo, [b for _, _, b in entries], env=env)
+    lacking = [path for (path, _, _), data in zip(entries, found, strict=True) if data is None]
+    if lacking:
+        raise missing_files(lacking, excludable=False)
+    return {path: (mode, data) for (path, mode, _), data in zip(entries, found, strict=True)
+            if data is not None}
+
+
+def read_objects(repo: Path, names: Sequence[str], *,
+                 env: dict[str, str] | None = None) -> dict[str, bytes]:
+    """name -> contents of each blob named by its (possibly abbreviated) object id, as a
+    patch's ``index`` line names them; a name the repository lacks, or that is ambiguous,
+    is left out."""
+    found = _cat_batch(repo, list(names), env=env)
+    return {n: data for n, data in zip(names, found, strict=True) if data is not None}
+
+
+def _cat_batch(repo: Path, names: Sequence[str], *,
+               env: dict[str, str] | None) -> list[bytes | None]:
+    """Each object's contents, in order, in one ``cat-file --batch``; None for one it lacks
+    (``missing``) or cannot tell from another (``ambiguous``)."""
+    if not names:
+        return []
     out = run_git_bytes(["cat-file", "--batch"], repo=repo, env=env,
-                        input="".join(f"{b}\n" for _, _, b in entries).encode())
-    pos, files, lacking = 0, {}, []
-    for path, mode, _ in entries:
+                        input="".join(f"{n}\n" for n in names).encode())
+    pos, found = 0, list[bytes | None]()
+    for _ in names:
         nl = out.index(b"\n", pos)
         header = out[pos:nl].split()
-        if header[-1:] == [b"missing"]:  # a snapshot or a partial clone that cannot fetch it
-            lacking.append(path)
+        if header[-1:] in ([b"missing"], [b"ambiguous"]):
+            found.append(None)
             pos = nl + 1
             continue
         size = int(header[2])
-        files[path] = (mode, out[nl + 1:nl + 1 + size])
+        found.append(out[nl + 1:nl + 1 + size])
         pos = nl + 1 + size + 1
-    if lacking:
-        raise missing_files(lacking, excludable=False)
-    return files
+    return found
 
 
 def path_authors(repo: Path, commit: str, paths: Sequence[str], *,

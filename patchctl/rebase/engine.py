@@ -24,10 +24,10 @@ rebase/state.py; this module imports neither.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from patchctl import gitrepo
@@ -54,9 +54,8 @@ from patchctl.rebase import review as rebase_review
 from patchctl.rebase.classify import classify as conflict_class
 from patchctl.rebase.moved import follow, locate, write_diff
 from patchctl.rebase.resolve import resolve
-from patchctl.rebase.results import Bisect, Cited, Commit, Landing, PatchResult
+from patchctl.rebase.results import Cited, Landing, PatchResult
 from patchctl.rebase.waiting import waits_on
-from patchctl.textout import count
 
 # No longer applies as it is: worth a bisect. A patch a rule re-placed (moved, union,
 # anchored) is one too: its text changed because of one upstream commit, as a 3way one's.
@@ -120,9 +119,10 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     whose file upstream renamed, or whose lines it moved, is re-targeted there, ``moved``
     (rebase/moved.py; its Scope follows the code: the new paths are added to it), naming
     the commit of ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose
-    conflict a rule proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py).
-    ``strict``: none of these three is tried (what each tried is the result's ``tried``). A
-    conflict left has its class (rebase/classify.py).
+    conflict a rule proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py), or
+    merged by C/C++ declaration, ``decl`` (rebase/declmerge.py). ``strict``: none of these
+    is tried (what each tried is the result's ``tried``). A conflict left has its class
+    (rebase/classify.py).
     """
     index.read_tree(tree)
     current = index.write_tree()
@@ -218,7 +218,8 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
     """A conflicting patch re-placed by the first strategy that proves where each of its lost
     hunks goes: ``moved`` (rebase/moved.py: into the file upstream renamed it to, by
     ``renames``, and where its lines went), then ``union`` and ``anchored``
-    (rebase/resolve.py); what each found or refused is in ``tried``, the conflict's class.
+    (rebase/resolve.py), then ``decl`` (rebase/declmerge.py: merged by C/C++ declaration
+    and statement); what each found or refused is in ``tried``, the conflict's class.
     Returns the tree after it; ``current`` when it stays a conflict (the index holds it)."""
     r, patch = step.result, step.source.patch
     located = locate(index.repo, index.env, current, patch, renames)
@@ -239,7 +240,9 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
     else:
         r.moved_note = found.refused if found else None
     r.tried.append(f"{MOVED}: {r.moved_note or 'its lost lines are nowhere else whole'}")
-    for res in resolve(located):
+    from patchctl.rebase.declmerge import declared  # tree-sitter: only for a conflict
+
+    for res in chain(resolve(located), declared(index.repo, index.env, current, patch, located)):
         if res.diff is None:
             r.tried.append(f"{res.grade}: {res.refused}")
             continue
@@ -300,7 +303,7 @@ def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) 
 # -- bisect and landing -------------------------------------------------------------------
 
 
-def _apply_priors(index: gitrepo.TempIndex, priors: Sequence[Source]) -> None:
+def apply_priors(index: gitrepo.TempIndex, priors: Sequence[Source]) -> None:
     """The patches before the one under test, as well as they go on this commit:
     all in one call when they apply; else each plain, else three-way, else left out
     (it conflicts here, or is already upstream)."""
@@ -313,105 +316,10 @@ def seed(index: gitrepo.TempIndex, old: str, sources: Sequence[Source]) -> None:
     preimage blob, and for every patch but the first that blob exists only as the
     result of the patches before it."""
     index.read_tree(old)
-    _apply_priors(index, sources)
-
-
-class Searcher:
-    """Binary searches along the first-parent line from the old pin to the new one."""
-
-    def __init__(self, index: gitrepo.TempIndex, repo: Path, old: str, new: str,
-                 sources: Sequence[Source], progress: Progress | None) -> None:
-        self.index, self.repo, self.old, self.new = index, repo, old, new
-        self.sources = list(sources)
-        self.progress = progress
-        self.line = [old, *gitrepo.first_parent_path(repo, old, new)]
-
-    @property
-    def commits(self) -> int:
-        return len(self.line) - 1
-
-    @property
-    def bound(self) -> int:
-        return math.ceil(math.log2(self.commits)) + 2 if self.commits > 1 else 2
-
-    def _probe(self, commit: str, source: Source, *, reverse: bool) -> bool:
-        self.index.read_tree(commit)
-        # Only earlier patches that touch the same files can change the answer.
-        paths = {p for f in source.patch.files for p in f.paths}
-        _apply_priors(self.index, [p for p in self.sources if p.index < source.index and
-                                   paths & {q for f in p.patch.files for q in f.paths}])
-        return self.index.apply([source.path], strip=source.strip, reverse=reverse,
-                                check_only=True).ok
-
-    def _first_change(self, source: Source, *, reverse: bool) -> tuple[int | None, int, str | None]:
-        """The first position on the line where the probe's answer flips from the old pin's."""
-        start = not reverse  # at the old pin it applies, and does not reverse-apply
-        lo, hi = 0, len(self.line) - 1
-        checks = 2
-        if self._probe(self.line[lo], source, reverse=reverse) != start:
-            what = "does not apply" if start else "already reverse-applies"
-            return None, 1, f"{what} at {self.old[:12]}, where the search starts, either"
-        if self._probe(self.line[hi], source, reverse=reverse) == start:
-            return None, checks, "its state at the new pin depends on the rebased patches " \
-                "before it, not on one upstream commit"
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            checks += 1
-            if self.progress:
-                left = count(hi - lo, "commit")
-                self.progress(f"bisect {source.name}: check {checks}, {left} left")
-            if self._probe(self.line[mid], source, reverse=reverse) == start:
-                lo = mid
-            else:
-                hi = mid
-        return hi, checks, None
-
-    def first_bad(self, source: Source) -> Bisect:
-        pos, checks, note = self._first_change(source, reverse=False)
-        return Bisect(self._commit(pos), checks, self.commits, self.bound, note)
-
-    def landing(self, source: Source) -> Landing:
-        """The upstream commit that carries this patch: same patch-id, else the first commit
-        after which it reverse-applies."""
-        paths = sorted({p for f in source.patch.files for p in f.paths})
-        try:
-            ids = gitrepo.range_patch_ids(self.repo, self.old, self.new, paths)
-        except GitError:
-            ids = {}  # a mirror without some blobs: the reverse-apply search still works
-        pid = gitrepo.patch_id(self.repo, source.patch.text)
-        if pid and pid in ids:
-            commit = ids[pid]
-            return Landing(Commit(commit, gitrepo.subject(self.repo, commit)), "patch-id")
-        pos, checks, _ = self._first_change(source, reverse=True)
-        return Landing(self._commit(pos), "reverse-apply" if pos else "unknown", checks)
-
-    def _commit(self, pos: int | None) -> Commit | None:
-        if pos is None:
-            return None
-        return Commit(self.line[pos], gitrepo.subject(self.repo, self.line[pos]))
+    apply_priors(index, sources)
 
 
 # -- naming and the final swap -----------------------------------------------------------
-
-
-def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect: bool) -> int:
-    """Name the landing commit of upstream patches; with ``bisect``, the breaking commit of
-    the others. Returns the number of bisect checks made."""
-    checks = 0
-    for step in steps:
-        r = step.result
-        if r.grade == UPSTREAM:
-            if r.landed is None:  # a landing by reference is named already
-                r.landed = searcher.landing(step.source) if searcher else \
-                    Landing(None, "unknown")
-            r.change = DROPPED
-        elif bisect and r.grade in BROKEN:
-            if searcher is None:
-                r.bisect = Bisect(None, 0, 0, 0, "the new pin does not descend from the old one")
-            else:
-                r.bisect = searcher.first_bad(step.source)
-                checks += r.bisect.checks
-    return checks
 
 
 def resolve_new(upstream: Path, pin: Pin, new_ref: str, *,

@@ -43,17 +43,16 @@ from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Stack
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase import state as rebase_state
+from patchctl.rebase.bisect import Searcher, name_and_bisect
 from patchctl.rebase.cited import cited
 from patchctl.rebase.classify import says
 from patchctl.rebase.engine import (
     DROPPED,
     Progress,
-    Searcher,
     Source,
     Step,
     classify,
     finalize,
-    name_and_bisect,
     new_stack,
     refuse_hand_edits,
     resolve_new,
