@@ -8,12 +8,13 @@ pin before, and moved to the pin after as a person would: a real `rebase-pin NEW
 same inputs go through `git am -3` on the new pin, each stop resolved the same way.
 
 Measured per bump and in total: stops met (patchctl, git am -3) and --check's count of
-them beforehand (conflicts to resolve, and waiting); the hand edits a stop needed beyond
-the resolution (`Scope:`...); why each stop stopped (replay_classify.py); for every patch
-patchctl moved without a person, whether it equals the maintainers' version (same tree),
-differs, or they dropped it; and of the patches the maintainers dropped at the bump, how
-many `--drop-upstream` dropped too (proven in the tree), how many it kept as
-`superseded?`, stopped on, or carried on.
+them beforehand (conflicts to resolve, and waiting); the confirmations a stop took
+(`--continue --widen-scope`: its resolution reaches files outside ``Scope:``) and, apart,
+the hand edits it needed beyond the resolution; why each stop stopped
+(replay_classify.py); for every patch patchctl moved without a person, whether it equals
+the maintainers' version (same tree), differs, or they dropped it; and of the patches the
+maintainers dropped at the bump, how many `--drop-upstream` dropped too (proven in the
+tree), how many it kept as `superseded?`, stopped on, or carried on.
 
     PATCHCTL_OLLAMA=<ollama clone or mirror> PATCHCTL_LLAMA_CPP=<llama.cpp clone or mirror> \\
         python bench/replay.py [--bumps 10] [--since DATE] [--until 2025-04-01] [--json]
@@ -37,17 +38,17 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, find_patchctl, git, init_bare, machine_facts
-from replay_classify import compare_moves
+from replay_classify import VERDICTS, compare_moves
 from replay_drive import drive_am, drive_patchctl, patchctl_json, touched_paths
 from replay_history import Bump, bumps
 from replay_proc import call
 
+from patchctl.model.grades import APPLIES
 from patchctl.rebase.classify import CLASSES, OTHER
 
 SCHEMA = "patchctl.bench.replay/1"
 OLLAMA_TIP = "fb30760996871fa9460115c753afd2c60d4ab0f7"
 LLAMA_URL = "https://github.com/ggml-org/llama.cpp"
-AUTO = ("exact", "offset", "3way", "moved")
 
 
 def log(msg: str) -> None:
@@ -108,6 +109,21 @@ def make_project(
     return project, dict(zip(names, kept, strict=True)), left_out
 
 
+def said_of(p: dict[str, Any]) -> list[str]:
+    """What rebase-pin said of a patch it moved that its tree may not be the patch's
+    intent: part of its change already upstream, names gone upstream, or a hunk it placed by
+    a rule (moved, union, anchored: each hunk's new place and why, in the report and the
+    range-diff). Empty for a plain move, and for one a person resolved."""
+    if p["resolved"]:
+        return []
+    return [
+        *(f"upstream in part: {a['file']}" for a in p.get("absorbed", [])),
+        *(f"names gone: {g['file']} ({', '.join(g['names'])})" for g in p.get("gone", [])),
+        *(f"{p['grade']}: {h['file']} hunk #{h['hunk']}, {h['note']}" for h in p["placed"]),
+        *(f"moved: {m['file']} hunk #{m['hunk']} -> {m['to']}" for m in p["moved"]),
+    ]
+
+
 def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[str, Any]:
     t0 = time.perf_counter()
     upstream = init_bare(root / "upstream.git", alternates=mirror / "objects")
@@ -154,12 +170,17 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
         (
             n,
             (project / "stack" / "patches" / n).read_bytes(),
-            results[n]["grade"] in AUTO and not results[n]["resolved"],
+            results[n]["grade"] in APPLIES and not results[n]["resolved"],
         )
         for n in series_names(project)
     ]
     verdicts = compare_moves(
-        upstream, bump.new, series, {n: t.data if t else None for n, t in theirs.items()}
+        upstream,
+        bump.new,
+        series,
+        {n: t.data if t else None for n, t in theirs.items()},
+        old={n: (before / n).read_bytes() for n in origin},
+        said=frozenset(n for n, p in results.items() if said_of(p)),
     )
     paths = touched_paths([f.read_bytes() for f in files] + [p.data for p in bump.after])
     am = drive_am(mirror, root, bump.new, files, bump.theirs, origin, paths, log)
@@ -188,6 +209,7 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
                     "resolved": results[n]["resolved"],
                     "superseded": bool(results[n].get("superseded")),
                     "auto_vs_theirs": verdicts.get(n),
+                    "said": said_of(results[n]),
                 }
                 for n in origin
             ],
@@ -197,10 +219,8 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
             "patchctl_stops": len(ours["stops"]),
             "git_am_stops": len(am["stops"]),
             "hand_edits": sum(len(s["hand_edits"]) for s in ours["stops"]),
-            "auto": {
-                k: sum(v == k for v in verdicts.values())
-                for k in ("equal", "differs", "dropped by them", "theirs does not apply")
-            },
+            "confirmations": sum(len(s["confirmations"]) for s in ours["stops"]),
+            "auto": {k: sum(v == k for v in verdicts.values()) for k in VERDICTS},
             "they_dropped": len(dropped),
             "drop_upstream": fate,
             "seconds": round(time.perf_counter() - t0, 1),
@@ -212,7 +232,8 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
 def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     done = [r for r in rows if "skipped" not in r]
     out: dict[str, Any] = {"bumps": len(done), "skipped": len(rows) - len(done)}
-    for key in ("patchctl_stops", "git_am_stops", "hand_edits", "they_dropped", "before"):
+    keys = ("patchctl_stops", "git_am_stops", "hand_edits", "confirmations", "they_dropped")
+    for key in (*keys, "before"):
         out[key] = sum(r[key] for r in done)
     out["git_am_incomplete"] = sum(bool(r["git_am_error"]) for r in done)
     out["check_to_resolve"] = sum(r["check"]["to_resolve"] for r in done)
@@ -237,7 +258,7 @@ def render(result: dict[str, Any]) -> str:
         f"({result['machine']['nproc']} CPUs; {result['seconds']} s)",
         "",
         f"{'bump':9} {'date':10} {'old..new':19} {'n':>3} {'check':>7} {'stops':>5} "
-        f"{'am -3':>5} {'edits':>5} {'auto =/≠/drop':>13} {'they drop':>9} "
+        f"{'am -3':>5} {'edits':>5} {'conf':>4} {'auto =/said/theirs/≠/drop':>25} {'they drop':>9} "
         f"{'ours: up/sup?/stop/kept':>23}",
     ]
     for r in result["bumps"]:
@@ -249,15 +270,22 @@ def render(result: dict[str, Any]) -> str:
         a = r["auto"]
         lines.append(
             f"{head} {r['before']:>3} {r['check']['to_resolve']:>3}+{r['check']['waiting']:<3}"
-            f" {r['patchctl_stops']:>5} {r['git_am_stops']:>5} {r['hand_edits']:>5} "
-            f"{a['equal']:>5}/{a['differs']}/{a['dropped by them']:<5} {r['they_dropped']:>9} "
+            f" {r['patchctl_stops']:>5} {r['git_am_stops']:>5} {r['hand_edits']:>5}"
+            f" {r['confirmations']:>4} "
+            f"{a['equal']:>11}/{a['differs, said so']}/{a['differs, they changed it']}/"
+            f"{a['differs']}/{a['dropped by them']:<5} {r['they_dropped']:>9} "
             f"{f.count('dropped as upstream'):>11}/{f.count('kept, superseded?')}/"
             f"{f.count('stopped')}/{f.count('carried on')}"
         )
+        for p in r["patches"]:
+            if p["auto_vs_theirs"] not in (None, "equal"):
+                what = "; ".join(p["said"]) or "no finding"
+                lines.append(f"    move {p['name']}: {p['auto_vs_theirs']} ({what})")
         for s in r["stops"]:
             lines.append(
                 f"    stop {s['patch']}: {s['class']}; {s['resolution']}"
                 + (f"; hand edits: {'; '.join(s['hand_edits'])}" if s["hand_edits"] else "")
+                + (f"; confirmed: {'; '.join(s['confirmations'])}" if s["confirmations"] else "")
             )
     t = result["totals"]
     lines += [
@@ -266,7 +294,8 @@ def render(result: dict[str, Any]) -> str:
         f"patchctl stops {t['patchctl_stops']}, git am -3 stops {t['git_am_stops']} "
         f"(cut short in {t['git_am_incomplete']} bumps: a blob the mirror lacks); "
         f"--check said {t['check_to_resolve']} (+{t['check_waiting']} waiting), equal to "
-        f"the stops met in {t['check_equals_stops']} bumps; hand edits {t['hand_edits']}",
+        f"the stops met in {t['check_equals_stops']} bumps; hand edits {t['hand_edits']}, "
+        f"confirmations (--widen-scope) {t['confirmations']}",
         f"automatic moves against the maintainers': {t['auto']}",
         f"stop classes: patchctl {t['classes']}; git am -3 {t['am_classes']}",
         f"the maintainers dropped {t['they_dropped']}; patchctl: {t['drop_upstream']}",

@@ -5,10 +5,11 @@ stopped patch (``theirs``; None: they dropped it, and so is it here).
 A resolution is what a person does in the stopped work tree: throw the conflicted apply
 away (`git reset --hard HEAD`), apply the maintainers' patch there (`git apply --index
 --3way`), and go on (`patchctl rebase-pin --continue` / `git am --continue`). A dropped
-patch is resolved to nothing (`--continue` then drops it; `git am --skip`). Whatever a
-stop needed beyond that is a hand edit, counted and named: `--continue` refusing the
-resolution because it reaches files outside the patch's ``Scope:`` (taken with
-``--widen-scope``), or any other refusal (the patch is then dropped, and said so).
+patch is resolved to nothing (`--continue` then drops it; `git am --skip`). A stop whose
+resolution reaches files outside the patch's ``Scope:`` takes one confirmation
+(`--continue --widen-scope`), counted apart; whatever else a stop needed beyond the
+resolution is a hand edit, counted and named: their version not applying, or any other
+refusal (the patch is then dropped, and said so).
 Every process runs in a group of its own under a deadline (patchctl.procs).
 """
 
@@ -75,7 +76,9 @@ def drive_patchctl(
         stop: dict[str, Any] = {
             "patch": name,
             "conflicts": graded.get("conflicts", []),
+            "tried": graded.get("tried", []),  # what each strategy said, as it stopped
             "hand_edits": [],
+            "confirmations": [],
         }
         stop.update(
             classify_stop(
@@ -95,7 +98,7 @@ def drive_patchctl(
         args = ["rebase-pin", "--continue", "--drop-upstream"]
         code, data, err = patchctl_json(patchctl, project, *args)
         if data is None and "outside its Scope" in err:
-            stop["hand_edits"].append("Scope: (--widen-scope)")
+            stop["confirmations"].append("Scope: (--widen-scope)")
             code, data, err = patchctl_json(patchctl, project, *args, "--widen-scope")
         if data is None and code == 2:
             stop["hand_edits"].append(f"refused: {err[:300]}")

@@ -18,6 +18,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import replay
 
+D21 = " + 0"  # upstream's own edit of a line it moved: the move is no proof, the patch stops
+
 
 def lines(
     prefix: str, n: int, changed: dict[int, str] | None = None, skip: range = range(0)
@@ -72,7 +74,9 @@ def downstream(tmp_path: Path) -> tuple[Path, Path, str]:
             "src/b.c": lines("b", 30, {10: "return 210;"}),  # our 'landed' patch
             "src/c.c": lines("c", 40, skip=moved),
             "src/d.c": "/* moved from c.c */\n"
-            + "".join(f"int c_fn{i:02d}(void) {{ return {i}; }}\n" for i in moved),
+            + "".join(
+                f"int c_fn{i:02d}(void) {{ return {i}{D21 if i == 21 else ''}; }}\n" for i in moved
+            ),
         },
     )
     b = commit_all(up, "upstream: a.c's fn05, b.c's fn10, c.c's fn15-25 moved to d.c")
@@ -91,7 +95,8 @@ def downstream(tmp_path: Path) -> tuple[Path, Path, str]:
         ],
     )
     d_moved = "/* moved from c.c */\n" + "".join(
-        f"int c_fn{i:02d}(void) {{ return {120 if i == 20 else i}; }}\n" for i in moved
+        f"int c_fn{i:02d}(void) {{ return {120 if i == 20 else i}{D21 if i == 21 else ''}; }}\n"
+        for i in moved
     )
     ours = [
         ("conflict in a", {"src/a.c": lines("a", 40, {5: "return 105 + 0;"})}),
@@ -114,6 +119,8 @@ def test_replay_counts_stops_hand_edits_and_drops(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
+    """The replay counted a `--continue --widen-scope` (one confirmation that a resolution
+    reaches a file outside Scope:) as a hand edit: the two are counted apart."""
     ds, up, tip = downstream
     monkeypatch.setenv("PATCHCTL_OLLAMA", str(ds))
     monkeypatch.setenv("PATCHCTL_LLAMA_CPP", str(up))
@@ -121,12 +128,15 @@ def test_replay_counts_stops_hand_edits_and_drops(
     result = json.loads(capsys.readouterr().out)
     newest, first = result["bumps"]
     assert [first["before"], first["after"], newest["before"]] == [4, 3, 3]
-    # b: the conflict and the moved patch stop (the move leaves its Scope: a hand edit);
-    # the landed patch is dropped as upstream, as its maintainers dropped it.
+    # b: the conflict and the moved patch stop (upstream moved its lines and changed one:
+    # no proven move; its resolution leaves its Scope: one confirmation, no hand edit); the
+    # landed patch is dropped as upstream, as its maintainers dropped it.
     assert [s["patch"][5:] for s in first["stops"]] == ["conflict-in-a.patch", "moved-in-c.patch"]
     assert [s["class"] for s in first["stops"]] == ["same lines changed", "moved code"]
     assert first["check"]["to_resolve"] == first["patchctl_stops"] == 2
-    assert first["hand_edits"] == 1 and "Scope:" in first["stops"][1]["hand_edits"][0]
+    assert first["hand_edits"] == 0 and first["confirmations"] == 1
+    assert "--widen-scope" in first["stops"][1]["confirmations"][0]
+    assert result["totals"]["confirmations"] == 1 and result["totals"]["hand_edits"] == 0
     assert first["they_dropped"] == 1
     assert list(first["drop_upstream"].values()) == ["dropped as upstream"]
     assert first["auto"]["equal"] == 1 and first["auto"]["differs"] == 0
@@ -135,6 +145,8 @@ def test_replay_counts_stops_hand_edits_and_drops(
     assert newest["patchctl_stops"] == newest["git_am_stops"] == 0
     assert newest["auto"] == {
         "equal": 3,
+        "differs, said so": 0,
+        "differs, they changed it": 0,
         "differs": 0,
         "dropped by them": 0,
         "theirs does not apply": 0,
@@ -162,3 +174,56 @@ def test_an_insertion_where_upstream_inserted_is_told_from_context_drift() -> No
     assert cls("one\ntwo\ntheirs\nthree\n") == "insertions at one place"
     assert cls("one\ntwo\nthree\n") is None
     assert cls("one\n2\nthree\n") == "context drift"
+
+
+def _diff(repo: Path, files: dict[str, str]) -> bytes:
+    """The patch that turns ``repo``'s HEAD into HEAD with ``files``, the tree left as it was."""
+    write(repo, files)
+    out = git(repo, "diff").encode()
+    git(repo, "checkout", "-q", "--", ".")
+    return out
+
+
+def test_a_move_that_differs_is_told_said_so_their_rewrite_or_silent(tmp_path: Path) -> None:
+    """Every automatic move whose tree was not the maintainers' counted as one "differs":
+    one patchctl named (a finding), one where the maintainers rewrote the patch's own
+    lines at the bump while patchctl moved them unchanged, and a silent one (the only kind
+    that counts against patchctl) were not told apart."""
+    repo = tmp_path / "up"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "master")
+    write(repo, {"a.c": lines("a", 20), "b.c": lines("b", 20), "c.c": lines("c", 20)})
+    new = commit_all(repo, "new pin")
+    old_a = _diff(repo, {"a.c": lines("a", 20, {3: "return 103;"})})
+    theirs_a = _diff(repo, {"a.c": lines("a", 20, {3: "return 203;"})})
+    old_b = _diff(repo, {"b.c": lines("b", 20, {3: "return 103;"})})
+    theirs_b = _diff(repo, {"b.c": lines("b", 20, {3: "return 203;"})})
+    old_c = _diff(repo, {"c.c": lines("c", 20, {3: "return 103;"})})
+    ours_c = _diff(repo, {"c.c": lines("c", 20, {3: "return 103;", 9: "return 109;"})})
+    series = [("a", old_a, True), ("b", old_b, True), ("c", ours_c, True)]
+    theirs = {"a": theirs_a, "b": theirs_b, "c": old_c}
+    old = {"a": old_a, "b": old_b, "c": old_c}
+    verdicts = replay.compare_moves(repo, new, series, theirs, old, said=frozenset({"a"}))
+    assert verdicts == {
+        "a": "differs, said so",  # patchctl named it: whatever the cause
+        "b": "differs, they changed it",  # ours is the old patch, theirs a rewrite
+        "c": "differs",  # ours changes more than the old patch did: silent
+    }
+    same = replay.compare_moves(repo, new, series[:1], {"a": old_a}, old)
+    assert same == {"a": "equal"}
+
+
+def test_a_hunk_placed_by_a_rule_counts_as_said() -> None:
+    """A union move (both insertions kept, upstream's first) whose tree is not the
+    maintainers' (they put theirs first) was not counted at all, union and anchored being
+    left out of the automatic moves; it is said, where and why, in rebase-pin's report,
+    unless a person resolved it."""
+    union = {
+        "grade": "union",
+        "resolved": False,
+        "placed": [{"file": "a.h", "hunk": 1, "line": 9, "note": "after upstream's 6 lines"}],
+        "moved": [],
+    }
+    assert replay.said_of(union) == ["union: a.h hunk #1, after upstream's 6 lines"]
+    assert replay.said_of({**union, "resolved": True}) == []
+    assert replay.said_of({**union, "grade": "3way", "placed": []}) == []

@@ -12,8 +12,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "patchctl"
-HELPERS = {"errors", "fsutil", "globs", "httpget", "procs", "textout", "tomlwrite", "toolout",
-           "untrusted"}
+HELPERS = {"cparse", "errors", "fsutil", "globs", "httpget", "procs", "textout", "tomlwrite",
+           "toolout", "untrusted"}
 PACKAGES = {"model", "gitrepo", "verify", "burden", "rebase", "authoring", "reproducers",
             "records", "release", "ci", "outreach", "commands"}
 # Bottom first. A part may import from its own floor and the floors below it.

@@ -63,20 +63,21 @@ def test_a_hunk_follows_its_lines_into_a_new_file(cli, tmp_path: Path) -> None:
     assert cli("-C", str(project), "verify", "--upstream", str(up.path)).code == 0
 
 
-def test_a_move_outside_scope_needs_widen_scope(cli, tmp_path: Path) -> None:
-    """A hunk followed into a file outside the patch's Scope: is not taken silently: it
-    stays a conflict naming the move, and `--widen-scope` takes it with the exact path."""
+def test_a_move_outside_scope_takes_its_file_into_scope(cli, tmp_path: Path) -> None:
+    """A hunk followed into a file outside the patch's Scope: stayed a conflict until
+    --widen-scope, so --check counted a stop that a flag at an earlier stop took away; the
+    move is proven (its lines whole at one place, applies and reverses), so Scope: follows
+    the code by itself, said in the report (`followed`), with the exact path."""
     project, up = _project(tmp_path, "a.c")
     code, data = _rebase(cli, project, up, "--check")
     p = data["patches"][0]
-    assert code == 1 and p["grade"] == "conflict"
-    assert (
-        "b.c is outside its Scope (a.c)" in p["moved_note"] and "--widen-scope" in p["moved_note"]
-    )
-    code, data = _rebase(cli, project, up, "--widen-scope")
+    assert code == 0 and p["grade"] == "moved" and p["followed"] == ["b.c"]
+    text = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--check")
+    assert "Scope: followed the code to b.c" in text.out
+    code, data = _rebase(cli, project, up)
     p = data["patches"][0]
     assert code == 0 and data["status"] == "rebased" and p["grade"] == "moved"
-    assert p["widened"] == ["b.c"]
+    assert p["followed"] == ["b.c"] and p["widened"] == []
     assert "\nScope: a.c b.c\n" in (project / "stack/patches" / NAME).read_text()
     assert cli("-C", str(project), "verify", "--upstream", str(up.path)).code == 0
 

@@ -96,6 +96,8 @@ def test_insertions_at_two_like_places_are_refused(cli, tmp_path: Path) -> None:
         "union: a.c hunk #1: ambiguous: lines inserted between its context at 3 places "
         "(lines 5-5, 5-13, 13-13)",
         "anchored: a.c hunk #1: it removes no line that says something, to anchor it on",
+        "decl: a.c: both add or remove items at one place in enum op in #ifdef FAST "
+        "(enumerator OP_MUL, enumerator OP_DIV): their order is not proven",
     ]
     assert (
         "; tried moved: its lost lines are nowhere else whole; union: a.c hunk #1: "
@@ -179,6 +181,7 @@ def test_a_removed_line_that_stands_twice_is_not_anchored(cli, tmp_path: Path) -
     assert p["tried"][1:] == [
         "union: a.c hunk #1: it removes lines, not only inserts",
         "anchored: a.c hunk #1: ambiguous: its removed lines are at 2 places (lines 5, 17)",
+        "decl: a.c: declaration `int v4 = 4;` stands twice: which is which is not proven",
     ]
     text = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--check")
     assert (

@@ -81,11 +81,12 @@ def test_widen_scope_takes_the_files_in_one_step(cli, proj) -> None:
     assert v.code == 0, v.out + v.err
 
 
-def test_widen_scope_never_with_abort(cli, proj) -> None:
-    """--widen-scope takes what a resolution or a followed move adds; --abort takes nothing,
-    so the two together are a usage error."""
+def test_widen_scope_only_with_continue(cli, proj) -> None:
+    """--widen-scope takes what a resolution adds; --abort takes nothing, and a first run's
+    moved patches follow their code by themselves, so anywhere but --continue it is a usage
+    error."""
     project, up = proj
     _stop(cli, project, up)
     r = cli("-C", str(project), "rebase-pin", "--abort", "--widen-scope")
-    assert r.code == 2 and "--widen-scope does not go with --abort" in r.err
+    assert r.code == 2 and "--widen-scope goes with --continue only" in r.err
     assert (project / ".patchctl/rebase/state.json").exists()

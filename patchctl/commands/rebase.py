@@ -37,13 +37,14 @@ if TYPE_CHECKING:  # imported lazily at run time, like every heavy module
               "(and, if the resolution changes them, editing the patch's header in "
               ".patchctl/rebase/header).")
 @click.option("--widen-scope", is_flag=True,
-              help="When a resolution (--continue) or a patch followed where upstream moved "
-              "its lines reaches files outside the patch's Scope:, add their exact paths to "
-              "it; without it, --continue refuses and names them, and a moved patch stays "
-              "a conflict.")
+              help="With --continue: when the resolution reaches files outside the patch's "
+              "Scope:, add their exact paths to it; without it, --continue refuses and "
+              "names them. (A patch followed where upstream renamed its file or moved its "
+              "lines, and a resolution in a file upstream renamed, take the new path into "
+              "Scope: by themselves.)")
 @click.option("--strict", is_flag=True,
               help="Only a line merge: grade exact, offset, 3way, upstream, waiting or "
-              "conflict, and try no strategy beyond it (moved, union, anchored); kept by "
+              "conflict, and try no strategy beyond it (moved, union, anchored, decl); kept by "
               "--continue.")
 @click.option("--abort", is_flag=True, help="Abandon a stopped rebase; the stack stays as it was.")
 @click.option("--allow-downgrade", is_flag=True, help="Allow NEW_REF older than the current pin.")
@@ -58,19 +59,27 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     """Move the stack to NEW_REF (commit, tag or branch) of the upstream.
 
     Each patch is classified on NEW_REF with the patches before it applied:
-    exact, offset, 3way, moved (its lines moved upstream to exactly one place,
-    found by an exact search of the tree: re-targeted there, naming the commit
-    that moved them), union (it and upstream both inserted lines at one
+    exact, offset, 3way, moved (upstream renamed its file, by git's rename
+    detection, or moved its lines to exactly one place, found by an exact
+    search of the tree: re-targeted there, its Scope: following, naming the
+    commit that moved them), union (it and upstream both inserted lines at one
     place, and only there: both kept, upstream's first), anchored (its
     context changed, but the lines it removes stand exactly once in the
-    file: re-anchored there), conflict, waiting (it conflicts only because an
+    file: re-anchored there), decl (in C or C++ code it and upstream
+    changed different declarations or statements of one region: merged
+    item by item as tree-sitter parses them), conflict, waiting (it conflicts only because an
     earlier conflict whose lines it stands on is left out; --check's "to
     resolve" counts conflicts only) or upstream (already there: the commit that
     landed it is named, found by patch-id, reverse-apply, or the upstream PR or
     commit the patch names). Only NEW_REF's tree proves a patch upstream: it
     holds every change the patch makes, at its place. A patch that names a
     change merged upstream without that proof is marked superseded?, with its
-    interdiff, and kept. When
+    interdiff, and kept. A patch a merge left without part of its change,
+    because upstream made the same edit, is marked upstream in part (file,
+    hunks, lines: the same text may mean another thing, a count bumped on
+    both sides) and, like one wholly upstream, needs --drop-upstream; one
+    whose added lines use a name gone from NEW_REF's tree is marked uses
+    names gone?. When
     every patch applies, the patches are refreshed and the pin and lock
     rewritten in one atomic swap; on a conflict a work
     tree is left under .patchctl/rebase/ to resolve, then --continue (where
@@ -82,7 +91,7 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     A resolution that reaches files outside Scope: is refused with their
     names; --continue --widen-scope adds those exact paths to Scope: and
     re-checks the stack at the new pin (applies, reverses) as always.
-    moved, union and anchored are each proven by its own rule, refused where
+    moved, union, anchored and decl are each proven by its own rule, refused where
     it is ambiguous, checked as every grade is (applies and reverses at fuzz
     0 at NEW_REF, stays in Scope:) and shown with its grade in the report and
     the range-diff; a conflict says its class (why: same lines changed,
@@ -98,9 +107,9 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         raise InputError(f"{modes[0]} takes no NEW_REF: the rebase in progress has one")
     if strict and abort:
         raise InputError("--strict does not go with --abort: it limits how patches are graded")
-    if widen_scope and abort:
-        raise InputError("--widen-scope does not go with --abort: it widens the Scope: of a "
-                         "resolved or moved patch")
+    if widen_scope and not cont:
+        raise InputError("--widen-scope goes with --continue only: it widens the Scope: of a "
+                         "resolution (a moved patch's Scope: follows its code by itself)")
     if not (cont or abort) and not new_ref:
         raise InputError("missing NEW_REF: the upstream commit, tag or branch to move to")
     project = project_dir(ctx)
@@ -116,8 +125,8 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
         repo = resolve_upstream(upstream, stack.pin(), stack)
         result = rebasing.rebase_pin(project, stack, repo, new_ref, check=check, bisect=bisect,
                                    allow_downgrade=allow_downgrade,
-                                   drop_upstream=drop_upstream, widen_scope=widen_scope,
-                                   strict=strict, progress=progress)
+                                   drop_upstream=drop_upstream, strict=strict,
+                                   progress=progress)
     end_progress()
     if as_json:
         emit_json(result.to_dict())
@@ -135,9 +144,10 @@ _VERDICT = {
 
 
 def _verdict(result: RebaseResult, p: PatchResult) -> str:
-    if p.superseded and not p.resolved:
-        return "superseded?; " + _plain_verdict(result, p)
-    return _plain_verdict(result, p)
+    said = [] if p.resolved else [word for word, on in (
+        ("superseded?", p.superseded), ("upstream in part", p.absorbed),
+        ("uses names gone?", p.gone)) if on]
+    return "; ".join([*said, _plain_verdict(result, p)])
 
 
 def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
@@ -160,7 +170,9 @@ def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
 
 def render(result: RebaseResult) -> str:
     from patchctl.model.fingerprint import short
+    from patchctl.rebase.absorbed import describe
     from patchctl.rebase.classify import says
+    from patchctl.rebase.gone import describe as gone_says
 
     if result.status == "aborted":
         return result.message + "\n"
@@ -187,12 +199,18 @@ def render(result: RebaseResult) -> str:
             out.append(f"       moved: {m.file} hunk #{m.hunk} -> {m.to}:{m.line}{by}")
         out += [f"       {p.grade}: {h.file} hunk #{h.hunk} -> line {h.line}, {h.note}"
                 for h in p.placed]
+        for a in p.absorbed:
+            out.append(f"       upstream in part: {describe(a)}:")
+            out += [f"         {ln}" for ln in a.lines]
+        out += [f"       names gone upstream: {gone_says(g)}" for g in p.gone]
         if p.tried and p.grade == CONFLICT:
             out.append("       tried: " + "; ".join(p.tried))
         elif p.moved_note:
             out.append(f"       not followed as moved: {p.moved_note}")
         if p.widened:
             out.append(f"       Scope: widened with {', '.join(p.widened)} (--widen-scope)")
+        if p.followed:
+            out.append(f"       Scope: followed the code to {', '.join(p.followed)}")
         if p.waits_on:
             them = "that patch's" if len(p.waits_on) == 1 else "those patches'"
             out.append(f"       waits on {', '.join(p.waits_on)}: its lines stand on {them}, "

@@ -123,6 +123,8 @@ if TYPE_CHECKING:
         path_authors,
         read_blobs,
         read_files,
+        read_objects,
+        renamed_paths,
     )
     from patchctl.gitrepo.worktree import (
         GitWork,
@@ -214,10 +216,12 @@ __all__ = [
     "reached_since",
     "read_blobs",
     "read_files",
+    "read_objects",
     "ref_names",
     "refuse_option",
     "rej_files",
     "remove_from_index",
+    "renamed_paths",
     "reset_work",
     "resolve_commit",
     "resolve_ref",

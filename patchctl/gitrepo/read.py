@@ -51,22 +51,44 @@ def read_blobs(repo: Path, treeish: str, paths: Sequence[str], *,
                 entries.append((path, mode, blob))
     if not entries:
         return {}
+    # None: a snapshot or a partial clone that cannot fetch it
+    found = _cat_batch(repo, [b for _, _, b in entries], env=env)
+    lacking = [path for (path, _, _), data in zip(entries, found, strict=True) if data is None]
+    if lacking:
+        raise missing_files(lacking, excludable=False)
+    return {path: (mode, data) for (path, mode, _), data in zip(entries, found, strict=True)
+            if data is not None}
+
+
+def read_objects(repo: Path, names: Sequence[str], *,
+                 env: dict[str, str] | None = None) -> dict[str, bytes]:
+    """name -> contents of each blob named by its (possibly abbreviated) object id, as a
+    patch's ``index`` line names them; a name the repository lacks, or that is ambiguous,
+    is left out."""
+    found = _cat_batch(repo, list(names), env=env)
+    return {n: data for n, data in zip(names, found, strict=True) if data is not None}
+
+
+def _cat_batch(repo: Path, names: Sequence[str], *,
+               env: dict[str, str] | None) -> list[bytes | None]:
+    """Each object's contents, in order, in one ``cat-file --batch``; None for one it lacks
+    (``missing``) or cannot tell from another (``ambiguous``)."""
+    if not names:
+        return []
     out = run_git_bytes(["cat-file", "--batch"], repo=repo, env=env,
-                        input="".join(f"{b}\n" for _, _, b in entries).encode())
-    pos, files, lacking = 0, {}, []
-    for path, mode, _ in entries:
+                        input="".join(f"{n}\n" for n in names).encode())
+    pos, found = 0, list[bytes | None]()
+    for _ in names:
         nl = out.index(b"\n", pos)
         header = out[pos:nl].split()
-        if header[-1:] == [b"missing"]:  # a snapshot or a partial clone that cannot fetch it
-            lacking.append(path)
+        if header[-1:] in ([b"missing"], [b"ambiguous"]):
+            found.append(None)
             pos = nl + 1
             continue
         size = int(header[2])
-        files[path] = (mode, out[nl + 1:nl + 1 + size])
+        found.append(out[nl + 1:nl + 1 + size])
         pos = nl + 1 + size + 1
-    if lacking:
-        raise missing_files(lacking, excludable=False)
-    return files
+    return found
 
 
 def path_authors(repo: Path, commit: str, paths: Sequence[str], *,
@@ -104,8 +126,9 @@ class GrepHit:
 
 
 def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequence[str] = (),
-               *, whole_words: bool = True) -> list[GrepHit]:
-    """Lines at ``commit`` holding any of ``words`` (fixed strings), in path/line order."""
+               *, whole_words: bool = True, env: dict[str, str] | None = None) -> list[GrepHit]:
+    """Lines at ``commit`` (or a tree) holding any of ``words`` (fixed strings), in path/line
+    order; ``env``: a temp index's, to search a tree written there."""
     if not words:
         return []
     args = ["grep", "-n", "-I", "-F", "--full-name", "--no-color"]
@@ -115,7 +138,7 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
         args += ["-e", w]
     args += [commit, "--", *pathspecs]
     with _without_lazy_fetch(repo) as where:
-        r = run_git(args, repo=where, check=False)
+        r = run_git(args, repo=where, env=env, check=False)
     hits = []
     prefix = f"{commit}:"
     for line in r.stdout.split("\n"):  # not splitlines(): a \x0c in a line starts none
@@ -144,6 +167,35 @@ def _without_lazy_fetch(repo: Path) -> Iterator[Path]:
         run_git(["init", "-q", "--bare", "--", str(probe)])
         (probe / "objects" / "info" / "alternates").write_text(f"{objects.resolve()}\n")
         yield probe
+
+
+def renamed_paths(repo: Path, old: str, new: str, paths: Sequence[str]) -> dict[str, str]:
+    """Where git's rename detection (``diff -M``, its default 50% similarity) says each of
+    ``paths`` went between ``old`` and ``new``: path -> its path in ``new``, for the paths
+    ``new`` lacks and git finds a rename for. Only files whose contents this clone has take
+    part: a snapshot lacks some blobs, none is fetched, and a rename git cannot read is not
+    followed."""
+    wanted = set(paths)
+    with _without_lazy_fetch(repo) as where:
+        raw = run_git(["diff-tree", "-r", "-z", "--no-renames", "--diff-filter=AD",
+                       "--end-of-options", old, new], repo=where).stdout.split("\0")
+        blobs: dict[str, str] = {}  # the files deleted (of ``paths``) and added: their blobs
+        for meta, path in zip(raw[0::2], raw[1::2], strict=False):
+            fields = meta.split()
+            if len(fields) == 5 and (fields[4] == "A" or path in wanted):
+                blobs[path] = fields[3 if fields[4] == "A" else 2]
+        if not wanted.intersection(blobs):
+            return {}
+        listed = run_git(["cat-file", "--batch-check=%(objectname) %(objecttype)"], repo=where,
+                         input="".join(f"{b}\n" for b in blobs.values())).stdout
+        have = {ln.split()[0] for ln in listed.splitlines() if ln.endswith(" blob")}
+        r = run_git(["diff-tree", "-r", "-z", "-M", "--diff-filter=R", "--name-status",
+                     "--end-of-options", old, new, "--",
+                     *(f":(literal){p}" for p, b in sorted(blobs.items()) if b in have)],
+                    repo=where, check=False)
+    out = r.stdout.split("\0") if r.returncode == 0 else []
+    return {a: b for status, a, b in zip(out[0::3], out[1::3], out[2::3], strict=False)
+            if status.startswith("R") and a in wanted}
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from tree_sitter import Node, Parser, Query, QueryCursor, Tree
+from tree_sitter import Node, Query, QueryCursor, Tree
 
+from patchctl.cparse import LANGUAGE, parser
 from patchctl.outreach.csyntax import (
     DECLARATORS,
-    LANGUAGE,
     LOCAL,
     Entry,
     Found,
@@ -86,7 +86,7 @@ class Resolver:
             ),
             "",
         ]
-        self._parser = Parser(LANGUAGE)
+        self._parser = parser()
         self._files: dict[str, _File | None] = {}
         self._closures: dict[str, list[str]] = {}
 

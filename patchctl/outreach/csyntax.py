@@ -9,10 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import tree_sitter_cpp
-from tree_sitter import Language, Node
+from tree_sitter import Node
 
-LANGUAGE = Language(tree_sitter_cpp.language())
 KIND_SCORE = {
     "macro": 6,
     "prototype": 6,

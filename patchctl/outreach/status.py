@@ -119,6 +119,7 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
     """Fill in, for each patch, what upstream did to it between the pin and ``ref``."""
     from patchctl.errors import InputError
     from patchctl.rebase import engine as rebase
+    from patchctl.rebase.bisect import Searcher, name_and_bisect
     from patchctl.rebase.cited import cited
 
     upstream = gitrepo.git_dir(upstream)
@@ -134,8 +135,8 @@ def against(result: StatusReport, stack: Stack, upstream: Path, ref: str, *,
                                 cited=cited(upstream, pin.commit, new, sources, pin.url))
         searcher = None
         if pin.commit != new and gitrepo.is_ancestor(upstream, pin.commit, new):
-            searcher = rebase.Searcher(index, upstream, pin.commit, new, sources, progress)
-        rebase.name_and_bisect(steps, searcher, bisect=True)
+            searcher = Searcher(index, upstream, pin.commit, new, sources, progress)
+        name_and_bisect(steps, searcher, bisect=True)
     for row, step in zip(result.patches, steps, strict=True):
         r = step.result
         info: dict[str, Any] = {"grade": r.grade}

@@ -163,18 +163,22 @@ def classify(
     *,
     search: tuple[Path, str],
     env: Mapping[str, str] | None = None,
+    renames: Mapping[str, str] | None = None,
 ) -> Classified:
     """The class of ``patch``'s conflict at ``current`` (a tree or commit of ``repo``; ``env``:
     to read it, a temp index's); ``search``: the repository and tree (the new pin) where
-    moved lines are looked for."""
+    moved lines are looked for; ``renames``: files upstream renamed (path -> new path), a
+    gone one read at its new path, as git's merges follow it."""
     paths = sorted({f.path for f in patch.files})
     texts: dict[str, bytes | None] = {}
     for path in paths:  # one at a time: a blob the repository lacks leaves out its file only
         try:
-            blobs = gitrepo.read_blobs(repo, current, [path], env=dict(env) if env else None)
+            where = [path, *([renames[path]] if renames and path in renames else [])]
+            blobs = gitrepo.read_blobs(repo, current, where, env=dict(env) if env else None)
         except (GitError, gitrepo.MissingFiles):
             continue
-        texts[path] = blobs[path][1] if path in blobs else None
+        found = next((p for p in where if p in blobs), None)
+        texts[path] = blobs[found][1] if found else None
     return classify_patch(patch, texts, grep_elsewhere(*search))
 
 

@@ -24,10 +24,10 @@ rebase/state.py; this module imports neither.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 
 from patchctl import gitrepo
@@ -48,15 +48,18 @@ from patchctl.model.grades import (
 from patchctl.model.lint import outside_scope, scope_literal
 from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Pin, Stack, render_lock, rewrite_series
+from patchctl.rebase import absorbed as rebase_absorbed
+from patchctl.rebase import gone as rebase_gone
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase.classify import classify as conflict_class
 from patchctl.rebase.moved import follow, locate, write_diff
 from patchctl.rebase.resolve import resolve
-from patchctl.rebase.results import Bisect, Cited, Commit, Landing, PatchResult
+from patchctl.rebase.results import Cited, Landing, PatchResult
 from patchctl.rebase.waiting import waits_on
-from patchctl.textout import count
 
-BROKEN = {THREE_WAY, CONFLICT, WAITING}  # no longer applies as it is: worth a bisect
+# No longer applies as it is: worth a bisect. A patch a rule re-placed (moved, union,
+# anchored) is one too: its text changed because of one upstream commit, as a 3way one's.
+BROKEN = {THREE_WAY, CONFLICT, WAITING, *RESOLVED}
 DROPPED = "dropped"
 
 
@@ -96,8 +99,8 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
              progress: Progress | None = None, first: int | None = None,
              landable: frozenset[str] | None = None,
              cited: Mapping[int, Cited] | None = None, old: str | None = None,
-             priors: Sequence[Source] = (), widen_scope: bool = False,
-             new_pin: str | None = None, strict: bool = False) -> list[Step]:
+             priors: Sequence[Source] = (), new_pin: str | None = None,
+             strict: bool = False) -> list[Step]:
     """Each patch in order on ``tree`` plus the patches before it that applied.
 
     ``landable``: the paths upstream changed between the old and the new pin. A
@@ -113,18 +116,21 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
 
     With ``old`` (the old pin; ``priors``: the old stack before ``sources``), a conflict
     standing only on patches left out before it is ``waiting`` (rebase/waiting.py), and one
-    whose lines upstream moved is re-targeted there, ``moved`` (rebase/moved.py), when that
-    stays in its Scope (``widen_scope``: the paths are added to it), naming the commit of
-    ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose conflict a rule
-    proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py). ``strict``: none of
-    these three is tried (what each tried is the result's ``tried``). A conflict left has
-    its class (rebase/classify.py).
+    whose file upstream renamed, or whose lines it moved, is re-targeted there, ``moved``
+    (rebase/moved.py; its Scope follows the code: the new paths are added to it), naming
+    the commit of ``old``..``new_pin`` (default: ``tree``) that moved them; else one whose
+    conflict a rule proves is re-placed, ``union`` or ``anchored`` (rebase/resolve.py), or
+    merged by C/C++ declaration, ``decl`` (rebase/declmerge.py). ``strict``: none of these
+    is tried (what each tried is the result's ``tried``). A conflict left has its class
+    (rebase/classify.py).
     """
     index.read_tree(tree)
     current = index.write_tree()
     after_conflict = False
+    words: rebase_gone.Words = {}
     left_out: dict[int, str] = {}
     steps: list[Step] = []
+    renames: dict[str, str] | None = None  # the stack's files upstream renamed, once needed
     for s in sources:
         if progress:
             progress(f"[{s.index}/{first or len(sources)}] {s.name}")
@@ -165,11 +171,14 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             if result.waits_on:
                 result.grade, result.conflicts = WAITING, []
             elif old and not strict:
+                if renames is None:
+                    renames = _renames(index.repo, old, new_pin or tree, [*priors, *sources])
                 after = _resolve(index, step, tree, current, f"{old}..{new_pin or tree}",
-                                 widen_scope=widen_scope)
+                                 renames)
         if result.grade == CONFLICT:  # why, in a word (rebase/classify.py)
             result.class_ = conflict_class(index.repo, current, s.patch, env=index.env,
-                                           search=(index.repo, new_pin or tree)).cls
+                                           search=(index.repo, new_pin or tree),
+                                           renames=renames).cls
         if result.grade in (CONFLICT, WAITING):
             after, after_conflict = current, True
             left_out[s.index] = s.name
@@ -183,21 +192,38 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             step.text = step.text or regenerate(index, s.patch, current, after)
             new = patchtext.reparse(step.text, name=s.name, path=s.path)
             result.change = patchtext.compare(s.patch, new)
+            # A merge that took part of its change as upstream's is never a plain grade.
+            result.absorbed = rebase_absorbed.find(index.repo, index.env, current, s.patch, new)
+        if old and result.grade in APPLIES:  # goes on, but may use what upstream removed
+            result.gone = rebase_gone.find(index.repo, index.env, old, current, s.patch,
+                                           changed=landable, cache=words)
             if result.change == patchtext.CONTENT:
                 result.interdiff = patchtext.interdiff(s.patch, new, name=s.name)
         current = after
     return steps
 
 
-def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str, *,
-             widen_scope: bool) -> str:
+def _renames(repo: Path, old: str, new: str, sources: Sequence[Source]) -> dict[str, str]:
+    """The files of ``sources`` that upstream renamed between ``old`` and ``new``, by git's
+    rename detection: path -> new path (none when this clone cannot tell)."""
+    try:
+        return gitrepo.renamed_paths(repo, old, new, sorted(
+            {f.path for s in sources for f in s.patch.files}))
+    except GitError:
+        return {}
+
+
+def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str,
+             renames: Mapping[str, str]) -> str:
     """A conflicting patch re-placed by the first strategy that proves where each of its lost
-    hunks goes: ``moved`` (rebase/moved.py), then ``union`` and ``anchored``
-    (rebase/resolve.py); what each found or refused is in ``tried``, the conflict's class.
+    hunks goes: ``moved`` (rebase/moved.py: into the file upstream renamed it to, by
+    ``renames``, and where its lines went), then ``union`` and ``anchored``
+    (rebase/resolve.py), then ``decl`` (rebase/declmerge.py: merged by C/C++ declaration
+    and statement); what each found or refused is in ``tried``, the conflict's class.
     Returns the tree after it; ``current`` when it stays a conflict (the index holds it)."""
     r, patch = step.result, step.source.patch
-    located = locate(index.repo, index.env, current, patch)
-    if located is None or not located.lost:
+    located = locate(index.repo, index.env, current, patch, renames)
+    if located is None or not (located.lost or located.followed):
         r.tried.append("nothing re-placed: " + (
             "it adds, deletes or renames a file, or changes a binary one" if located is None
             else "each hunk matches on its own; together they do not apply"))
@@ -206,19 +232,22 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
     if found is not None and found.diff is not None:
         where = ", ".join(sorted({h.to for h in found.hunks}))
         adopted, r.moved_note = _adopt(index, step, current, found.diff,
-                                       f"its lines moved ({where})", widen_scope=widen_scope)
+                                       f"its lines moved ({where})",
+                                       follows={h.to for h in found.hunks})
         if adopted:
             r.grade, r.moved = MOVED, found.hunks
             return adopted
     else:
         r.moved_note = found.refused if found else None
     r.tried.append(f"{MOVED}: {r.moved_note or 'its lost lines are nowhere else whole'}")
-    for res in resolve(located):
+    from patchctl.rebase.declmerge import declared  # tree-sitter: only for a conflict
+
+    for res in chain(resolve(located), declared(index.repo, index.env, current, patch, located)):
         if res.diff is None:
             r.tried.append(f"{res.grade}: {res.refused}")
             continue
         adopted, why = _adopt(index, step, current, res.diff, "re-placed",
-                              widen_scope=widen_scope)
+                              follows=set(located.renamed))
         if adopted:
             r.grade, r.placed = res.grade, res.hunks
             return adopted
@@ -227,11 +256,12 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
 
 
 def _adopt(index: gitrepo.TempIndex, step: Step, current: str, diff: str, what: str, *,
-           widen_scope: bool) -> tuple[str | None, str | None]:
+           follows: set[str]) -> tuple[str | None, str | None]:
     """``diff``, a conflicting patch re-placed at ``current``, taken as its new text when it
-    applies, reverses to ``current``, and stays in Scope (``widen_scope``: the paths are
-    added to it). Returns the tree after it, or None and why not (the index then holds
-    ``current``)."""
+    applies, reverses to ``current``, and stays in Scope. Scope follows the code: a path of
+    ``follows`` (where a rule proved its lines went) is added to it, said in ``followed``;
+    any other path outside it refuses the diff. Returns the tree after it, or None and why
+    not (the index then holds ``current``)."""
     r, patch = step.result, step.source.patch
     path = write_diff(diff)
     try:
@@ -247,16 +277,15 @@ def _adopt(index: gitrepo.TempIndex, step: Step, current: str, diff: str, what: 
         patchtext.header_text(patch)
     text = patchtext.render(head, diff, mail_form=patch.mail_form)
     outside = outside_scope(patchtext.reparse(text, name=patch.name, path=patch.path))
-    if outside and (not widen_scope or not all(map(scope_literal, outside))):
+    if not set(outside) <= follows or not all(map(scope_literal, outside)):
         return None, (f"{what} but {', '.join(outside)} is outside its Scope "
-                      f"({' '.join(patch.scope)}); " + ("--widen-scope takes it" if all(
-                          map(scope_literal, outside)) else "widen it by hand"))
+                      f"({' '.join(patch.scope)}); resolve it by hand")
     if outside:
         head = patchtext.set_trailer(head, "Scope", " ".join([*patch.scope, *outside]),
                                      mail_form=patch.mail_form)
         text = patchtext.render(head, diff, mail_form=patch.mail_form)
     index.read_tree(placed)
-    r.widened, r.conflicts, step.text = outside, [], text
+    r.followed, r.conflicts, step.text = outside, [], text
     return placed, None
 
 
@@ -274,7 +303,7 @@ def regenerate(index: gitrepo.TempIndex, patch: Patch, before: str, after: str) 
 # -- bisect and landing -------------------------------------------------------------------
 
 
-def _apply_priors(index: gitrepo.TempIndex, priors: Sequence[Source]) -> None:
+def apply_priors(index: gitrepo.TempIndex, priors: Sequence[Source]) -> None:
     """The patches before the one under test, as well as they go on this commit:
     all in one call when they apply; else each plain, else three-way, else left out
     (it conflicts here, or is already upstream)."""
@@ -287,105 +316,10 @@ def seed(index: gitrepo.TempIndex, old: str, sources: Sequence[Source]) -> None:
     preimage blob, and for every patch but the first that blob exists only as the
     result of the patches before it."""
     index.read_tree(old)
-    _apply_priors(index, sources)
-
-
-class Searcher:
-    """Binary searches along the first-parent line from the old pin to the new one."""
-
-    def __init__(self, index: gitrepo.TempIndex, repo: Path, old: str, new: str,
-                 sources: Sequence[Source], progress: Progress | None) -> None:
-        self.index, self.repo, self.old, self.new = index, repo, old, new
-        self.sources = list(sources)
-        self.progress = progress
-        self.line = [old, *gitrepo.first_parent_path(repo, old, new)]
-
-    @property
-    def commits(self) -> int:
-        return len(self.line) - 1
-
-    @property
-    def bound(self) -> int:
-        return math.ceil(math.log2(self.commits)) + 2 if self.commits > 1 else 2
-
-    def _probe(self, commit: str, source: Source, *, reverse: bool) -> bool:
-        self.index.read_tree(commit)
-        # Only earlier patches that touch the same files can change the answer.
-        paths = {p for f in source.patch.files for p in f.paths}
-        _apply_priors(self.index, [p for p in self.sources if p.index < source.index and
-                                   paths & {q for f in p.patch.files for q in f.paths}])
-        return self.index.apply([source.path], strip=source.strip, reverse=reverse,
-                                check_only=True).ok
-
-    def _first_change(self, source: Source, *, reverse: bool) -> tuple[int | None, int, str | None]:
-        """The first position on the line where the probe's answer flips from the old pin's."""
-        start = not reverse  # at the old pin it applies, and does not reverse-apply
-        lo, hi = 0, len(self.line) - 1
-        checks = 2
-        if self._probe(self.line[lo], source, reverse=reverse) != start:
-            what = "does not apply" if start else "already reverse-applies"
-            return None, 1, f"{what} at {self.old[:12]}, where the search starts, either"
-        if self._probe(self.line[hi], source, reverse=reverse) == start:
-            return None, checks, "its state at the new pin depends on the rebased patches " \
-                "before it, not on one upstream commit"
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            checks += 1
-            if self.progress:
-                left = count(hi - lo, "commit")
-                self.progress(f"bisect {source.name}: check {checks}, {left} left")
-            if self._probe(self.line[mid], source, reverse=reverse) == start:
-                lo = mid
-            else:
-                hi = mid
-        return hi, checks, None
-
-    def first_bad(self, source: Source) -> Bisect:
-        pos, checks, note = self._first_change(source, reverse=False)
-        return Bisect(self._commit(pos), checks, self.commits, self.bound, note)
-
-    def landing(self, source: Source) -> Landing:
-        """The upstream commit that carries this patch: same patch-id, else the first commit
-        after which it reverse-applies."""
-        paths = sorted({p for f in source.patch.files for p in f.paths})
-        try:
-            ids = gitrepo.range_patch_ids(self.repo, self.old, self.new, paths)
-        except GitError:
-            ids = {}  # a mirror without some blobs: the reverse-apply search still works
-        pid = gitrepo.patch_id(self.repo, source.patch.text)
-        if pid and pid in ids:
-            commit = ids[pid]
-            return Landing(Commit(commit, gitrepo.subject(self.repo, commit)), "patch-id")
-        pos, checks, _ = self._first_change(source, reverse=True)
-        return Landing(self._commit(pos), "reverse-apply" if pos else "unknown", checks)
-
-    def _commit(self, pos: int | None) -> Commit | None:
-        if pos is None:
-            return None
-        return Commit(self.line[pos], gitrepo.subject(self.repo, self.line[pos]))
+    apply_priors(index, sources)
 
 
 # -- naming and the final swap -----------------------------------------------------------
-
-
-def name_and_bisect(steps: Sequence[Step], searcher: Searcher | None, *, bisect: bool) -> int:
-    """Name the landing commit of upstream patches; with ``bisect``, the breaking commit of
-    the others. Returns the number of bisect checks made."""
-    checks = 0
-    for step in steps:
-        r = step.result
-        if r.grade == UPSTREAM:
-            if r.landed is None:  # a landing by reference is named already
-                r.landed = searcher.landing(step.source) if searcher else \
-                    Landing(None, "unknown")
-            r.change = DROPPED
-        elif bisect and r.grade in BROKEN:
-            if searcher is None:
-                r.bisect = Bisect(None, 0, 0, 0, "the new pin does not descend from the old one")
-            else:
-                r.bisect = searcher.first_bad(step.source)
-                checks += r.bisect.checks
-    return checks
 
 
 def resolve_new(upstream: Path, pin: Pin, new_ref: str, *,
@@ -470,9 +404,15 @@ def new_stack(steps: Sequence[Step], texts: dict[str, str] | None = None
 def review_range_diff(upstream: Path, old: str, new: str, steps: Sequence[Step],
                       texts: dict[str, str] | None = None) -> str | None:
     """The range-diff of the stack before and after, a patch placed by a rule (moved, union,
-    anchored) marked with its grade; None when git cannot make one."""
+    anchored) marked with its grade, one whose change upstream made in part with what
+    (rebase/absorbed.py); None when git cannot make one."""
     before = [(s.source.patch, s.source.patch.text) for s in steps]
     placed = {s.source.name: s.result.grade for s in steps if s.result.grade in RESOLVED}
+    for s in steps:
+        said = [rebase_absorbed.tag(s.result.absorbed)] if s.result.absorbed else []
+        said += [rebase_gone.tag(s.result.gone)] if s.result.gone else []
+        if said:
+            placed[s.source.name] = "; ".join([s.result.grade, *said])
     try:
         return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)),
                                         placed)

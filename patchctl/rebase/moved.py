@@ -12,6 +12,13 @@ must then apply and reverse at the new pin and stay in its Scope (engine.classif
 ``moved`` hunks name the upstream commit that brought the lines to their new place
 (``git log -S``). A hunk whose pre-image has under two lines that say something is never
 followed: too little to prove a place.
+
+A file upstream renamed is followed first, as git's own merges follow it: when the patch's
+file is gone at the new pin and git's rename detection over the range names its new path
+(gitrepo.renamed_paths), each hunk is tried in the renamed file as ``git apply`` tries it in
+its own (fuzz 0, nearest the line its header says), and only the hunks that do not match
+there are looked for across the tree. The rename proves the file, ``git apply``'s match the
+place, so such a hunk needs no two lines to be found by.
 """
 
 from __future__ import annotations
@@ -19,7 +26,7 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from patchctl import gitrepo
@@ -62,11 +69,22 @@ class Located:
     placed: Placed  # the hunks that match where they are tried
     lost: Lost  # the others
     images: dict[str, list[str]]  # each file's lines at the new pin (model/patchfile.py)
+    renamed: dict[str, str] = field(default_factory=dict)  # a file upstream renamed: its
+    # path at the new pin -> the patch's path (placed, lost and images use the new one)
+    followed: list[tuple[str, int, str, int, Hunk]] = field(default_factory=list)  # hunks
+    # placed in a renamed file: (the patch's path, hunk number, new path, 0-based line, hunk)
 
 
-def locate(repo: Path, env: Mapping[str, str], current: str, patch: Patch) -> Located | None:
+def locate(
+    repo: Path,
+    env: Mapping[str, str],
+    current: str,
+    patch: Patch,
+    renames: Mapping[str, str] | None = None,
+) -> Located | None:
     """Where each hunk of ``patch`` matches at fuzz 0 in ``current`` (its own file, as
-    ``git apply`` looks), and the hunks that match nowhere there; None when the patch has a
+    ``git apply`` looks; for a file ``current`` lacks that ``renames`` maps to a new path,
+    the renamed file), and the hunks that match nowhere there; None when the patch has a
     change no strategy here re-places (binary, rename, new or deleted file) or its files
     cannot be read."""
     if any(
@@ -74,20 +92,27 @@ def locate(repo: Path, env: Mapping[str, str], current: str, patch: Patch) -> Lo
         for f in patch.files
     ):
         return None
-    paths = sorted({f.path for f in patch.files})
+    renames = renames or {}
+    paths = sorted({p for f in patch.files for p in (f.path, renames.get(f.path, f.path))})
     try:
         blobs = gitrepo.read_blobs(repo, current, paths, env=dict(env))
     except (GitError, gitrepo.MissingFiles):  # what it cannot read it does not follow
         return None
     out = Located({}, [], {})
     for f in patch.files:
-        image = out.images[f.path] = image_lines(blobs[f.path][1]) if f.path in blobs else []
+        where = f.path
+        if f.path not in blobs and renames.get(f.path) in blobs:
+            where = renames[f.path]
+            out.renamed[where] = f.path
+        image = out.images[where] = image_lines(blobs[where][1]) if where in blobs else []
         for n, h in enumerate(f.hunks, 1):
             found = match_hunk(image, h)
             if found is None:
-                out.lost.append((f.path, n, h))
-            else:
-                out.placed.setdefault(f.path, []).append((found[0], h))
+                out.lost.append((where, n, h))
+                continue
+            out.placed.setdefault(where, []).append((found[0], h))
+            if where != f.path:
+                out.followed.append((f.path, n, where, found[0], h))
     return out
 
 
@@ -95,15 +120,16 @@ def follow(
     repo: Path, env: Mapping[str, str], tree: str, current: str, span: str, located: Located
 ) -> Found | None:
     """A patch ``located`` at ``current`` re-targeted where its lost hunks' lines went (see
-    the module's docstring); None when no hunk of it lost its lines, or one's lines are
-    nowhere whole (its conflict is not a move). ``span``: the upstream range (``old..new``)
-    where the commit that moved the lines is looked for."""
+    the module's docstring); None when no hunk of it lost its lines or was followed into a
+    renamed file, or one's lines are nowhere whole (its conflict is not a move). ``span``:
+    the upstream range (``old..new``) where the commit that moved the lines is looked for."""
     placed, lost = {p: list(hs) for p, hs in located.placed.items()}, located.lost
-    if not lost:
+    if not lost and not located.followed:
         return None
-    moved: list[MovedHunk] = []
-    for path, n, h in lost:
-        pre = [ln[1:] + "\n" for ln in h.lines if ln[:1] in (" ", "-")]
+    moved = [_moved(repo, span, path, n, to, at, h) for path, n, to, at, h in located.followed]
+    for where, n, h in lost:
+        path = located.renamed.get(where, where)
+        pre = _pre(h)
         if sum(map(says_something, pre)) < MIN_LINES:
             return Found(moved, refused=f"{path} hunk #{n}: too few lines to find it by")
         places = _places(repo, env, tree, current, pre)
@@ -113,14 +139,22 @@ def follow(
             where = ", ".join(f"{p}:{at + 1}" for p, at in places[:4])
             return Found(moved, refused=f"{path} hunk #{n}: ambiguous: its lines are at {where}")
         to, at = places[0]
-        ref = gitrepo.first_adding(repo, span, max(pre, key=len).rstrip("\n"), to)
-        moved.append(
-            MovedHunk(
-                path, n, to, at + 1, ref.commit if ref else None, ref.subject if ref else None
-            )
-        )
+        moved.append(_moved(repo, span, path, n, to, at, h))
         placed.setdefault(to, []).append((at, h))
-    return Found(moved, diff=placed_diff(placed))
+    return Found(sorted(moved, key=lambda m: (m.file, m.hunk)), diff=placed_diff(placed))
+
+
+def _pre(h: Hunk) -> list[str]:
+    """The hunk's pre-image: its context and removed lines, each with its newline."""
+    return [ln[1:] + "\n" for ln in h.lines if ln[:1] in (" ", "-")]
+
+
+def _moved(repo: Path, span: str, path: str, n: int, to: str, at: int, h: Hunk) -> MovedHunk:
+    """Hunk ``n`` of ``path`` found at 0-based line ``at`` of ``to``, with the commit of
+    ``span`` that brought its longest line there."""
+    line = max(_pre(h), key=len, default="").rstrip("\n")
+    ref = gitrepo.first_adding(repo, span, line, to) if line.strip() else None
+    return MovedHunk(path, n, to, at + 1, ref.commit if ref else None, ref.subject if ref else None)
 
 
 def _places(

@@ -14,6 +14,8 @@ from patchctl import gitrepo
 from patchctl.model.grades import APPLIES, CONFLICT, WAITING
 from patchctl.model.schemas import REBASE as SCHEMA
 from patchctl.rebase import review as rebase_review
+from patchctl.rebase.absorbed import Absorbed
+from patchctl.rebase.gone import GoneNames
 from patchctl.rebase.moved import MovedHunk
 from patchctl.rebase.resolve import PlacedHunk
 
@@ -86,6 +88,8 @@ class PatchResult:
     interdiff: str | None = None
     resolved: bool = False  # its conflict was resolved by hand (--continue)
     widened: list[str] = field(default_factory=list)  # paths --widen-scope added to Scope:
+    followed: list[str] = field(default_factory=list)  # paths Scope: took by itself: where
+    # moved-code detection proved the patch's lines went (a renamed file, moved lines)
     moved: list[MovedHunk] = field(default_factory=list)  # moved: the hunks re-targeted
     moved_note: str | None = None  # why its lines were not followed, when looked for
     placed: list[PlacedHunk] = field(default_factory=list)  # union, anchored: the hunks
@@ -93,6 +97,10 @@ class PatchResult:
     tried: list[str] = field(default_factory=list)  # a conflict: each strategy tried and
     # why it did not resolve it ("union: a.c hunk #1: ...")
     class_: str | None = None  # a conflict: its class (rebase/classify.py); "class" in JSON
+    absorbed: list[Absorbed] = field(default_factory=list)  # its changes the rebased patch no
+    # longer makes, most often because upstream made the same edit (rebase/absorbed.py)
+    gone: list[GoneNames] = field(default_factory=list)  # names its added lines use that
+    # upstream removed between the pins (rebase/gone.py)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PatchResult:
@@ -127,11 +135,14 @@ class PatchResult:
             interdiff=d.get("interdiff"),
             resolved=d.get("resolved", False),
             widened=list(d.get("widened", [])),
+            followed=list(d.get("followed", [])),
             moved=[MovedHunk(**m) for m in d.get("moved", [])],
             moved_note=d.get("moved_note"),
             placed=[PlacedHunk(**h) for h in d.get("placed", [])],
             tried=list(d.get("tried", [])),
             class_=d.get("class", d.get("class_")),  # JSON, or the state file
+            absorbed=[Absorbed(**a) for a in d.get("absorbed", [])],
+            gone=[GoneNames(**g) for g in d.get("gone", [])],
         )
 
     def to_dict(self) -> dict[str, Any]:

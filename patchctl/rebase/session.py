@@ -34,7 +34,7 @@ import time
 from pathlib import Path
 
 from patchctl import fsutil, gitrepo
-from patchctl.errors import InputError, StackError
+from patchctl.errors import GitError, InputError, StackError
 from patchctl.model import patchtext, stackwrite
 from patchctl.model.fingerprint import fingerprint, lock_state, make_lock
 from patchctl.model.grades import CONFLICT, EXACT, UPSTREAM
@@ -43,17 +43,16 @@ from patchctl.model.patchfile import Patch
 from patchctl.model.stack import Stack
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase import state as rebase_state
+from patchctl.rebase.bisect import Searcher, name_and_bisect
 from patchctl.rebase.cited import cited
 from patchctl.rebase.classify import says
 from patchctl.rebase.engine import (
     DROPPED,
     Progress,
-    Searcher,
     Source,
     Step,
     classify,
     finalize,
-    name_and_bisect,
     new_stack,
     refuse_hand_edits,
     resolve_new,
@@ -68,8 +67,7 @@ from patchctl.rebase.state import DoneEntry, RebaseState, rebase_dir
 
 def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, check: bool = False,
                bisect: bool = False, allow_downgrade: bool = False, drop_upstream: bool = False,
-               widen_scope: bool = False, strict: bool = False,
-               progress: Progress | None = None) -> RebaseResult:
+               strict: bool = False, progress: Progress | None = None) -> RebaseResult:
     started = time.perf_counter()
     rebase_state.refuse_if_in_progress(project)
     upstream = gitrepo.git_dir(upstream)  # a work tree path would not reach its objects
@@ -84,7 +82,7 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
         with gitrepo.temp_index(upstream) as index:
             seed(index, pin.commit, sources)
             steps = classify(index, sources, new, progress=progress, old=pin.commit,
-                             widen_scope=widen_scope, strict=strict,
+                             strict=strict,
                              landable=upstream_paths(upstream, pin.commit, new),
                              cited=cited(upstream, pin.commit, new, sources, pin.url))
             searcher = None
@@ -108,9 +106,10 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             result.status = "checked"
         elif new == pin.commit and grades <= {EXACT}:
             result.status, result.message = "up-to-date", "the stack is already at this commit"
-        elif UPSTREAM in grades and not drop_upstream:
+        elif (UPSTREAM in grades or _in_part(steps)) and not drop_upstream:
             result.status = "needs-drop"
-            result.message = "patches already upstream: re-run with --drop-upstream to drop them"
+            result.message = "patches already upstream" + _in_part(steps) + \
+                ": re-run with --drop-upstream to drop them"
         elif CONFLICT not in grades:
             pin_new = dataclasses.replace(pin, commit=new, tag=tag)
             result.range_diff = review_range_diff(upstream, pin.commit, new, steps)
@@ -121,6 +120,14 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
                  drop_upstream=drop_upstream, strict=strict)
         result.seconds = round(time.perf_counter() - started, 3)
         return result
+
+
+def _in_part(steps: list[Step]) -> str:
+    """The patches a merge left without part of their change (rebase/absorbed.py), as the
+    needs-drop message names them: dropping part of a patch takes the consent dropping a
+    whole one takes. Empty when none."""
+    names = [s.source.name for s in steps if s.result.absorbed]
+    return f" (in part: {', '.join(names)}, each named with its lines above)" if names else ""
 
 
 # -- a stop at a conflict ---------------------------------------------------------------------
@@ -287,7 +294,7 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
         with gitrepo.temp_index(git_dir) as index:
             steps = classify(index, rest, gitrepo.tree_of(git_dir, "HEAD"), progress=progress,
                              first=len(sources), old=state.old, priors=sources[:len(done)],
-                             widen_scope=widen_scope, new_pin=state.new, strict=state.strict,
+                             new_pin=state.new, strict=state.strict,
                              landable=upstream_paths(git_dir, state.old, state.new),
                              cited=cited(git_dir, state.old, state.new, rest,
                                          stack.pin().url))
@@ -299,10 +306,10 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                               patches=[s.result for s in done + steps], commits=state.commits,
                               bisect_checks=state.bisect_checks)
         grades = {s.result.grade for s in steps}
-        if UPSTREAM in grades and not state.drop_upstream:
+        if (UPSTREAM in grades or _in_part(steps)) and not state.drop_upstream:
             result.status = "needs-drop"
-            result.message = ("patches already upstream: run `patchctl rebase-pin --continue "
-                              "--drop-upstream` to drop them")
+            result.message = (f"patches already upstream{_in_part(steps)}: run `patchctl "
+                              "rebase-pin --continue --drop-upstream` to drop them")
         elif CONFLICT in grades:
             k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
             result.causes = rebase_review.explain(Path(state.upstream), state.old, state.new,
@@ -352,7 +359,9 @@ def _resolve(project: Path, state: RebaseState, sources: list[Source], done: lis
     committed in the work tree once it holds at the new pin (with the patches before
     it: applies, reverses, stays in its Scope). A resolution that reaches files outside
     its Scope is refused naming them; with ``widen_scope`` their exact paths are added to
-    the header's ``Scope:`` (and so to the header file) and it is checked as any other."""
+    the header's ``Scope:`` (and so to the header file) and it is checked as any other.
+    Scope follows a file upstream renamed by itself: a path git's rename detection says one
+    of the patch's files became is added with no flag (``followed``)."""
     work = rebase_dir(project) / "work"
     git_dir = work / ".git"
     _drop_rejects(work, state)
@@ -375,14 +384,17 @@ def _resolve(project: Path, state: RebaseState, sources: list[Source], done: lis
     header = rebase_state.header_path(project)
     new = _with_header(header, source.patch, diff)
     outside = outside_scope(new)
-    if outside and not widen_scope:
+    follows = _renamed_to(git_dir, state, source.patch) if outside else set()
+    result.followed = [p for p in outside if p in follows]
+    if set(outside) - follows and not widen_scope:
+        outside = [p for p in outside if p not in follows]
         raise InputError(f"the resolution of {source.name} reaches files outside its Scope "
                          f"({' '.join(new.scope)}): {', '.join(outside)}; run `patchctl "
                          "rebase-pin --continue --widen-scope` to add them to its Scope: "
                          f"(or widen it in {header} by hand, or change the resolution in "
                          f"{work})")
     if outside:
-        result.widened = outside
+        result.widened = [p for p in outside if p not in follows]
         new = _widened(header, source.patch, new, outside, diff)
     text = new.text
     result.change = patchtext.compare(source.patch, new)
@@ -397,6 +409,16 @@ def _resolve(project: Path, state: RebaseState, sources: list[Source], done: lis
     message = (new.subject or source.name) + (f"\n\n{new.body}" if new.body else "") + "\n"
     gitrepo.commit_index(work, message, author=new.author or source.patch.author)
     return Step(source, result, text)
+
+
+def _renamed_to(repo: Path, state: RebaseState, patch: Patch) -> set[str]:
+    """The paths upstream renamed ``patch``'s files to between the pins (git's rename
+    detection); none when this clone cannot tell."""
+    try:
+        return set(gitrepo.renamed_paths(repo, state.old, state.new,
+                                         sorted({f.path for f in patch.files})).values())
+    except GitError:
+        return set()
 
 
 def _widened(path: Path, old: Patch, new: Patch, paths: list[str], diff: str) -> Patch:

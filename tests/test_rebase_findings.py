@@ -1,0 +1,128 @@
+"""rebase-pin says where its tree may not be the patch's intent though every check passes.
+
+``absorbed``: a clean three-way merge took a hunk as already made because upstream made
+the same edit (a count bumped on both sides): the rebased patch silently lost it, and the
+tree held one entry more than its static_assert allowed. ``gone``: a patch that still goes
+on uses a name upstream removed meanwhile (a field dropped from a struct): it applies and
+cannot build. Each is named, never a plain grade; an ordinary 3way is neither.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.builders import Upstream
+from tests.rebase_history import make_stacked, stacked_project
+
+ENTRIES = "".join(f"    OP_{i:02d},\n" for i in range(10))
+FILLER = "".join(f"int filler{i} = {i};\n" for i in range(8))
+OPS = (
+    f"enum op {{\n{ENTRIES}    OP_COUNT,\n}};\n\n{FILLER}\n"
+    'static_assert(OP_COUNT == 10, "OP_COUNT != 10");\n\n'
+    "int ops(void) { return OP_COUNT; }\n"
+)
+ASSERT = (
+    'static_assert(OP_COUNT == 10, "OP_COUNT != 10");',
+    'static_assert(OP_COUNT == 11, "OP_COUNT != 11");',
+)
+# The patch's own entry at the end of the enum, and the count bumped for it.
+OURS = {"ops.c": [("    OP_09,\n", "    OP_09,\n    OP_MUL,\n"), ASSERT]}
+# Upstream's entry at the top, and the same bump for its own.
+THEIRS_BUMP = {"ops.c": [("    OP_00,\n", "    OP_00,\n    OP_DIV,\n"), ASSERT]}
+# Upstream's entry at the top and a comment reworded next to the assert: no bump.
+THEIRS_PLAIN = {
+    "ops.c": [
+        ("    OP_00,\n", "    OP_00,\n    OP_DIV,\n"),
+        ("int filler7 = 7;\n", "int filler7 = 7; /* last */\n"),
+    ]
+}
+
+
+def _project(
+    tmp_path: Path, files: dict[str, str], upstream: list, change: dict
+) -> tuple[Path, Upstream]:
+    built = make_stacked(tmp_path / "hist", files, upstream, [(("ops : add", change), "*.c")])
+    return stacked_project(tmp_path, built)
+
+
+def _rebase(cli, project: Path, up: Upstream, *args: str) -> tuple[int, dict]:
+    r = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), *args, "--json")
+    assert r.out, r.err
+    return r.code, json.loads(r.out)
+
+
+def test_a_count_upstream_bumped_too_is_named_and_needs_consent(cli, tmp_path: Path) -> None:
+    """The patch adds an enum entry and bumps the static_assert 10 -> 11; upstream adds its
+    own entry and makes the very same bump. `git apply --3way` merges cleanly and takes the
+    bump once: the tree has 12 entries and asserts 11, while the rebased patch applies and
+    reverses at the new pin. It was passed as a plain 3way; it must be named (file, hunk,
+    lines) in --json, the text report and the range-diff, and need --drop-upstream, the
+    consent dropping what upstream holds needs."""
+    project, up = _project(tmp_path, {"ops.c": OPS}, [("add OP_DIV", THEIRS_BUMP)], OURS)
+    code, data = _rebase(cli, project, up, "--check")
+    p = data["patches"][0]
+    assert code == 0 and p["grade"] == "3way", p
+    assert p["absorbed"] == [
+        {"file": "ops.c", "hunks": [2], "there": True, "lines": ["-" + ASSERT[0], "+" + ASSERT[1]]}
+    ]
+    text = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--check").out
+    assert "upstream in part; would be content changed" in text
+    assert "upstream in part: ops.c hunk #2: upstream made the same edit" in text
+    assert f"         +{ASSERT[1]}" in text
+    code, data = _rebase(cli, project, up)
+    assert code == 1 and data["status"] == "needs-drop", data
+    assert "in part: 0001-ops-add.patch" in data["message"]
+    code, data = _rebase(cli, project, up, "--drop-upstream")
+    assert code == 0 and data["status"] == "rebased", data["message"]
+    assert "[3way; already upstream in part: ops.c #2]" in data["range_diff"].splitlines()[0]
+    assert data["patches"][0]["absorbed"][0]["hunks"] == [2]
+
+
+def test_an_ordinary_three_way_merge_is_not_flagged(cli, tmp_path: Path) -> None:
+    """The same patch where upstream only added its entry and reworded a line near the
+    assert: a plain 3way that keeps every change of the patch. Nothing is named and the
+    rebase needs no --drop-upstream."""
+    project, up = _project(tmp_path, {"ops.c": OPS}, [("add OP_DIV", THEIRS_PLAIN)], OURS)
+    code, data = _rebase(cli, project, up)
+    p = data["patches"][0]
+    assert code == 0 and data["status"] == "rebased" and p["grade"] == "3way", data
+    assert p["absorbed"] == [] and p["gone"] == []
+    assert "[3way" not in data["range_diff"]
+
+
+HELPER = "int base_path(void) { return 7; }\n"
+USER = "".join(f"int user{i}(void) {{ return base_path() + {i}; }}\n" for i in range(3))
+TAIL = "".join(f"int tail{i} = {i};\n" for i in range(12))
+MAIN = f"{HELPER}\n{USER}\n{TAIL}"
+CALLS = {"main.c": [("int tail11 = 11;\n", "int tail11 = 11;\nint ours = base_path();\n")]}
+RENAMED = {
+    "main.c": [
+        (HELPER, HELPER.replace("base_path", "root_path")),
+        (USER, USER.replace("base_path", "root_path")),
+    ]
+}
+MOVED_OUT = {"main.c": [(HELPER, '#include "paths.h"\n'), (USER, "")], "paths.h": HELPER + USER}
+
+
+def test_a_name_upstream_removed_is_named(cli, tmp_path: Path) -> None:
+    """The patch calls base_path(); upstream renamed it root_path() everywhere. The patch
+    still applies (exact), and the tree cannot build: it was passed without a word. The
+    name is said in --json, the text report and the range-diff."""
+    project, up = _project(tmp_path, {"main.c": MAIN}, [("rename", RENAMED)], CALLS)
+    text = cli("-C", str(project), "rebase-pin", "P2", "--upstream", str(up.path), "--check").out
+    assert "uses names gone?; would be unchanged" in text
+    assert "names gone upstream: main.c: its added lines use base_path" in text
+    code, data = _rebase(cli, project, up)
+    p = data["patches"][0]
+    assert code == 0 and p["grade"] == "exact" and data["status"] == "rebased", data
+    assert p["gone"] == [{"file": "main.c", "names": ["base_path"]}]
+    assert "[exact; uses names gone upstream: main.c (base_path)]" in data["range_diff"]
+
+
+def test_a_name_moved_to_another_file_is_not_gone(cli, tmp_path: Path) -> None:
+    """Upstream moved base_path() and its callers to a header: gone from main.c, still in
+    the tree, so the patch's call is not flagged (a name is gone only from the whole tree)."""
+    project, up = _project(tmp_path, {"main.c": MAIN}, [("move", MOVED_OUT)], CALLS)
+    code, data = _rebase(cli, project, up, "--check")
+    assert code == 0 and data["patches"][0]["gone"] == [], data
