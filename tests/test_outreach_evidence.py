@@ -190,7 +190,7 @@ def test_the_briefs_name_the_discussion_and_the_other_rpc_pr() -> None:
     rule "Discuss the idea first" said no discussion was recorded. The discussion was not
     read, so it is named as unverified and the rule stays for the person to check."""
     for name in ("0004-llama-load-and-run-a-range-of-layers",
-                 "0005-llama-run-a-layer-range-of-DeepSeek-V4"):
+                 "0006-llama-run-a-layer-range-of-DeepSeek-V4"):
         text = (BRIEFS / f"{name}.md").read_text(encoding="utf-8")
         assert ("| Discuss the idea first | check | discussion named, not read (prior art, "
                 "unverified): https://github.com/ggml-org/llama.cpp/discussions/20252 |"
