@@ -227,3 +227,39 @@ def test_a_hunk_placed_by_a_rule_counts_as_said() -> None:
     assert replay.said_of(union) == ["union: a.h hunk #1, after upstream's 6 lines"]
     assert replay.said_of({**union, "resolved": True}) == []
     assert replay.said_of({**union, "grade": "3way", "placed": []}) == []
+
+
+def test_the_check_bench_times_each_script_on_the_same_projects(
+    downstream: tuple[Path, Path, str],
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`rebase-pin --check`'s time had no bench: a strategy added to the grading could slow
+    it down unseen. bench/replay_check.py runs it with two console scripts on each bump's
+    project, in turn, and gives the ratio of the totals; the same script twice counts the
+    same conflicts and every check is timed."""
+    import replay_check
+
+    ds, up, tip = downstream
+    monkeypatch.setenv("PATCHCTL_OLLAMA", str(ds))
+    monkeypatch.setenv("PATCHCTL_LLAMA_CPP", str(up))
+    me = str(replay_check.find_patchctl(None))
+    argv = ["--json", "--tip", tip, "--until", "2999-01-01", "--baseline", me, "--rounds", "1"]
+    assert replay_check.main(argv) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert [r["patches"] for r in result["bumps"]] == [3, 4]
+    for r in result["bumps"]:
+        assert r["to_resolve"]["patchctl"] == r["to_resolve"]["baseline"]
+        assert all(len(v) == 1 and v[0] > 0 for v in r["seconds"].values())
+    assert result["bumps"][1]["to_resolve"]["patchctl"] == 2  # a.c; c.c, moved and changed
+    assert result["totals"]["ratio"] > 0
+
+
+def test_the_check_bench_skips_without_its_inputs(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import replay_check
+
+    monkeypatch.delenv("PATCHCTL_OLLAMA", raising=False)
+    assert replay_check.main(["--baseline", "x"]) == 0
+    assert capsys.readouterr().out.startswith("bench/replay_check.py: skipped")
