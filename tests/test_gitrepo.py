@@ -315,3 +315,22 @@ def test_git_missing_is_one_environment_failure(tmp_path, monkeypatch) -> None:
     for call in calls:
         with pytest.raises(EnvironmentFailure, match="git is not installed or not on PATH"):
             call()
+
+
+def test_line_search_names_the_files_of_each_line_asked_together(tmp_path: Path) -> None:
+    """The searches of a rebase across the new pin's tree (where a conflicting patch's lines
+    went, whether its distinctive line stands elsewhere) were one git grep per line; asked
+    together they are one per patch. Each line gets exactly the files holding it, a tab
+    and a line found in none included, and a line asked again is answered the same."""
+    from tests.builders import commit_all, write
+
+    repo = tmp_path / "r"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write(repo, {"a.c": "int x = 1;\n\tint y = 2;\n", "b/c.c": "int x = 1; /* too */\n"})
+    commit_all(repo, "one")
+    tree = git(repo, "rev-parse", "HEAD^{tree}").strip()
+    search = gitrepo.LineSearch(repo, tree)
+    got = search.files(["int x = 1;", "\tint y = 2;", "int z = 3;"])
+    assert got == {"int x = 1;": {"a.c", "b/c.c"}, "\tint y = 2;": {"a.c"}, "int z = 3;": set()}
+    assert search.files(["int x = 1;"]) == {"int x = 1;": {"a.c", "b/c.c"}}

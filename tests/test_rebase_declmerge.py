@@ -73,8 +73,8 @@ def test_different_functions_of_one_region_merge_by_declaration(cli, tmp_path: P
         pytest.param(
             OPS,
             [ADD, (SUB[0], "{ return b - a; }")],
-            "decl: a.c: both change return statement `return a - b;` in function "
-            "op_sub(int a, int b)",
+            "decl: a.c: both change `static int op_sub(int a, int b) { return a - b; }`: "
+            "hunk #1 removes it, and upstream changed the lines it stands in",
             id="same-function",
         ),
         pytest.param(

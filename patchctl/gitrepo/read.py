@@ -150,6 +150,28 @@ def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequenc
     return hits
 
 
+class LineSearch:
+    """Which files of ``tree`` hold each of some lines (fixed strings, anywhere in a line of
+    the file). A ``git grep`` reads the whole tree whatever it looks for, so lines are asked
+    for together (``files``) and every answer is kept: a rebase asks about the lines of each
+    conflicting patch, and several patches ask about the same tree."""
+
+    def __init__(self, repo: Path, tree: str) -> None:
+        self.repo, self.tree = repo, tree
+        self._found: dict[str, set[str]] = {}
+
+    def files(self, lines: Sequence[str]) -> dict[str, set[str]]:
+        todo = sorted(set(lines) - self._found.keys())
+        for line in todo:
+            self._found[line] = set()
+        shown = {line: printable(line) for line in todo}  # as grep_fixed gives a hit's text
+        for hit in grep_fixed(self.repo, self.tree, todo, whole_words=False):
+            for line in todo:
+                if shown[line] in hit.text:
+                    self._found[line].add(hit.path)
+        return {line: self._found[line] for line in lines}
+
+
 @contextlib.contextmanager
 def _without_lazy_fetch(repo: Path) -> Iterator[Path]:
     """Where to search ``repo``'s trees: itself, or, for a partial clone that borrows its

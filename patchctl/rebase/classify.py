@@ -146,12 +146,17 @@ def classify_patch(
     return Classified(next((c for c in CLASSES if c in found), OTHER), hunks)
 
 
-def grep_elsewhere(repo: Path, tree: str) -> Elsewhere:
-    """Whether a line stands in a file of ``tree`` other than its own (``git grep -F``)."""
+def search_lines(patch: Patch) -> list[str]:
+    """The lines classifying ``patch`` may look for across the tree: ask for them together
+    (gitrepo.LineSearch), one search of the tree for all."""
+    return [ln for f in patch.files for h in f.hunks if (ln := _distinctive(h)) is not None]
+
+
+def grep_elsewhere(search: gitrepo.LineSearch) -> Elsewhere:
+    """Whether a line stands in a file of ``search``'s tree other than its own."""
 
     def elsewhere(line: str, path: str) -> bool:
-        hits = gitrepo.grep_fixed(repo, tree, [line], whole_words=False)
-        return any(hit.path != path for hit in hits)
+        return any(p != path for p in search.files([line])[line])
 
     return elsewhere
 
@@ -161,13 +166,13 @@ def classify(
     current: str,
     patch: Patch,
     *,
-    search: tuple[Path, str],
+    search: gitrepo.LineSearch,
     env: Mapping[str, str] | None = None,
     renames: Mapping[str, str] | None = None,
 ) -> Classified:
     """The class of ``patch``'s conflict at ``current`` (a tree or commit of ``repo``; ``env``:
-    to read it, a temp index's); ``search``: the repository and tree (the new pin) where
-    moved lines are looked for; ``renames``: files upstream renamed (path -> new path), a
+    to read it, a temp index's); ``search``: the tree (the new pin) where moved lines are
+    looked for; ``renames``: files upstream renamed (path -> new path), a
     gone one read at its new path, as git's merges follow it."""
     paths = sorted({f.path for f in patch.files})
     texts: dict[str, bytes | None] = {}
@@ -179,7 +184,8 @@ def classify(
             continue
         found = next((p for p in where if p in blobs), None)
         texts[path] = blobs[found][1] if found else None
-    return classify_patch(patch, texts, grep_elsewhere(*search))
+    search.files(search_lines(patch))
+    return classify_patch(patch, texts, grep_elsewhere(search))
 
 
 def classify_text(
@@ -188,4 +194,4 @@ def classify_text(
     """The class of the plain patch ``data`` (a ``git am`` stop's) at ``rev`` of ``repo``;
     ``search``: where moved lines are looked for (default: ``rev`` of ``repo``)."""
     patch = parse_patch(data, path=Path("patch"), name="patch")
-    return classify(repo, rev, patch, search=search or (repo, rev))
+    return classify(repo, rev, patch, search=gitrepo.LineSearch(*(search or (repo, rev))))

@@ -151,9 +151,9 @@ def _item(b: Item, o: Item, t: Item, where: str, ch: Changes) -> Item:
         o.line,
         o.errors,
         node_text=o.node_text,
-        head=head,
-        items=items,
-        tail=tail,
+        head_=head,
+        items_=items,
+        tail_=tail,
         kind=o.kind,
         lead=o.lead,
         merged=True,
@@ -340,6 +340,7 @@ def merge(
                     if theirs is None
                     else "gone at the new pin"
                 )
+            _changed_by_both(ours, hunks)
             merged, notes = merge_file(base, ours, theirs, [h for _, h in hunks])
         except Refused as e:
             res.refused = f"{path}: {e}"
@@ -354,6 +355,32 @@ def merge(
         ]
     res.diff = placed_diff(placed)
     return res
+
+
+def _changed_by_both(ours: bytes, hunks: Sequence[tuple[int, Hunk]]) -> None:
+    """Refuse before parsing when a run of lines a lost hunk removes no longer stands
+    together anywhere in ``ours``: upstream changed one of them, so the item holding it is
+    changed on both sides, which the merge by item refuses too. Most conflicts are of that
+    kind, and a parse of three versions of a large file costs far more than this look."""
+    image = image_lines(ours)
+    starts: dict[str, list[int]] = {}
+    for i, line in enumerate(image):
+        starts.setdefault(line, []).append(i)
+    for n, h in hunks:
+        runs: list[list[str]] = [[]]
+        for ln in h.lines:
+            if ln[:1] == "-":
+                runs[-1].append(ln[1:] + "\n")
+            elif runs[-1]:
+                runs.append([])
+        for run in filter(None, runs):
+            if not any(image[i : i + len(run)] == run for i in starts.get(run[0], [])):
+                gone = " ".join(next((ln for ln in run if ln not in starts), run[0]).split())
+                shown = gone if len(gone) <= 60 else gone[:57] + "..."
+                raise Refused(
+                    f"both change `{shown}`: hunk #{n} removes it, and upstream changed the "
+                    "lines it stands in"
+                )
 
 
 def declared(

@@ -24,8 +24,9 @@ back to the items' texts. No git here.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
 from tree_sitter import Node
 
@@ -76,12 +77,38 @@ class Item:
     line: int  # 1-based line of its file where its node starts
     errors: Counter[Mark]  # the nodes in it tree-sitter could not parse (``marks``)
     node_text: bytes = b""  # the node's own text, without the comments before it
-    head: bytes = b""
-    items: list[Item] | None = None
-    tail: bytes = b""
+    head_: bytes = b""
+    items_: list[Item] | None = None
+    tail_: bytes = b""
     kind: str = ""
     lead: int = 0  # newlines in its text before its node (blank lines, comments)
     merged: bool = False  # made by a merge of three versions of it (rebase/declmerge.py)
+    # what makes its head, items and tail, run when one is first read: most items of a file
+    # are the same in the three versions and are never opened
+    opener: Callable[[], tuple[bytes, list[Item], bytes] | None] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    def _open(self) -> None:
+        if self.opener is not None:
+            got, self.opener = self.opener(), None
+            if got is not None:
+                self.head_, self.items_, self.tail_ = got
+
+    @property
+    def head(self) -> bytes:
+        self._open()
+        return self.head_
+
+    @property
+    def items(self) -> list[Item] | None:
+        self._open()
+        return self.items_
+
+    @property
+    def tail(self) -> bytes:
+        self._open()
+        return self.tail_
 
     @property
     def lines(self) -> int:
@@ -103,6 +130,7 @@ class Tree:
 
     root: Item
     data: bytes
+    parsed: Any = None  # tree-sitter's tree, which the items not yet opened read
 
 
 def norm(data: bytes | None) -> str:
@@ -249,10 +277,17 @@ def build(data: bytes, node: Node, start: int, end: int) -> Item:
         kind=node.type,
         lead=data.count(b"\n", start, max(start, node.start_byte)),
     )
+    item.opener = lambda: _open(data, node, start, end)
+    return item
+
+
+def _open(data: bytes, node: Node, start: int, end: int) -> tuple[bytes, list[Item], bytes] | None:
+    """The head, items and tail of the item ``node`` makes of ``data[start:end]``; None for
+    a leaf, or a node that is not a plain list of its items (one item whole)."""
     lst = list_of(node)
     children = _items(lst) if lst is not None else []
     if lst is None or not children:
-        return item
+        return None
     opener = _not_comment(children[0].prev_sibling, "prev_sibling")
     closer = _not_comment(children[-1].next_sibling, "next_sibling")
     first = (
@@ -260,26 +295,23 @@ def build(data: bytes, node: Node, start: int, end: int) -> Item:
     )
     limit = min(closer.start_byte if closer is not None else lst.end_byte, end)
     if not start <= first <= children[0].start_byte or children[-1].end_byte > limit:
-        return item  # not a plain list of its items: one item whole
+        return None
     bounds = [first]
     for i, child in enumerate(children):
         upto = children[i + 1].start_byte if i + 1 < len(children) else limit
         bounds.append(_line_end(data, child.end_byte, upto))
-    item.head, item.tail = data[start:first], data[bounds[-1] : end]
-    item.items = [
-        build(data, c, a, b) for c, a, b in zip(children, bounds, bounds[1:], strict=False)
-    ]
-    return item
+    items = [build(data, c, a, b) for c, a, b in zip(children, bounds, bounds[1:], strict=False)]
+    return data[start:first], items, data[bounds[-1] : end]
 
 
 def parse_file(data: bytes) -> Tree:
     """The file as its top-level container (key ``file``)."""
     from patchctl import cparse
 
-    root = cparse.parse(data).root_node
-    item = build(data, root, 0, len(data))
+    parsed = cparse.parse(data)
+    item = build(data, parsed.root_node, 0, len(data))
     item.key = "file"
-    return Tree(item, data)
+    return Tree(item, data, parsed)
 
 
 def keyed(levels: Sequence[Sequence[Item]]) -> str | None:

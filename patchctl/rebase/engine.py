@@ -52,7 +52,8 @@ from patchctl.rebase import absorbed as rebase_absorbed
 from patchctl.rebase import gone as rebase_gone
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase.classify import classify as conflict_class
-from patchctl.rebase.moved import follow, locate, write_diff
+from patchctl.rebase.classify import search_lines
+from patchctl.rebase.moved import follow, locate, search_keys, write_diff
 from patchctl.rebase.resolve import resolve
 from patchctl.rebase.results import Cited, Landing, PatchResult
 from patchctl.rebase.waiting import waits_on
@@ -127,6 +128,11 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     index.read_tree(tree)
     current = index.write_tree()
     after_conflict = False
+    # where moved lines are looked for: the tree (each search of it is a git grep, kept),
+    # and for a conflict's class the new pin, the same unless a --continue's tree holds
+    # patches already resolved
+    found_in = gitrepo.LineSearch(index.repo, tree)
+    found_in_pin = gitrepo.LineSearch(index.repo, new_pin) if new_pin else found_in
     words: rebase_gone.Words = {}
     left_out: dict[int, str] = {}
     steps: list[Step] = []
@@ -173,11 +179,13 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             elif old and not strict:
                 if renames is None:
                     renames = _renames(index.repo, old, new_pin or tree, [*priors, *sources])
-                after = _resolve(index, step, tree, current, f"{old}..{new_pin or tree}",
+                if found_in is found_in_pin:  # what each strategy may look for, at once
+                    found_in.files([*search_keys(s.patch), *search_lines(s.patch)])
+                after = _resolve(index, step, found_in, current, f"{old}..{new_pin or tree}",
                                  renames)
         if result.grade == CONFLICT:  # why, in a word (rebase/classify.py)
             result.class_ = conflict_class(index.repo, current, s.patch, env=index.env,
-                                           search=(index.repo, new_pin or tree),
+                                           search=found_in_pin,
                                            renames=renames).cls
         if result.grade in (CONFLICT, WAITING):
             after, after_conflict = current, True
@@ -213,8 +221,8 @@ def _renames(repo: Path, old: str, new: str, sources: Sequence[Source]) -> dict[
         return {}
 
 
-def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span: str,
-             renames: Mapping[str, str]) -> str:
+def _resolve(index: gitrepo.TempIndex, step: Step, search: gitrepo.LineSearch, current: str,
+             span: str, renames: Mapping[str, str]) -> str:
     """A conflicting patch re-placed by the first strategy that proves where each of its lost
     hunks goes: ``moved`` (rebase/moved.py: into the file upstream renamed it to, by
     ``renames``, and where its lines went), then ``union`` and ``anchored``
@@ -228,7 +236,7 @@ def _resolve(index: gitrepo.TempIndex, step: Step, tree: str, current: str, span
             "it adds, deletes or renames a file, or changes a binary one" if located is None
             else "each hunk matches on its own; together they do not apply"))
         return current
-    found = follow(index.repo, index.env, tree, current, span, located)
+    found = follow(index.repo, index.env, search, current, span, located)
     if found is not None and found.diff is not None:
         where = ", ".join(sorted({h.to for h in found.hunks}))
         adopted, r.moved_note = _adopt(index, step, current, found.diff,

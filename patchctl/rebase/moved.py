@@ -117,12 +117,19 @@ def locate(
 
 
 def follow(
-    repo: Path, env: Mapping[str, str], tree: str, current: str, span: str, located: Located
+    repo: Path,
+    env: Mapping[str, str],
+    search: gitrepo.LineSearch,
+    current: str,
+    span: str,
+    located: Located,
 ) -> Found | None:
     """A patch ``located`` at ``current`` re-targeted where its lost hunks' lines went (see
     the module's docstring); None when no hunk of it lost its lines or was followed into a
     renamed file, or one's lines are nowhere whole (its conflict is not a move). ``span``:
-    the upstream range (``old..new``) where the commit that moved the lines is looked for."""
+    the upstream range (``old..new``) where the commit that moved the lines is looked for;
+    ``search``: the new pin's tree, where they are looked for."""
+    search.files([_key(_pre(h)) for _, _, h in located.lost if _pre(h)])
     placed, lost = {p: list(hs) for p, hs in located.placed.items()}, located.lost
     if not lost and not located.followed:
         return None
@@ -132,7 +139,7 @@ def follow(
         pre = _pre(h)
         if sum(map(says_something, pre)) < MIN_LINES:
             return Found(moved, refused=f"{path} hunk #{n}: too few lines to find it by")
-        places = _places(repo, env, tree, current, pre)
+        places = _places(repo, env, search, current, pre)
         if not places:
             return None  # its lines changed, not (only) moved: a conflict as any other
         if len(places) > 1:
@@ -157,12 +164,23 @@ def _moved(repo: Path, span: str, path: str, n: int, to: str, at: int, h: Hunk) 
     return MovedHunk(path, n, to, at + 1, ref.commit if ref else None, ref.subject if ref else None)
 
 
+def search_keys(patch: Patch) -> list[str]:
+    """The lines following ``patch``'s hunks may look for across the tree (one per hunk):
+    ask for them together (gitrepo.LineSearch), one search of the tree for all."""
+    return [_key(pre) for f in patch.files for h in f.hunks if (pre := _pre(h))]
+
+
+def _key(pre: list[str]) -> str:
+    """The line a pre-image is looked for by: its longest."""
+    return max(pre, key=len).rstrip("\n")
+
+
 def _places(
-    repo: Path, env: Mapping[str, str], tree: str, current: str, pre: list[str]
+    repo: Path, env: Mapping[str, str], search: gitrepo.LineSearch, current: str, pre: list[str]
 ) -> list[tuple[str, int]]:
-    """Every (file, 0-based line) of the tree where ``pre`` stands whole."""
-    key = max(pre, key=len).rstrip("\n")
-    files = sorted({hit.path for hit in gitrepo.grep_fixed(repo, tree, [key], whole_words=False)})
+    """Every (file, 0-based line) of ``search``'s tree where ``pre`` stands whole."""
+    key = _key(pre)
+    files = sorted(search.files([key])[key])
     blobs = gitrepo.read_blobs(repo, current, files, env=dict(env)) if files else {}
     out = []
     for path in files:
