@@ -126,14 +126,19 @@ class GrepHit:
 
 
 def grep_fixed(repo: Path, commit: str, words: Sequence[str], pathspecs: Sequence[str] = (),
-               *, whole_words: bool = True, env: dict[str, str] | None = None) -> list[GrepHit]:
+               *, whole_words: bool = True, env: dict[str, str] | None = None,
+               only_matching: bool = False) -> list[GrepHit]:
     """Lines at ``commit`` (or a tree) holding any of ``words`` (fixed strings), in path/line
-    order; ``env``: a temp index's, to search a tree written there."""
+    order; ``env``: a temp index's, to search a tree written there; ``only_matching``: a
+    hit's text is the word it matched, once per match (which of many words stand, without
+    reading every line that holds one)."""
     if not words:
         return []
     args = ["grep", "-n", "-I", "-F", "--full-name", "--no-color"]
     if whole_words:
         args.append("-w")
+    if only_matching:
+        args.append("-o")
     for w in words:
         args += ["-e", w]
     args += [commit, "--", *pathspecs]

@@ -137,6 +137,13 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
     left_out: dict[int, str] = {}
     steps: list[Step] = []
     renames: dict[str, str] | None = None  # the stack's files upstream renamed, once needed
+
+    def renamed() -> dict[str, str]:
+        nonlocal renames
+        if renames is None:
+            renames = _renames(index.repo, old, new_pin or tree, [*priors, *sources]) \
+                if old else {}
+        return renames
     for s in sources:
         if progress:
             progress(f"[{s.index}/{first or len(sources)}] {s.name}")
@@ -177,12 +184,10 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             if result.waits_on:
                 result.grade, result.conflicts = WAITING, []
             elif old and not strict:
-                if renames is None:
-                    renames = _renames(index.repo, old, new_pin or tree, [*priors, *sources])
                 if found_in is found_in_pin:  # what each strategy may look for, at once
                     found_in.files([*search_keys(s.patch), *search_lines(s.patch)])
                 after = _resolve(index, step, found_in, current, f"{old}..{new_pin or tree}",
-                                 renames)
+                                 renamed())
         if result.grade == CONFLICT:  # why, in a word (rebase/classify.py)
             result.class_ = conflict_class(index.repo, current, s.patch, env=index.env,
                                            search=found_in_pin,
@@ -204,6 +209,7 @@ def classify(index: gitrepo.TempIndex, sources: Sequence[Source], tree: str, *,
             result.absorbed = rebase_absorbed.find(index.repo, index.env, current, s.patch, new)
         if old and result.grade in APPLIES:  # goes on, but may use what upstream removed
             result.gone = rebase_gone.find(index.repo, index.env, old, current, s.patch,
+                                           renames=renamed,
                                            changed=landable, cache=words)
             if result.change == patchtext.CONTENT:
                 result.interdiff = patchtext.interdiff(s.patch, new, name=s.name)

@@ -14,7 +14,7 @@ for a person to judge; the move goes on.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,26 +73,34 @@ def find(
     *,
     changed: Collection[str] | None = None,
     cache: Words | None = None,
+    renames: Callable[[], Mapping[str, str]] | None = None,
 ) -> list[GoneNames]:
     """The names ``patch``'s added lines use that stood in their file at ``old`` and stand
     nowhere in ``base`` (the new pin with the patches before it; a tree of ``env``'s
     index). ``changed``: the paths upstream changed between the pins (no other file can
-    have lost a name); ``cache``: word sets kept across the patches of one rebase."""
+    have lost a name); ``cache``: word sets kept across the patches of one rebase;
+    ``renames``: the files upstream renamed (path -> new path), asked for only when a file
+    is gone at ``base``: a renamed file's words are read at its new path."""
     cache = {} if cache is None else cache
     added = {p: w for p, w in added_words(patch).items() if changed is None or p in changed}
     if not added:
         return []
     paths = sorted(added)
     was, now = _words(repo, env, old, paths, cache), _words(repo, env, base, paths, cache)
+    gone = [p for p in paths if not now[p] and was[p]]
+    moved = {p: to for p, to in (renames() if gone and renames else {}).items() if p in gone}
+    if moved:
+        at = _words(repo, env, base, sorted(set(moved.values())), cache)
+        now.update({p: at[to] for p, to in moved.items()})
     lost = {p: (added[p] & was[p]) - now[p] for p in paths}
     names = sorted(set().union(*lost.values()))
     if not names:
         return []
     try:  # still elsewhere in the tree (moved to a header, say): not gone
-        hits = gitrepo.grep_fixed(repo, base, names, env=env)
+        hits = gitrepo.grep_fixed(repo, base, names, env=env, only_matching=True)
     except (GitError, InputError):
         return []
-    still = {w for h in hits for w in WORD.findall(h.text)}
+    still = {h.text for h in hits}
     return [GoneNames(p, sorted(lost[p] - still)) for p in paths if lost[p] - still]
 
 
