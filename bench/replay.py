@@ -303,6 +303,19 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def inputs(script: str) -> tuple[str, str] | None:
+    """The ollama and llama.cpp clones the replay reads (PATCHCTL_OLLAMA, PATCHCTL_LLAMA_CPP);
+    None, said in one line, when either is not set: the bench is skipped."""
+    ollama, llama = os.environ.get("PATCHCTL_OLLAMA"), os.environ.get("PATCHCTL_LLAMA_CPP")
+    if not ollama or not llama:
+        print(
+            f"{script}: skipped: set PATCHCTL_OLLAMA and PATCHCTL_LLAMA_CPP (clones or "
+            "mirrors of ollama and llama.cpp)"
+        )
+        return None
+    return ollama, llama
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true")
@@ -313,13 +326,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temp dir and print it")
     ap.add_argument("--patchctl", help="console script (default: next to this Python)")
     args = ap.parse_args(argv)
-    ollama, llama = os.environ.get("PATCHCTL_OLLAMA"), os.environ.get("PATCHCTL_LLAMA_CPP")
-    if not ollama or not llama:
-        print(
-            "bench/replay.py: skipped: set PATCHCTL_OLLAMA and PATCHCTL_LLAMA_CPP (clones or "
-            "mirrors of ollama and llama.cpp)"
-        )
+    if (found_inputs := inputs("bench/replay.py")) is None:
         return 0
+    ollama, llama = found_inputs
     started = time.perf_counter()
     root = Path(tempfile.mkdtemp(prefix="patchctl-bench-replay-"))
     rows = []

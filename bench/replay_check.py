@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -29,7 +28,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, find_patchctl, git, init_bare, machine_facts
-from replay import OLLAMA_TIP, make_project
+from replay import OLLAMA_TIP, inputs, make_project
 from replay_drive import patchctl_json
 from replay_history import bumps
 
@@ -71,13 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tip", default=OLLAMA_TIP, help="the downstream commit to read back from")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv)
-    ollama, llama = os.environ.get("PATCHCTL_OLLAMA"), os.environ.get("PATCHCTL_LLAMA_CPP")
-    if not ollama or not llama:
-        print(
-            "bench/replay_check.py: skipped: set PATCHCTL_OLLAMA and PATCHCTL_LLAMA_CPP "
-            "(clones or mirrors of ollama and llama.cpp)"
-        )
+    if (found_inputs := inputs("bench/replay_check.py")) is None:
         return 0
+    ollama, llama = found_inputs
     root = Path(tempfile.mkdtemp(prefix="patchctl-bench-replay-check-"))
     rows: list[dict[str, Any]] = []
     try:

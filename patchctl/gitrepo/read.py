@@ -64,8 +64,9 @@ def read_objects(repo: Path, names: Sequence[str], *,
                  env: dict[str, str] | None = None) -> dict[str, bytes]:
     """name -> contents of each blob named by its (possibly abbreviated) object id, as a
     patch's ``index`` line names them; a name the repository lacks, or that is ambiguous,
-    is left out."""
-    found = _cat_batch(repo, list(names), env=env)
+    is left out. A partial clone fetches none: its missing blobs are left out too."""
+    with _without_lazy_fetch(repo) as where:
+        found = _cat_batch(where, list(names), env=env)
     return {n: data for n, data in zip(names, found, strict=True) if data is not None}
 
 
