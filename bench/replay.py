@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import BenchError, find_patchctl, git, init_bare, machine_facts
 from replay_classify import VERDICTS, compare_moves
-from replay_drive import drive_am, drive_patchctl, patchctl_json, touched_paths
+from replay_drive import DOUBTED, drive_am, drive_patchctl, patchctl_json, touched_paths
 from replay_history import Bump, bumps
 from replay_proc import call
 
@@ -242,7 +242,8 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
     out["auto"] = {k: sum(r["auto"][k] for r in done) for k in done[0]["auto"]} if done else {}
     for who, key in (("classes", "stops"), ("am_classes", "am_stops")):
         out[who] = {
-            c: sum(s["class"] == c for r in done for s in r[key]) for c in (*CLASSES, OTHER)
+            c: sum(s["class"] == c for r in done for s in r[key])
+            for c in (*CLASSES, OTHER, DOUBTED)
         }
     fates = [f for r in done for f in r["drop_upstream"].values()]
     out["drop_upstream"] = {

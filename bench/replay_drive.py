@@ -27,6 +27,10 @@ from replay_classify import classify_stop
 from replay_history import QueuePatch
 from replay_proc import call, err_line, out
 
+# A stop at a move patchctl doubts (it goes on, but a merge took part of its change as
+# upstream's, or it uses names upstream removed): a class of its own, not a conflict's.
+DOUBTED = "doubted move"
+
 Log = Callable[[str], None]
 
 
@@ -81,7 +85,9 @@ def drive_patchctl(
             "confirmations": [],
         }
         stop.update(
-            classify_stop(
+            {"class": DOUBTED}
+            if graded.get("doubted")
+            else classify_stop(
                 work,
                 "HEAD",
                 (project / "stack" / "patches" / name).read_bytes(),

@@ -108,6 +108,9 @@ def _continue(tmp: Path, cli, up: Upstream, patches) -> tuple[Path, list[str], l
     (work / "src/tiny.c").write_text(text[:start] + "        y -= 19;\n" +
                                      text[text.index("\n", end) + 1:])
     git(work, "add", "src/tiny.c")
+    # The history also holds a patch a merge leaves without part of its change: that
+    # resolution's --continue stops again there, and the one killed takes it as it stands.
+    check(cli("-C", str(project), "rebase-pin", "--continue"), FINDINGS, "judge it")
     assert PATCH_NAMES
     return project, ["rebase-pin", "--continue"], [project / "stack"]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from tests import test_rebase
 from tests.builders import git
 from tests.rebase_history import History
-from tests.test_rebase import P, by_name, rebase, rebase_json, snap
+from tests.test_rebase import P, by_name, rebase, rebase_json, settle, snap
 
 # the synthetic history and a project pinned at its base, as in test_rebase.py
 _history_template = test_rebase._history_template
@@ -65,7 +65,7 @@ def test_continue_rechecks_the_resolution_before_writing(cli, proj: Path) -> Non
     assert "reaches files outside its Scope (src/tiny.c): README.md;" in r.err
     assert snap(proj) == before
     git(work, "checkout", "HEAD", "--", "README.md")
-    code, data = rebase_json(cli, proj, "--continue")
+    code, data = settle(cli, proj, "--continue")
     assert (code, data["status"]) == (0, "rebased"), data
     assert by_name(data)[P[5]]["resolved"] is True
 
@@ -87,6 +87,8 @@ def test_range_diff_after_continue(cli, proj: Path) -> None:
     """The resolved patch shows as changed (!) in the range-diff after --continue."""
     _, data = rebase_json(cli, proj, "master", "--drop-upstream")
     _resolve_0005(Path(data["work"]), "19")
+    code, data = rebase_json(cli, proj, "--continue")  # stops at the doubted 0007
+    assert (code, data["conflict"]) == (1, P[7]), data["message"]
     r = rebase(cli, proj, "--continue")
     assert r.code == 0, r.out + r.err
     assert "range-diff of the stack (old pin .. new pin):" in r.out
@@ -128,7 +130,7 @@ def test_range_diff_pairs_a_reworked_patch_with_its_old_self(cli, proj: Path) ->
     _, data = rebase_json(cli, proj, "master", "--drop-upstream")
     _resolve_0005(Path(data["work"]), "19;\n" + "".join(
         f"        y += 0; /* reworked {i} */\n" for i in range(12)).rstrip(";\n"))
-    code, data = rebase_json(cli, proj, "--continue")
+    code, data = settle(cli, proj, "--continue")
     assert code == 0, data
     rows = [ln for ln in data["range_diff"].splitlines() if ln[:1].isdigit() or ln[:2] == "-:"]
     assert not [r for r in rows if " > " in r], rows

@@ -77,9 +77,11 @@ def rebase_pin(ctx: click.Context, new_ref: str | None, upstream: str | None, bi
     interdiff, and kept. A patch a merge left without part of its change,
     because upstream made the same edit, is marked upstream in part (file,
     hunks, lines: the same text may mean another thing, a count bumped on
-    both sides) and, like one wholly upstream, needs --drop-upstream; one
-    whose added lines use a name gone from NEW_REF's tree is marked uses
-    names gone?. When
+    both sides); one whose added lines use a name gone from NEW_REF's tree is
+    marked uses names gone?. Either is a doubted move: every check passes, but
+    only a person can tell whether it still does what it did, so it stops
+    there as a conflict does, applied and staged in the work tree as moved, and
+    --continue takes it as it stands (--check counts it to resolve). When
     every patch applies, the patches are refreshed and the pin and lock
     rewritten in one atomic swap; on a conflict a work
     tree is left under .patchctl/rebase/ to resolve, then --continue (where
@@ -162,7 +164,7 @@ def _plain_verdict(result: RebaseResult, p: PatchResult) -> str:
     if result.status == "stopped":
         at = next(q.index for q in result.patches if q.name == result.conflict)
         if p.index == at:
-            return "stopped here: resolve it"
+            return "stopped here: " + ("judge it" if p.doubted else "resolve it")
         if p.index > at:
             return "pending"
     return verdict
@@ -248,7 +250,8 @@ def render(result: RebaseResult) -> str:
     if result.bisect_checks:
         out.append(f"bisect: {count(result.bisect_checks, 'index-only check')} in all")
     if result.to_resolve or result.waiting:
-        out.append(f"to resolve: {count(result.to_resolve, 'conflict')}"
+        out.append(f"to resolve: {count(result.to_resolve - result.doubts, 'conflict')}"
+                   + (f" and {count(result.doubts, 'doubted move')}" if result.doubts else "")
                    + (f"; {count(result.waiting, 'patch', 'patches')} waiting on them"
                       if result.waiting else ""))
     tail = {
@@ -258,10 +261,13 @@ def render(result: RebaseResult) -> str:
                    + (f" (fingerprint {short(result.fingerprint)})" if result.fingerprint else ""),
     }.get(result.status, "")
     if result.status == "stopped" and result.work:
+        doubted = any(p.doubted for p in result.patches if p.name == result.conflict)
         out += [
             "next:",
-            f"  cd {result.work}   # `git status` lists the conflicts; resolve each file, "
-            "`git add` it",
+            f"  cd {result.work}   # " + ("`git diff --cached` is the patch as it moved; "
+                                         "change what it needs, `git add` it" if doubted else
+                                         "`git status` lists the conflicts; resolve each "
+                                         "file, `git add` it"),
             *([f"  less {' '.join(result.rejects)}   # the hunks that did not go on; "
                "leave these files as they are: --continue removes them"]
               if result.rejects else []),

@@ -423,10 +423,8 @@ def review_range_diff(upstream: Path, old: str, new: str, steps: Sequence[Step],
     before = [(s.source.patch, s.source.patch.text) for s in steps]
     placed = {s.source.name: s.result.grade for s in steps if s.result.grade in RESOLVED}
     for s in steps:
-        said = [rebase_absorbed.tag(s.result.absorbed)] if s.result.absorbed else []
-        said += [rebase_gone.tag(s.result.gone)] if s.result.gone else []
-        if said:
-            placed[s.source.name] = "; ".join([s.result.grade, *said])
+        if s.result.doubts:
+            placed[s.source.name] = f"{s.result.grade}; {s.result.doubts}"
     try:
         return rebase_review.range_diff(upstream, (old, before), (new, new_stack(steps, texts)),
                                         placed)

@@ -13,6 +13,8 @@ from typing import Any
 from patchctl import gitrepo
 from patchctl.model.grades import APPLIES, CONFLICT, WAITING
 from patchctl.model.schemas import REBASE as SCHEMA
+from patchctl.rebase import absorbed as rebase_absorbed
+from patchctl.rebase import gone as rebase_gone
 from patchctl.rebase import review as rebase_review
 from patchctl.rebase.absorbed import Absorbed
 from patchctl.rebase.gone import GoneNames
@@ -102,6 +104,25 @@ class PatchResult:
     gone: list[GoneNames] = field(default_factory=list)  # names its added lines use that
     # upstream removed between the pins (rebase/gone.py)
 
+    @property
+    def doubted(self) -> bool:
+        """It goes on, but what went on is likely not the patch's intent: a merge took part
+        of its change as upstream's, or its lines use names upstream removed. Every check
+        at the new pin passes there, so only a person can tell: it stops as a conflict
+        does, with its automatic form applied to look at, until resolved."""
+        return self.grade in APPLIES and not self.resolved and bool(self.absorbed or self.gone)
+
+    @property
+    def doubts(self) -> str:
+        """Its findings that doubt it, as the stop and the range-diff say them; '' if none."""
+        return "; ".join([rebase_absorbed.tag(self.absorbed)] * bool(self.absorbed)
+                         + [rebase_gone.tag(self.gone)] * bool(self.gone))
+
+    @property
+    def stops(self) -> bool:
+        """A person meets it: a conflict, or a doubted move."""
+        return self.grade == CONFLICT or self.doubted
+
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> PatchResult:
         def commit(c: dict[str, Any] | None) -> Commit | None:
@@ -148,6 +169,7 @@ class PatchResult:
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
         out["class"] = out.pop("class_")
+        out["doubted"] = self.doubted
         return out
 
 
@@ -176,13 +198,18 @@ class RebaseResult:
     @property
     def ok(self) -> bool:
         if self.status == "checked":
-            return all(p.grade in APPLIES for p in self.patches)
+            return all(p.grade in APPLIES and not p.doubted for p in self.patches)
         return self.status in ("up-to-date", "rebased", "aborted")
 
     @property
     def to_resolve(self) -> int:
-        """The conflicts a person will meet; a ``waiting`` patch is not one of its own."""
-        return sum(p.grade == CONFLICT for p in self.patches)
+        """The stops a person will meet: conflicts and doubted moves; a ``waiting`` patch is
+        not one of its own."""
+        return sum(p.stops for p in self.patches)
+
+    @property
+    def doubts(self) -> int:
+        return sum(p.doubted for p in self.patches)
 
     @property
     def waiting(self) -> int:
@@ -193,6 +220,7 @@ class RebaseResult:
             "schema": SCHEMA,
             "ok": self.ok,
             "to_resolve": self.to_resolve,
+            "doubted": self.doubts,
             "waiting": self.waiting,
             **asdict(self),
             "patches": [p.to_dict() for p in self.patches],

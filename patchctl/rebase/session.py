@@ -6,7 +6,8 @@ a stopped rebase is rebase/state.py. Everything a stop leaves lives under
 rebase completes:
 
 - ``work/``: a git work tree at the new pin, with the patches already rebased
-  as commits and the conflicting patch applied with conflict markers;
+  as commits and the conflicting patch applied with conflict markers (a doubted move,
+  rebase/results.py: its automatic form, applied and staged, in ``doubted.patch`` too);
 - ``staged/``: the new text of each patch already rebased;
 - ``header``: the header of the patch waiting in ``work/`` (From, Date, Subject,
   body, trailers), written by the stop; what the user leaves there when they
@@ -106,11 +107,10 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
             result.status = "checked"
         elif new == pin.commit and grades <= {EXACT}:
             result.status, result.message = "up-to-date", "the stack is already at this commit"
-        elif (UPSTREAM in grades or _in_part(steps)) and not drop_upstream:
+        elif UPSTREAM in grades and not drop_upstream:
             result.status = "needs-drop"
-            result.message = "patches already upstream" + _in_part(steps) + \
-                ": re-run with --drop-upstream to drop them"
-        elif CONFLICT not in grades:
+            result.message = "patches already upstream: re-run with --drop-upstream to drop them"
+        elif not any(s.result.stops for s in steps):
             pin_new = dataclasses.replace(pin, commit=new, tag=tag)
             result.range_diff = review_range_diff(upstream, pin.commit, new, steps)
             result.fingerprint = finalize(stack, snap, pin_new, steps)
@@ -120,14 +120,6 @@ def rebase_pin(project: Path, stack: Stack, upstream: Path, new_ref: str, *, che
                  drop_upstream=drop_upstream, strict=strict)
         result.seconds = round(time.perf_counter() - started, 3)
         return result
-
-
-def _in_part(steps: list[Step]) -> str:
-    """The patches a merge left without part of their change (rebase/absorbed.py), as the
-    needs-drop message names them: dropping part of a patch takes the consent dropping a
-    whole one takes. Empty when none."""
-    names = [s.source.name for s in steps if s.result.absorbed]
-    return f" (in part: {', '.join(names)}, each named with its lines above)" if names else ""
 
 
 # -- a stop at a conflict ---------------------------------------------------------------------
@@ -153,7 +145,11 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
                                               body=p.body, author=p.author)
         state.done.append(entry)
         rebase_state.save(project, state)
-    marked = gitrepo.apply_with_markers(work, conflict.source.path, strip=conflict.source.strip)
+    path, strip = conflict.source.path, conflict.source.strip
+    if conflict.result.doubted and conflict.text is not None:  # its automatic form, to judge
+        path, strip = rebase_dir(project) / "doubted.patch", 1
+        path.write_bytes(conflict.text.encode("utf-8", "surrogateescape"))
+    marked = gitrepo.apply_with_markers(work, path, strip=strip)
     state.rejects = {path: _digest(work / path) for path in marked.rejects}
     fsutil.atomic_write(rebase_state.header_path(project),
                         patchtext.header_text(conflict.source.patch).encode(
@@ -164,6 +160,9 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
 
 def _stopped(project: Path, result: RebaseResult, work: Path, step: Step,
              rejects: list[str]) -> None:
+    if step.result.doubted:
+        _doubt_stopped(project, result, work, step)
+        return
     files = ", ".join(step.result.conflicts) or "see the .rej files"
     if step.result.class_:
         files = f"{says(step.result.class_)}, in {files}"
@@ -178,6 +177,19 @@ def _stopped(project: Path, result: RebaseResult, work: Path, step: Step,
         f"(edit the files, `git add` them{rej}; to change the patch's Subject, body or "
         f"trailers, `Scope:` included, edit {header}), then run `patchctl rebase-pin "
         "--continue`; or `patchctl rebase-pin --abort` to leave the stack as it was")
+
+
+def _doubt_stopped(project: Path, result: RebaseResult, work: Path, step: Step) -> None:
+    r = step.result
+    header = rebase_state.header_path(project)
+    result.status, result.work, result.conflict = "stopped", str(work), step.source.name
+    result.header = str(header)
+    result.message = (
+        f"{step.source.name} goes on at the new pin ({r.grade}), but may not do what it did: "
+        f"{r.doubts}. It is applied and staged in {work}: judge it there (edit the files and `git "
+        f"add` them; its Subject, body or trailers are in {header}), then run `patchctl "
+        "rebase-pin --continue`, which takes it as it stands; or `patchctl rebase-pin "
+        "--abort` to leave the stack as it was")
 
 
 def _digest(path: Path) -> str:
@@ -198,7 +210,7 @@ def stop(project: Path, stack: Stack, upstream: Path, result: RebaseResult, step
          snap: dict[str, str], *, tag: str | None, drop_upstream: bool,
          strict: bool = False) -> None:
     """Leave a resumable state at the first conflict; ``stack/`` is not touched."""
-    k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
+    k = next(i for i, s in enumerate(steps) if s.result.stops)
     rdir = rebase_dir(project, create=True)
     shutil.rmtree(rdir, ignore_errors=True)  # what a stop killed before its first save left
     rdir.mkdir(parents=True)
@@ -306,15 +318,15 @@ def continue_rebase(project: Path, stack: Stack, *, drop_upstream: bool = False,
                               patches=[s.result for s in done + steps], commits=state.commits,
                               bisect_checks=state.bisect_checks)
         grades = {s.result.grade for s in steps}
-        if (UPSTREAM in grades or _in_part(steps)) and not state.drop_upstream:
+        if UPSTREAM in grades and not state.drop_upstream:
             result.status = "needs-drop"
-            result.message = (f"patches already upstream{_in_part(steps)}: run `patchctl "
-                              "rebase-pin --continue --drop-upstream` to drop them")
-        elif CONFLICT in grades:
-            k = next(i for i, s in enumerate(steps) if s.result.grade == CONFLICT)
-            result.causes = rebase_review.explain(Path(state.upstream), state.old, state.new,
-                                                  steps[k].source.patch,
-                                                  steps[k].result.conflicts)
+            result.message = ("patches already upstream: run `patchctl rebase-pin --continue "
+                              "--drop-upstream` to drop them")
+        elif any(s.result.stops for s in steps):
+            k = next(i for i, s in enumerate(steps) if s.result.stops)
+            result.causes = [] if steps[k].result.doubted else rebase_review.explain(
+                Path(state.upstream), state.old, state.new, steps[k].source.patch,
+                steps[k].result.conflicts)
             _park(project, state, work, steps[:k], steps[k])
             _stopped(project, result, work, steps[k], sorted(state.rejects))
         else:
