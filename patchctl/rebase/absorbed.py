@@ -8,8 +8,8 @@ is right for a fix upstream took in part, and wrong where the same text means an
 thing on each side: a count of entries (``static_assert(COUNT == 83)`` bumped by the patch
 for its own entry and by upstream for another), a version, an index. Only a person can
 tell, so it is never passed as a plain grade: it is named, file, hunks and lines, in the
-report, ``--json`` and the range-diff, and dropping it needs the consent dropping a whole
-patch already upstream needs (``--drop-upstream``).
+report, ``--json`` and the range-diff, and it is a doubted move (rebase/results.py): the
+rebase stops there for a person to judge, who may take it as it stands.
 
 The test is on the patch's net change, which no choice of diff alignment alters: per line
 of text, how many more times it stands after the patch than before (added minus removed,

@@ -7,8 +7,8 @@ helpers replaced by another API). No line merge can see that, and it is what mos
 makes a maintainer rewrite a patch that still applies. The test is textual and cheap: a
 word (an identifier, 3 characters or more) of the patch's added lines in a file that
 stood in that file at the old pin and stands nowhere in the new pin's tree (with the
-patches before it applied). A finding, never a grade: named in the report and ``--json``
-for a person to judge; the move goes on.
+patches before it applied). A finding, never a grade: named in the report and ``--json``,
+and a doubted move (rebase/results.py): the rebase stops there for a person to judge.
 """
 
 from __future__ import annotations
