@@ -145,6 +145,41 @@ def test_a_partial_cache_whose_server_turned_plain_stops_with_an_answer(
     print(f"process peak: {w.peak}, {took:.1f} s")
 
 
+def test_rebase_pin_on_a_partial_cache_whose_server_turned_plain_stops_with_an_answer(
+        cli, project, upstream: Upstream, cache: Path) -> None:
+    """The same cache under `rebase-pin --check`, which reads more of the upstream than
+    verify (the new pin's tree, renames, the lines it searches, the blobs a merge needs):
+    every read either needs no lazy fetch or is stopped whole with the one-line answer,
+    never a flood that outlives the command."""
+    from tests.builders import commit_all
+
+    tiny = upstream.path / "src" / "tiny.c"
+    tiny.write_text("/* a later upstream commit */\n" + tiny.read_text())
+    later = commit_all(upstream.path, "tiny : a later commit")
+    with serving(upstream.path, "smart") as smart, serving(upstream.path, "dumb") as plain:
+        from patchctl.gitrepo import upstream_cache_dir
+
+        repo = upstream_cache_dir(plain)
+        repo.parent.mkdir(parents=True)
+        git(repo.parent, "init", "-q", "--bare", repo.name)
+        git(repo, "remote", "add", "origin", smart)
+        git(repo, "fetch", "-q", "--filter=blob:none", "origin", _pin(project), later)
+        git(repo, "remote", "set-url", "origin", plain)
+        servers = _existing()
+        with watchdog(procs.MAX_PROCESSES + 40, spare=servers) as w:
+            began = time.monotonic()
+            r = cli("-C", str(project), "rebase-pin", later, "--check", "--upstream", plain)
+            took = time.monotonic() - began
+        left = _descendants(os.getpid(), servers)  # nothing of the command outlives it
+    assert "Traceback" not in r.err
+    if r.code == 3:  # a lazy fetch set off the flood: stopped whole, said in one line
+        assert "processes running at once" in r.err and len(r.err.strip().splitlines()) == 1
+    else:  # or no read needed one
+        assert r.code in (0, 1) and "rebase-pin" in r.out, (r.code, r.out, r.err)
+    assert took < 60 and left == [], left
+    print(f"process peak: {w.peak}, {took:.1f} s, exit {r.code}")
+
+
 def _pin(project: Path) -> str:
     text = (project / "stack" / "upstream.toml").read_text()
     return text.split('commit = "', 1)[1].split('"', 1)[0]
