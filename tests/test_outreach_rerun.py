@@ -75,7 +75,8 @@ def test_perf_prefixes_builds_each_prefix_from_the_stack_with_patchctl_apply(
     applies = [ln for ln in r.stdout.splitlines() if " apply --into " in ln]
     assert applies == [
         f"{Path(sys.executable).parent / 'patchctl'} -C {work}/stacks/{label} apply --into "
-        f"{work}/{label}/src --upstream {up} --exclude models/\\*.gguf -q" for label in labels]
+        f"{work}/{label}/src --upstream {up} --exclude models/\\*.gguf -q --force"
+        for label in labels]
     # the last prefix's stack holds every patch of the series, copied from this project
     last = r.stdout.split(f"/stacks/{labels[-1]}/stack/series)")[1].split(" apply --into")[0]
     assert [ln.split()[1].rsplit("/", 1)[1] for ln in last.splitlines()
