@@ -114,14 +114,13 @@ def said_of(p: dict[str, Any]) -> list[str]:
     intent: part of its change already upstream, names gone upstream, or a hunk it placed by
     a rule (moved, union, anchored: each hunk's new place and why, in the report and the
     range-diff). Empty for a plain move, and for one a person resolved."""
-    if p.get("resolved"):
+    if p["resolved"]:
         return []
-    # .get: a --patchctl from before a field existed (the baseline of a before/after run)
     return [
         *(f"upstream in part: {a['file']}" for a in p.get("absorbed", [])),
         *(f"names gone: {g['file']} ({', '.join(g['names'])})" for g in p.get("gone", [])),
-        *(f"{p['grade']}: {h['file']} hunk #{h['hunk']}, {h['note']}" for h in p.get("placed", [])),
-        *(f"moved: {m['file']} hunk #{m['hunk']} -> {m['to']}" for m in p.get("moved", [])),
+        *(f"{p['grade']}: {h['file']} hunk #{h['hunk']}, {h['note']}" for h in p["placed"]),
+        *(f"moved: {m['file']} hunk #{m['hunk']} -> {m['to']}" for m in p["moved"]),
     ]
 
 
@@ -159,7 +158,7 @@ def replay_bump(patchctl: Path, mirror: Path, root: Path, bump: Bump) -> dict[st
         raise BenchError(f"rebase-pin --check exited {code}: {err}")
     row["check"] = {
         "to_resolve": check["to_resolve"],
-        "waiting": check.get("waiting", 0),
+        "waiting": check["waiting"],
         "grades": {p["name"]: p["grade"] for p in check["patches"]},
     }
     before = root / "before"

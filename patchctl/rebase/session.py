@@ -7,7 +7,8 @@ rebase completes:
 
 - ``work/``: a git work tree at the new pin, with the patches already rebased
   as commits and the conflicting patch applied with conflict markers (a doubted move,
-  rebase/results.py: its automatic form, applied and staged, in ``doubted.patch`` too);
+  rebase/results.py: as it moved, applied and staged; a text rebase-pin regenerated for it
+  is in ``doubted.patch``);
 - ``staged/``: the new text of each patch already rebased;
 - ``header``: the header of the patch waiting in ``work/`` (From, Date, Subject,
   body, trailers), written by the stop; what the user leaves there when they
@@ -145,11 +146,11 @@ def _park(project: Path, state: RebaseState, work: Path, done: list[Step],
                                               body=p.body, author=p.author)
         state.done.append(entry)
         rebase_state.save(project, state)
-    path, strip = conflict.source.path, conflict.source.strip
+    patch, strip = conflict.source.path, conflict.source.strip
     if conflict.result.doubted and conflict.text is not None:  # its automatic form, to judge
-        path, strip = rebase_dir(project) / "doubted.patch", 1
-        path.write_bytes(conflict.text.encode("utf-8", "surrogateescape"))
-    marked = gitrepo.apply_with_markers(work, path, strip=strip)
+        patch, strip = rebase_dir(project) / "doubted.patch", 1
+        patch.write_bytes(conflict.text.encode("utf-8", "surrogateescape"))
+    marked = gitrepo.apply_with_markers(work, patch, strip=strip)
     state.rejects = {path: _digest(work / path) for path in marked.rejects}
     fsutil.atomic_write(rebase_state.header_path(project),
                         patchtext.header_text(conflict.source.patch).encode(
