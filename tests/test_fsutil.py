@@ -119,12 +119,14 @@ def test_path_lock_lives_in_the_cache_or_beside_when_it_cannot(tmp_path: Path,
 
 
 def _flock_holder(lock: Path, seconds: float) -> subprocess.Popen[bytes]:
-    """A real process holding ``lock`` (flock, exclusive) for ``seconds``; it says when."""
+    """A real process holding ``lock`` (flock, exclusive) for ``seconds``; it says when it
+    holds it, and writes ``lock``.released just before its exit lets the lock go."""
     code = ("import fcntl, os, sys, time\n"
             "fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
             "fcntl.flock(fd, fcntl.LOCK_EX)\n"
             "print('held', flush=True)\n"
-            "time.sleep(float(sys.argv[2]))\n")
+            "time.sleep(float(sys.argv[2]))\n"
+            "open(sys.argv[1] + '.released', 'w').close()\n")
     proc = subprocess.Popen([sys.executable, "-c", code, str(lock), str(seconds)],
                             stdout=subprocess.PIPE)
     assert proc.stdout is not None and proc.stdout.readline() == b"held\n"
@@ -146,7 +148,8 @@ def test_a_lock_a_dead_holder_leaves_held_for_a_moment_is_taken(tmp_path: Path) 
     try:
         with fsutil.exclusive_lock(lock, "the stack"):
             assert lock.read_text() == str(os.getpid())
-            assert holder.poll() is not None  # it had to let go first
+            # it had to let go first; its exit status can come later than the lock's release
+            assert (tmp_path / "lock.released").exists()
     finally:
         holder.kill()
         holder.wait()
