@@ -373,6 +373,24 @@ def test_a_comment_split_after_a_semicolon_is_a_mid_sentence_split(tmp_path: Pat
     assert found == [("mid-sentence-split", 2)]
 
 
+def test_a_comment_going_on_in_brackets_on_the_next_line_is_a_mid_sentence_split(tmp_path: Path) -> None:
+    """The lint read the first character of the next line only, so a sentence that went on
+    with "(the latter not ...)" or "`name` ..." passed as two, and the brief said the patch
+    splits no sentence across lines."""
+    text = ("From 0 Mon Sep 17 00:00:00 2001\nFrom: A <a@b>\nSubject: [PATCH] x\n\n---\n"
+            "diff --git a/src/x.c b/src/x.c\n--- a/src/x.c\n+++ b/src/x.c\n"
+            "@@ -1,2 +1,8 @@\n int a;\n"
+            "+// a partial state round-trips too\n"
+            "+// (the latter not with a unified KV cache).\n"
+            "+// the layers of the range\n"
+            "+// `n_layer` of them.\n"
+            "+// A sentence ends here.\n+// (A new one opens in brackets.)\n int b;\n")
+    rule = policy.Rule("no-mid-sentence-split", "t",
+                       [policy.Citation("AGENTS.md", 5, "- Do not split a sentence mid-sentence")])
+    found = [(f.code, f.line) for f in standards.lint(_parsed(text, tmp_path), [rule], {})]
+    assert found == [("mid-sentence-split", 2), ("mid-sentence-split", 4)]
+
+
 def test_check_fails_on_a_builder_count_the_patch_contradicts(cli, surface_project) -> None:
     """The outreach data's prose counted the builders a patch edits ("edits 2 builders")
     while the patch edits three; the brief repeated the count as a fact and

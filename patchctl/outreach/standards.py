@@ -30,6 +30,7 @@ C_FILES = (".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".cu", ".m"
 # a semicolon joins two clauses of one sentence: a line ending in one and going on in
 # lowercase splits that sentence as much as a line ending in a word
 _SENTENCE_END = (".", "!", "?", ":")
+_OPENERS = "([{\"'`"
 _WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5}
 _FIELD = re.compile(r"^(?!return\b|typedef\b|using\b|static\b|friend\b)[A-Za-z_][\w\s\*&:<>,]*?"
                     r"\b(\w+)\s*(\[[^\]]*\])?\s*(=[^;]*)?;$")
@@ -133,7 +134,8 @@ def lint(patch: Patch, rules: list[policy.Rule], base_files: dict[str, str | Non
             if split:
                 for i in range(len(c.lines) - 1):
                     this, after = c.lines[i], c.lines[i + 1]
-                    if this and not this.endswith(_SENTENCE_END) and after[:1].islower():
+                    # "(the latter ...)" or "`name` ..." on the next line goes on with the sentence too
+                    if this and not this.endswith(_SENTENCE_END) and after.lstrip(_OPENERS)[:1].islower():
                         out.append(LintFinding(
                             "mid-sentence-split", f.path, c.start + i,
                             f"a sentence continues on the next line: {_short(this, 60)} / "
