@@ -134,8 +134,9 @@ def lint(patch: Patch, rules: list[policy.Rule], base_files: dict[str, str | Non
             if split:
                 for i in range(len(c.lines) - 1):
                     this, after = c.lines[i], c.lines[i + 1]
-                    # "(the latter ...)" or "`name` ..." on the next line goes on with the sentence too
-                    if this and not this.endswith(_SENTENCE_END) and after.lstrip(_OPENERS)[:1].islower():
+                    # "(the latter ...)" or "`name` ..." on the next line goes on with it too
+                    goes_on = after.lstrip(_OPENERS)[:1].islower()
+                    if this and not this.endswith(_SENTENCE_END) and goes_on:
                         out.append(LintFinding(
                             "mid-sentence-split", f.path, c.start + i,
                             f"a sentence continues on the next line: {_short(this, 60)} / "
