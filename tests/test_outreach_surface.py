@@ -373,7 +373,7 @@ def test_a_comment_split_after_a_semicolon_is_a_mid_sentence_split(tmp_path: Pat
     assert found == [("mid-sentence-split", 2)]
 
 
-def test_a_comment_going_on_in_brackets_on_the_next_line_is_a_mid_sentence_split(tmp_path: Path) -> None:
+def test_a_sentence_going_on_in_brackets_on_the_next_line_is_split(tmp_path: Path) -> None:
     """The lint read the first character of the next line only, so a sentence that went on
     with "(the latter not ...)" or "`name` ..." passed as two, and the brief said the patch
     splits no sentence across lines."""
