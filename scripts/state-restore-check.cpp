@@ -132,7 +132,10 @@ int main(int argc, char ** argv) {
         if (device) {
             // an abort here ends the process: the line before it says which cache it was
             llama_context * ctx = new_context(model, kv_unified);
-            decode(ctx, { 0, 0, 0, 1, 1 }, { 0, 1, 2, 0, 1 });
+            if (!decode(ctx, { 0, 0, 0, 1, 1 }, { 0, 1, 2, 0, 1 })) {
+                fprintf(stderr, "the prompts do not decode\n");
+                return 2;
+            }
             printf("%s: the state of sequence 0 kept on the device, restored ...\n", cache);
             fflush(stdout);
             restore(ctx, save(ctx, 0, LLAMA_STATE_SEQ_FLAGS_ON_DEVICE), 0, LLAMA_STATE_SEQ_FLAGS_ON_DEVICE);
