@@ -13,6 +13,7 @@
 //                                         (LLAMA_STATE_SEQ_FLAGS_ON_DEVICE) saved and restored,
 //                                         with a KV cache per sequence, then with one for both.
 #include "llama.h"
+#include "upstream-check.h"
 
 #include <cmath>
 #include <cstdio>
@@ -20,38 +21,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-static bool decode(llama_context * ctx, const std::vector<llama_seq_id> & seq, const std::vector<llama_pos> & pos) {
-    llama_batch batch = llama_batch_init((int32_t) seq.size(), 0, 1);
-    for (size_t i = 0; i < seq.size(); i++) {
-        batch.token[i]     = 1 + (llama_token) (i*7 % 50);
-        batch.pos[i]       = pos[i];
-        batch.n_seq_id[i]  = 1;
-        batch.seq_id[i][0] = seq[i];
-        batch.logits[i]    = 1;
-    }
-    batch.n_tokens = (int32_t) seq.size();
-    const bool ok = llama_decode(ctx, batch) == 0;
-    llama_batch_free(batch);
-    return ok;
-}
-
-static llama_context * new_context(llama_model * model, bool kv_unified) {
-    llama_context_params cparams = llama_context_default_params();
-    cparams.n_ctx           = 128;
-    cparams.n_batch         = 64;
-    cparams.n_ubatch        = 5;
-    cparams.n_seq_max       = 2;
-    cparams.n_threads       = 1;
-    cparams.n_threads_batch = 1;
-    cparams.kv_unified      = kv_unified;
-    llama_context * ctx = llama_init_from_model(model, cparams);
-    if (ctx == nullptr) {
-        fprintf(stderr, "no context\n");
-        exit(2);
-    }
-    return ctx;
-}
 
 static std::vector<uint8_t> save(llama_context * ctx, llama_seq_id seq, llama_state_seq_flags flags = 0) {
     std::vector<uint8_t> state(llama_state_seq_get_size_ext(ctx, seq, flags));

@@ -1,0 +1,43 @@
+// What the checks of upstream's own behaviour (scripts/upstream-check.sh) share: the context they
+// run in, that of the stack's chain tests, and a batch of which every token is an output.
+#pragma once
+
+#include "llama.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+// two sequences, 128 cells, ubatches of 5, one thread; exits if the context is not made
+static llama_context * new_context(llama_model * model, bool kv_unified = false) {
+    llama_context_params cparams = llama_context_default_params();
+    cparams.n_ctx           = 128;
+    cparams.n_batch         = 64;
+    cparams.n_ubatch        = 5;
+    cparams.n_seq_max       = 2;
+    cparams.n_threads       = 1;
+    cparams.n_threads_batch = 1;
+    cparams.kv_unified      = kv_unified;
+    llama_context * ctx = llama_init_from_model(model, cparams);
+    if (ctx == nullptr) {
+        fprintf(stderr, "no context\n");
+        exit(2);
+    }
+    return ctx;
+}
+
+// the tokens at pos of the sequences seq, each an output
+static bool decode(llama_context * ctx, const std::vector<llama_seq_id> & seq, const std::vector<llama_pos> & pos) {
+    llama_batch batch = llama_batch_init((int32_t) seq.size(), 0, 1);
+    for (size_t i = 0; i < seq.size(); i++) {
+        batch.token[i]     = 1 + (llama_token) (i*7 % 50);
+        batch.pos[i]       = pos[i];
+        batch.n_seq_id[i]  = 1;
+        batch.seq_id[i][0] = seq[i];
+        batch.logits[i]    = 1;
+    }
+    batch.n_tokens = (int32_t) seq.size();
+    const bool ok = llama_decode(ctx, batch) == 0;
+    llama_batch_free(batch);
+    return ok;
+}
