@@ -84,17 +84,7 @@ int main(int argc, char ** argv) {
         return 2;
     }
     const bool device = argc > 2 && std::string(argv[2]) == "--device";
-    llama_backend_init();
-    if (getenv("LLAMA_LOG") == nullptr) {
-        llama_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
-    }
-    llama_model_params mparams = llama_model_default_params();
-    mparams.load_mtp = true; // a file with MTP layers loads only with them
-    llama_model * model = llama_model_load_from_file(argv[1], mparams);
-    if (model == nullptr) {
-        fprintf(stderr, "%s does not load\n", argv[1]);
-        return 2;
-    }
+    llama_model * model = load_model(argv[1]);
     int rc = 0;
     for (const bool kv_unified : { false, true }) {
         const char * cache = kv_unified ? "one KV cache for both sequences" : "a KV cache per sequence";

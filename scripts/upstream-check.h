@@ -1,5 +1,5 @@
-// What the checks of upstream's own behaviour (scripts/upstream-check.sh) share: the context they
-// run in, that of the stack's chain tests, and a batch of which every token is an output.
+// What the checks of upstream's own behaviour (scripts/upstream-check.sh) share: the model, the
+// context they run in (that of the stack's chain tests) and a batch of which every token is an output.
 #pragma once
 
 #include "llama.h"
@@ -7,6 +7,23 @@
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
+
+// the model at path, with its MTP layers (a file that has them loads only with them); llama.cpp's log
+// is silent unless LLAMA_LOG is set; exits if the model does not load
+static llama_model * load_model(const char * path) {
+    llama_backend_init();
+    if (getenv("LLAMA_LOG") == nullptr) {
+        llama_log_set([](ggml_log_level, const char *, void *) {}, nullptr);
+    }
+    llama_model_params mparams = llama_model_default_params();
+    mparams.load_mtp = true;
+    llama_model * model = llama_model_load_from_file(path, mparams);
+    if (model == nullptr) {
+        fprintf(stderr, "%s does not load\n", path);
+        exit(2);
+    }
+    return model;
+}
 
 // two sequences, 128 cells, ubatches of 5, one thread; exits if the context is not made
 static llama_context * new_context(llama_model * model, bool kv_unified = false) {
