@@ -5,7 +5,8 @@
 #
 #   scripts/upstream-check.sh CHECK TREE LIBDIR MODEL [ARGS...]
 #
-# CHECK is state-restore-check or nextn-toggle-check, each also run by a script of its name.
+# CHECK is state-restore-check, nextn-toggle-check or embd-split-check, each also run by a script
+# of its name.
 # TREE is the llama.cpp source (its include/, ggml/include/ and src/ for the staging header
 # llama-ext.h), LIBDIR the directory that holds its libllama.so (e.g. a build's bin/). The binary
 # goes to a temporary directory, removed on exit.

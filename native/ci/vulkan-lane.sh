@@ -172,15 +172,16 @@ ctests() {
   grep -E 'Test +#|tests passed|tests failed|Total Test' "$log"
 }
 
-# stage_log LAYERS NGL LOG: start a stage with llama.cpp's log in LOG, wait until it
-# has placed its layers, stop it (the log is removed first: a redirect truncates only
-# once the background job runs, so the wait could read the last stage's log).
+# stage_log LAYERS NGL LOG [UNTIL]: start a stage with llama.cpp's log in LOG, wait until
+# it has placed its layers (or until the log shows UNTIL), stop it (the log is removed
+# first: a redirect truncates only once the background job runs, so the wait could read
+# the last stage's log).
 stage_log() {
   rm -f "$3"
   WORKER_LLAMA_LOG=1 "$W" --stage --model "$M" --layers "$1" --n-gpu-layers "$2" --listen 127.0.0.1:0 \
     --timeout-ms 2000 2>"$3" >/dev/null &
   local pid=$!
-  for _ in $(seq 50); do grep -qs offloaded "$3" && break; sleep 0.1; done
+  for _ in $(seq 100); do grep -qs "${4:-offloaded}" "$3" && break; sleep 0.1; done
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
 }
@@ -218,6 +219,24 @@ offload_check() {
   done
   "$W" --drive --model "$M" --split 0:2,2:4 --steps 6 --n-gpu-layers 1 --json >"$O/split.json"
   echo "split 0:2,2:4, --n-gpu-layers 1: $(digest "$O/split.json")"
+  # Two devices: the device twice (GGML_VK_VISIBLE_DEVICES=0,0, two ggml devices on one
+  # physical device). llama.cpp turns on pipeline parallelism only for a model that
+  # offloads every unit it has (n_gpu_layers() above its layer count): a stage that
+  # offloads all the units it holds gets it too (the full model 5, [1,3) 2, [3,4) its layer
+  # and the output), and loses it with one of them on the CPU. The chain of such stages
+  # gives the full model's bits.
+  stamp "two devices (the device twice): pipeline parallelism of a stage that offloads all it holds"
+  local spec layers ngl want got
+  for spec in 0:4/5/1 0:4/4/0 1:3/2/1 1:3/1/0 3:4/2/1 3:4/1/0; do
+    IFS=/ read -r layers ngl want <<<"$spec"
+    GGML_VK_VISIBLE_DEVICES=0,0 stage_log "$layers" "$ngl" "$O/two.log" 'graph splits'
+    got=$(grep -c 'pipeline parallelism enabled' "$O/two.log" || true)
+    echo "stage $layers, --n-gpu-layers $ngl: pipeline parallelism $([ "$got" = 1 ] && echo on || echo off);$(grep -o 'assigned to device [A-Za-z0-9_]*' "$O/two.log" | sort | uniq -c | tr -s ' ' | tr '\n' ';')"
+    [ "$got" = "$want" ] || { echo "FAIL: stage $layers with --n-gpu-layers $ngl: pipeline parallelism $got, not $want"; exit 1; }
+  done
+  GGML_VK_VISIBLE_DEVICES=0,0 "$W" --drive --model "$M" --split 0:1,1:3,3:4 --steps 6 --n-gpu-layers 1,2,2 \
+    --check-local --json >"$O/two.json"
+  echo "two devices, split 0:1,1:3,3:4, --n-gpu-layers 1,2,2: $(digest "$O/two.json")"
   # A larger llama (8 layers, n_embd 256, 1024-token vocabulary) in f16 and q8_0:
   # the chain against the full model on the same device (--check-local exits 1
   # unless the logits are the same bits).
