@@ -14,21 +14,25 @@
 # pin, p1..pN: each is written by `patchctl -C WORK/stacks/LABEL apply --into WORK/LABEL/src
 # --upstream UPSTREAM`, WORK/stacks/LABEL being this stack with its series cut after K patches.
 # Options before UPSTREAM: --dry-run prints the steps and runs none; --exclude GLOB (repeatable)
-# goes to `patchctl apply` (a partial clone lacks its largest blobs: 'models/*.gguf'). Each tree
+# goes to `patchctl apply` (a partial clone lacks its largest blobs: 'models/*.gguf');
+# --cmake-arg ARG (repeatable) goes to every configure, e.g. -DGGML_NATIVE=OFF with the CPU
+# features named, where the CPU reports AMX that its virtual machine does not run (llama-bench's
+# q8_0 matmuls then stop with SIGILL in ggml's AMX kernels, at the pin too). Each tree
 # is built in WORK/LABEL/build-tools (llama-bench, llama-perplexity) and, with CTEST=1,
 # WORK/LABEL/build-tests (upstream's tests on, tools off). The first LABEL is the baseline.
 # CCACHE=1 compiles through ccache, with the trees' paths made relative so that the files a
 # prefix leaves alone hit the cache. Writes WORK/perf.json for `patchctl record --metrics`.
 set -euo pipefail
 usage() {
-    echo "usage: $0 [--dry-run] [--exclude GLOB]... UPSTREAM WORK BENCH_MODEL PPL_MODEL TEXT ROUNDS" >&2
+    echo "usage: $0 [--dry-run] [--exclude GLOB]... [--cmake-arg ARG]... UPSTREAM WORK BENCH_MODEL PPL_MODEL TEXT ROUNDS" >&2
     exit 2
 }
-dry= excludes=()
+dry= excludes=() cmake_args=()
 while [ $# -gt 0 ]; do
     case $1 in
         --dry-run) dry=1; shift ;;
         --exclude) [ $# -ge 2 ] || usage; excludes+=(--exclude "$2"); shift 2 ;;
+        --cmake-arg) [ $# -ge 2 ] || usage; cmake_args+=("$2"); shift 2 ;;
         --) shift; break ;;
         -*) echo "$0: unknown option $1" >&2; usage ;;
         *) break ;;
@@ -67,7 +71,7 @@ runq() {
     if [ -n "$dry" ]; then run "$@"; else "$@" >/dev/null; fi
 }
 common=(-G Ninja -DCMAKE_BUILD_TYPE=Release -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_SERVER=OFF
-        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF)
+        -DLLAMA_CURL=OFF -DLLAMA_OPENSSL=OFF "${cmake_args[@]}")
 if [ -n "${CCACHE:-}" ]; then
     export CCACHE_BASEDIR=$work CCACHE_NOHASHDIR=1
     common+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

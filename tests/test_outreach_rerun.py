@@ -83,6 +83,15 @@ def test_perf_prefixes_builds_each_prefix_from_the_stack_with_patchctl_apply(
             if ln.startswith("cp ")] == series
     assert "checkout" not in r.stdout and not work.exists()  # nothing run, nothing written
     assert f"{work}/pin/build-tools/bin/llama-perplexity -m ppl.gguf -f text.md" in r.stdout
+    # a configure argument reaches every configure (a CPU whose AMX its VM does not run)
+    native = _script("--dry-run", "--cmake-arg", "-DGGML_NATIVE=OFF", "--cmake-arg",
+                     "-DGGML_AVX2=ON", str(up), str(work), "bench.gguf", "ppl.gguf",
+                     "text.md", "5", work=tmp_path)
+    assert native.returncode == 0, native.stderr
+    configures = [ln for ln in native.stdout.splitlines() if ln.startswith("cmake -S ")]
+    assert len(configures) == len(labels)
+    assert all(ln.endswith(" -DGGML_NATIVE=OFF -DGGML_AVX2=ON -DLLAMA_BUILD_TESTS=OFF "
+                           "-DLLAMA_BUILD_TOOLS=ON") for ln in configures), configures
     bad = _script(str(up), str(work), "bench.gguf", "ppl.gguf", "text.md", "five",
                   work=tmp_path)
     assert (bad.returncode, bad.stderr.strip()) == (
