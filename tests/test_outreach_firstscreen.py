@@ -480,6 +480,23 @@ def test_a_recorded_wrapper_script_is_read_from_the_project_wherever_it_is(tmp_p
     assert scripts(["../../outside.sh"], clone, made_in) == []
 
 
+def test_the_projects_own_ci_folder_is_not_the_upstreams_ci(tmp_path: Path) -> None:
+    """Bug: CONTRIBUTING.md's "Execute the full CI locally" (the upstream's ci/) was shown
+    as covered by the project's Vulkan lane, because `bash native/ci/vulkan-lane.sh` has a
+    ci/ folder in its path; the upstream's ci/run.sh in a llama.cpp tree still counts."""
+    from patchctl.outreach.firstscreen import runs
+
+    (tmp_path / "native" / "ci").mkdir(parents=True)
+    (tmp_path / "native" / "ci" / "vulkan-lane.sh").write_text("#!/bin/sh\nctest\n")
+    made_in = "/home/dev/project"
+    for own in (["bash", "native/ci/vulkan-lane.sh", "/scratch/lane"],
+                ["bash", f"{made_in}/native/ci/vulkan-lane.sh"]):
+        assert not runs(own, "ci/", tmp_path, made_in), own
+    for theirs in (["bash", "ci/run.sh", "/tmp/results"],
+                   ["bash", "/src/llama.cpp/ci/run.sh", "/tmp/results", "/tmp/mnt"]):
+        assert runs(theirs, "ci/", tmp_path, made_in), theirs
+
+
 def test_a_record_of_another_stack_is_read_at_this_patchs_place_there() -> None:
     """Bug: a record of another stack gave each brief the per-prefix figures of the patch at
     the same series position there; after a split renumbered the series, the range patch

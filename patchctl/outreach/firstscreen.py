@@ -245,6 +245,10 @@ def runs(command: Sequence[str], tool: str, root: Path | None = None, cwd: str =
     lines (comments aside) run the tool, as scripts/perf-prefixes.sh runs llama-bench; a
     file it is given to read does not (the text llama-perplexity scores)."""
     words = [w for arg in command for w in arg.split()]
+    if root is not None and tool.endswith("/"):
+        # the upstream's directory (its ci/), not one of the project's own of the same name
+        # (native/ci/vulkan-lane.sh runs the project's lane, not the upstream's CI)
+        words = [w for w in words if _project_file(w, root, cwd) is None]
     if _names(words, tool):
         return True
     return root is not None and any(_names(_script_words(root, path), tool)
@@ -253,30 +257,35 @@ def runs(command: Sequence[str], tool: str, root: Path | None = None, cwd: str =
 
 def scripts(command: Sequence[str], root: Path, cwd: str = "") -> list[Path]:
     """The project's files at ``root`` that a recorded command runs (its program, or an
-    interpreter's script). A relative name is taken from ``root``, and an absolute one under
-    the record's ``cwd`` is moved there, never read where the record was made: the same
-    records must give the same brief wherever the project is checked out."""
-    out = []
+    interpreter's script)."""
+    return [path for word in _programs(command)
+            if (path := _project_file(word, root, cwd)) is not None]
+
+
+def _project_file(word: str, root: Path, cwd: str = "") -> Path | None:
+    """The project's file at ``root`` that ``word`` names, if any. A relative name is taken
+    from ``root``, and an absolute one under the record's ``cwd`` is moved there, never read
+    where the record was made: the same records must give the same brief wherever the
+    project is checked out."""
     top = root.resolve()
-    for word in _programs(command):
-        name = PurePosixPath(word)
-        if name.is_absolute():
-            if name.is_relative_to(top):
-                name = name.relative_to(top)
-            elif cwd and name.is_relative_to(cwd):
-                name = name.relative_to(cwd)
-            else:
-                continue
-        try:
-            path = (top / name).resolve()
-        except (OSError, ValueError):
-            continue
-        # a hidden folder (.venv, .patchctl) holds what this checkout installed or made,
-        # not the project's files: another checkout has other ones, or none
-        if path.is_relative_to(top) and path.is_file() and \
-                not any(part.startswith(".") for part in path.relative_to(top).parts):
-            out.append(path)
-    return out
+    name = PurePosixPath(word)
+    if name.is_absolute():
+        if name.is_relative_to(top):
+            name = name.relative_to(top)
+        elif cwd and name.is_relative_to(cwd):
+            name = name.relative_to(cwd)
+        else:
+            return None
+    try:
+        path = (top / name).resolve()
+    except (OSError, ValueError):
+        return None
+    # a hidden folder (.venv, .patchctl) holds what this checkout installed or made,
+    # not the project's files: another checkout has other ones, or none
+    if path.is_relative_to(top) and path.is_file() and \
+            not any(part.startswith(".") for part in path.relative_to(top).parts):
+        return path
+    return None
 
 
 _INTERPRETERS = frozenset({"sh", "bash", "dash", "zsh", "env", "python", "python3"})
