@@ -495,6 +495,14 @@ def test_the_projects_own_ci_folder_is_not_the_upstreams_ci(tmp_path: Path) -> N
     for theirs in (["bash", "ci/run.sh", "/tmp/results"],
                    ["bash", "/src/llama.cpp/ci/run.sh", "/tmp/results", "/tmp/mnt"]):
         assert runs(theirs, "ci/", tmp_path, made_in), theirs
+    # what the project's script runs: its own ci/ files, however it spells their path, are
+    # not the upstream's; the upstream's ci/run.sh in a tree it is given is
+    lane = tmp_path / "native" / "ci" / "lane.sh"
+    lane.write_text('#!/bin/sh\nbash "$REPO/native/ci/vulkan-lane.sh"\n'
+                    'bash native/ci/vulkan-lane.sh\n')
+    assert not runs(["bash", "native/ci/lane.sh"], "ci/", tmp_path, made_in)
+    lane.write_text('#!/bin/sh\ncd "$1" && bash ci/run.sh "$2"\n')
+    assert runs(["bash", "native/ci/lane.sh", "/src/llama.cpp"], "ci/", tmp_path, made_in)
 
 
 def test_a_record_of_another_stack_is_read_at_this_patchs_place_there() -> None:

@@ -245,14 +245,30 @@ def runs(command: Sequence[str], tool: str, root: Path | None = None, cwd: str =
     lines (comments aside) run the tool, as scripts/perf-prefixes.sh runs llama-bench; a
     file it is given to read does not (the text llama-perplexity scores)."""
     words = [w for arg in command for w in arg.split()]
-    if root is not None and tool.endswith("/"):
-        # the upstream's directory (its ci/), not one of the project's own of the same name
-        # (native/ci/vulkan-lane.sh runs the project's lane, not the upstream's CI)
-        words = [w for w in words if _project_file(w, root, cwd) is None]
-    if _names(words, tool):
+    if _names(_upstreams(words, tool, root, cwd), tool):
         return True
-    return root is not None and any(_names(_script_words(root, path), tool)
-                                    for path in scripts(command, root, cwd))
+    return root is not None and any(
+        _names(_upstreams(_script_words(root, path), tool, root), tool)
+        for path in scripts(command, root, cwd))
+
+
+def _upstreams(words: Sequence[str], tool: str, root: Path | None, cwd: str = "") -> list[str]:
+    """The words that may name the upstream's ``tool``. For a directory (``ci/``), a path
+    of the project's own is left out, however it starts (``native/ci/vulkan-lane.sh``,
+    ``$REPO/native/ci/...``): it runs the project's lane, not the upstream's CI."""
+    if root is None or not tool.endswith("/"):
+        return list(words)
+    folder = tool.rstrip("/")
+    kept = []
+    for word in words:
+        parts = PurePosixPath(word).parts
+        # the word's path and each of its tails that still holds the folder
+        tails = [str(PurePosixPath(*parts[i:])) for i in range(1, len(parts))
+                 if folder in parts[i:-1]]
+        if _project_file(word, root, cwd) is None and \
+                all(_project_file(t, root) is None for t in tails):
+            kept.append(word)
+    return kept
 
 
 def scripts(command: Sequence[str], root: Path, cwd: str = "") -> list[Path]:
