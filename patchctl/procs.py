@@ -30,8 +30,11 @@ from typing import IO
 from patchctl.errors import EnvironmentFailure
 
 MAX_PROCESSES = 48  # alive at once in one group; git's deepest legitimate chain is ~8
-_QUIET = 0.25  # seconds before the group is first counted: most git calls end sooner
+_QUIET = 0.05  # seconds before the group is first counted: most git calls end sooner, and a
+#                cascade has not yet reached the bound (it starts hundreds a second)
 _TICK = 0.1  # then, how often it is counted
+_CHAIN = 8  # a group larger than git's deepest legitimate chain may be a cascade starting:
+_FAST_TICK = 0.01  # it is counted this often, so that a fast machine cannot overshoot the bound
 _PROC = "/proc"
 
 
@@ -144,7 +147,6 @@ def wait(proc: subprocess.Popen[bytes], argv: Sequence[str], *, input: bytes | N
                 break
             except subprocess.TimeoutExpired:
                 pass
-        step = _TICK
         if tick is not None:
             tick()
         count = group_members(proc.pid)
@@ -152,7 +154,8 @@ def wait(proc: subprocess.Popen[bytes], argv: Sequence[str], *, input: bytes | N
             kill_group(proc.pid)
             proc.wait()
             raise ProcessFlood(argv, count, limit)
-    if step == _TICK and group_members(proc.pid):
+        step = _FAST_TICK if count > _CHAIN else _TICK
+    if step != _QUIET and group_members(proc.pid):
         kill_group(proc.pid)  # the leader ended, something it started did not
     if feeder is not None:
         feeder.join()
