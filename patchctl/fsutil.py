@@ -81,10 +81,11 @@ def _alive(pid: int) -> bool:
 
 
 def _outlive(fd: int, holder: str, seconds: float = 2.0) -> bool:
-    """Take the lock on ``fd`` that a dead ``holder`` still seems to hold: a process
-    killed while it started a program leaves, for a moment, a child that has not yet
-    exec'd and so still shares the lock (it closes on exec). False at once when the
-    holder lives, or after ``seconds`` (then a verify is reading)."""
+    """Take the lock on ``fd`` that a dead ``holder`` still seems to hold: what a killed
+    writer started still shares the lock (``procs.inheriting``; a child that has not yet
+    exec'd shares every lock) and may still be writing, so it is waited for. False at
+    once when the holder lives, or after ``seconds`` (then a verify is reading, or
+    something the holder started still runs)."""
     if not holder.isdigit() or _alive(int(holder)):
         return False
     deadline = time.monotonic() + seconds
@@ -105,8 +106,9 @@ def umask() -> int:
 
 
 @contextlib.contextmanager
-def exclusive_lock(path: Path, what: str) -> Iterator[None]:
-    """Hold ``path`` locked for the duration; a second holder is refused at once."""
+def exclusive_lock(path: Path, what: str) -> Iterator[int]:
+    """Hold ``path`` locked for the duration; a second holder is refused at once. Yields
+    the locked file descriptor."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -115,13 +117,14 @@ def exclusive_lock(path: Path, what: str) -> Iterator[None]:
         except BlockingIOError as e:
             holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "?"
             if not _outlive(fd, holder):
-                raise BusyError(
-                    f"{what} is busy: pid {holder} holds {path} (or a verify is reading); "
-                    "wait for it to finish"
-                ) from e
+                gone = holder.isdigit() and not _alive(int(holder))
+                who = (f"pid {holder} is gone, but a process it started still holds {path}"
+                       if gone else f"pid {holder} holds {path}")
+                raise BusyError(f"{what} is busy: {who} (or a verify is reading); "
+                                "wait for it to finish") from e
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
-        yield
+        yield fd
     finally:
         os.close(fd)
 

@@ -12,6 +12,11 @@ runs, and it is killed whole past its deadline, past the count, or when patchctl
 stops (an interrupt, SIGTERM, an error).
 
 Counting reads /proc: where there is none, the deadline and the group kill still hold.
+
+SIGKILL ends patchctl with no chance to end anything: the groups it started run on. So
+while a writer holds the stack's lock, every process it starts inherits that lock
+(``inheriting``), and the lock is free only once the last of them has ended: the next
+writer never works beside what a killed one left running.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ _TICK = 0.1  # then, how often it is counted
 _CHAIN = 8  # a group larger than git's deepest legitimate chain may be a cascade starting:
 _FAST_TICK = 0.01  # it is counted this often, so that a fast machine cannot overshoot the bound
 _PROC = "/proc"
+_INHERITED: set[int] = set()  # file descriptors every process started now is given
 
 
 class ProcessFlood(EnvironmentFailure):
@@ -90,6 +96,18 @@ def kill_group(pgid: int) -> None:
             return
 
 
+@contextlib.contextmanager
+def inheriting(fd: int) -> Iterator[None]:
+    """Every process started in this block is given ``fd`` (and passes it on to what it
+    starts): a lock taken on ``fd`` is then held until the last of them has ended, even
+    when this process was killed first."""
+    _INHERITED.add(fd)
+    try:
+        yield
+    finally:
+        _INHERITED.discard(fd)
+
+
 def run(argv: Sequence[str], *, input: bytes | None = None, env: dict[str, str] | None = None,
         cwd: str | None = None, timeout: float | None = None, limit: int = MAX_PROCESSES,
         stdout: IO[bytes] | int = subprocess.PIPE, stderr: IO[bytes] | int = subprocess.PIPE,
@@ -115,7 +133,8 @@ def start(argv: Sequence[str], *, input: bytes | None = None,
     is left with the leader still running (an exception, an interrupt)."""
     proc = subprocess.Popen(list(argv), stdin=subprocess.DEVNULL if input is None
                             else subprocess.PIPE, stdout=stdout, stderr=stderr, env=env,
-                            cwd=cwd, start_new_session=True)
+                            cwd=cwd, start_new_session=True,
+                            pass_fds=tuple(sorted(_INHERITED)))
     try:
         yield proc
     finally:

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import os
 import random
+import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -46,8 +48,8 @@ class Scenario:
 
 
 def _killer(project: Path, argv: list[str], n: int, *, signal_name: str = "SIGKILL",
-            ) -> subprocess.Popen[str]:
-    env = {**os.environ, "KILLER_SIGNAL": signal_name}
+            env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    env = {**os.environ, **(env or {}), "KILLER_SIGNAL": signal_name}
     return subprocess.Popen([sys.executable, str(KILLER), str(n), "-C", str(project), *argv],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
@@ -264,6 +266,44 @@ def test_a_second_writer_is_refused_and_a_killed_one_leaves_no_lock(
         check(r, USAGE)
         assert _state(watched) == stopped
     assert _leftovers(watched) == []
+    check(cli("-C", str(project), "verify"), OK)
+
+
+def test_a_rerun_waits_for_the_git_init_a_killed_edit_left_running(cli, tmp_path: Path,
+                                                                  _worlds) -> None:
+    """Bug (a timed kill of `edit`, once in CI): SIGKILL ends patchctl but not the git it
+    started, in a group of its own; the rerun found the work tree's repository created
+    but not yet filled by the killed run's `git init`, still running, and refused it ("git
+    cannot read the repository of the edit work tree"). Here that `git init` is slow on
+    purpose: patchctl is killed while it runs, and the rerun waits for it, then makes the
+    work tree."""
+    real_git = shutil.which("git")
+    assert real_git
+    started = tmp_path / "init-started"
+    slow = tmp_path / "bin/git"
+    slow.parent.mkdir()
+    slow.write_text(
+        "#!/bin/sh\n"
+        "# git init that creates the repository's directory, then takes its time to fill it\n"
+        'for arg; do [ "$arg" = init ] && init=1; last=$arg; done\n'
+        'if [ -n "$init" ]; then mkdir -p "$last/.git"; : > "$STARTED"; sleep 0.5; fi\n'
+        f'exec {shlex.quote(real_git)} "$@"\n')
+    slow.chmod(0o755)
+    (up, patches), _ = _worlds
+    project, argv, watched = _edit(tmp_path, cli, up, patches)
+    old = _state(watched)
+    proc = _killer(project, argv, 0, env={"STARTED": str(started),
+                                          "PATH": f"{slow.parent}{os.pathsep}{os.environ['PATH']}"})
+    deadline = time.monotonic() + 30
+    while not started.exists():
+        assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()
+        time.sleep(0.01)
+    proc.kill()
+    proc.communicate()
+    r = cli("-C", str(project), *argv)
+    check(r, OK)
+    assert _state(watched) == old  # edit writes no stack file
+    assert (project / ".patchctl/edit/state.json").is_file()
     check(cli("-C", str(project), "verify"), OK)
 
 

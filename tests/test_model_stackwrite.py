@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -240,3 +241,36 @@ def test_state_journalled_with_a_swap_is_written_only_with_that_stack(two, tmp_p
     # naming a file outside .patchctl (a hostile commit can add one): dropped whole
     recovered(digest, {"../outside": "x\n", ".patchctl/edit/state.json": "evil\n"})
     assert not (tmp_path / "outside").exists() and state.read_text() == "recovered\n"
+
+
+def test_what_a_killed_writer_started_holds_the_lock_until_it_ends(tmp_path: Path) -> None:
+    """Bug: SIGKILL ends a writer but not the git it started (a group of its own), and the
+    next writer took the lock at once and worked beside it: `edit` rerun after a killed
+    `edit` found the work tree's repository still being made by the killed run's `git
+    init` and refused ("git cannot read the repository of the edit work tree"). Every
+    process a writer starts now holds the lock too: the next writer waits for it, then
+    says so in one line, and takes the lock once it has ended."""
+    from patchctl.errors import BusyError
+
+    script = (
+        "import os, signal, sys\n"
+        "from pathlib import Path\n"
+        "from patchctl import procs\n"
+        "from patchctl.model import stackwrite\n"
+        "with stackwrite.stack_lock(Path(sys.argv[1]), 'edit'):\n"
+        "    with procs.start(['sleep', '30']) as child:\n"
+        "        print(child.pid, flush=True)\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    writer = subprocess.run([sys.executable, "-c", script, str(tmp_path)], text=True,
+                            stdout=subprocess.PIPE, check=False)
+    assert writer.returncode == -signal.SIGKILL
+    orphan = int(writer.stdout)
+    try:
+        with (pytest.raises(BusyError, match="is gone, but a process it started still holds"),
+              stackwrite.stack_lock(tmp_path, "edit")):
+            pass
+    finally:
+        os.kill(orphan, signal.SIGKILL)  # the test's own sleep, left running by the killed writer
+    with stackwrite.stack_lock(tmp_path, "edit"):  # waits the moment its end takes
+        pass

@@ -56,10 +56,13 @@ FIXED_IDENTITY = {
 # (network fetches: proxies, credentials, insteadOf; the user's name) read them.
 _CONTROLLED = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
 # Values that matter even against a repository's own config (an upstream clone's
-# .git/config): the bytes written, and no command run on our behalf.
+# .git/config): the bytes written, and no command run on our behalf. Automatic
+# maintenance is such a command, and a gc it detaches would hold the stack's lock, which
+# every process a writer starts inherits (procs.inheriting), for as long as it repacks.
 _FIXED_CONFIG = ("-c", "core.autocrlf=false", "-c", "core.safecrlf=false",
                  "-c", "core.fsmonitor=false", "-c", "core.hooksPath=" + os.devnull,
-                 "-c", "commit.gpgSign=false", "-c", "core.quotePath=true")
+                 "-c", "commit.gpgSign=false", "-c", "core.quotePath=true",
+                 "-c", "maintenance.auto=false")
 NETWORK_TIMEOUT_ENV = "PATCHCTL_NETWORK_TIMEOUT"
 
 

@@ -23,7 +23,7 @@ import shutil
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
-from patchctl import fsutil
+from patchctl import fsutil, procs
 from patchctl.errors import EnvironmentFailure, InputError
 from patchctl.model import schemas
 from patchctl.model.stack import LOCK_FILE, Lock, Stack, find_stack, render_lock
@@ -66,8 +66,12 @@ def stack_lock(project: Path, what: str) -> Iterator[None]:
     """One writer per project: rebase-pin, import, new, edit and refresh all take it.
 
     Whoever takes it first finishes or removes what a killed writer left beside
-    ``stack/`` (a staged copy), even when this run then writes nothing."""
-    with fsutil.exclusive_lock(state_dir(project) / "lock", what):
+    ``stack/`` (a staged copy), even when this run then writes nothing. Every process
+    started meanwhile holds it too (``procs.inheriting``): a writer killed while git
+    wrote its work tree leaves that git running, and the next writer waits for it
+    rather than reading or rebuilding that work tree under it."""
+    with fsutil.exclusive_lock(state_dir(project) / "lock", what) as fd, \
+            procs.inheriting(fd):
         try:
             root = find_stack(project).root
         except InputError:  # no stack yet: nothing to recover
