@@ -11,6 +11,9 @@ failed with "cannot reach upstream" when all that was wanted was to discard).
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -201,3 +204,68 @@ def test_edit_close_refuses_a_new_patch_not_written_yet(cli, tiny: Path) -> None
 def test_edit_usage_errors_are_one_line(cli, tiny: Path, args: list[str], message: str) -> None:
     r = cli("-C", str(tiny), *args)
     assert r.code == 2 and r.err.count("\n") == 1 and message in r.err, r.err
+
+
+def _cut_short(project: Path, how: str) -> Path:
+    """The edit work tree as an edit interrupted while `git init` made its repository
+    leaves it (an interrupt ends git's group with patchctl's; the state file, written
+    last, is not there): a `.git` git cannot read, and nothing beside it."""
+    edit = project / ".patchctl/edit"
+    shutil.rmtree(edit, ignore_errors=True)
+    work = edit / "work"
+    if how == "empty":  # created, nothing in it yet
+        (work / ".git").mkdir(parents=True)
+    else:  # the template and config written, HEAD not yet
+        git(project, "init", "-q", str(work))
+        (work / ".git/HEAD").unlink()
+    r = subprocess.run(["git", "-C", str(work), "for-each-ref"], capture_output=True,
+                       check=False)
+    assert r.returncode != 0  # git cannot read it
+    return work
+
+
+@pytest.mark.parametrize("how", ["empty", "no-head"])
+def test_an_edit_cut_short_while_git_made_its_repository_is_made_again(
+        cli, tiny: Path, how: str) -> None:
+    """Bug: `edit` interrupted while `git init` made the work tree's repository left one
+    git cannot read, and every later `edit` refused it ("git cannot read the repository
+    of the edit work tree") until `--reset`, though nothing in it could be anyone's work.
+    The next `edit` makes the work tree again; `edit --close` removes it."""
+    work = _cut_short(tiny, how)
+    target, opened_work = opened(cli, tiny, "bump")
+    assert (target, opened_work) == (T2, work)
+    assert (tiny / ".patchctl/edit/state.json").is_file()
+    assert git(work, "rev-parse", "--abbrev-ref", "HEAD").strip() == "patchctl"
+    _cut_short(tiny, how)
+    r = cli("-C", str(tiny), "edit", "--close")
+    assert r.code == 0, r.err
+    assert not work.exists()
+
+
+def _an_object(work: Path) -> None:
+    (work / ".git/objects/4b").mkdir(parents=True)
+    (work / ".git/objects/4b/825dc642cb6eb9a060e54bf8d69288fbee4904").write_bytes(b"x")
+
+
+def _a_ref(work: Path) -> None:
+    (work / ".git/refs/heads").mkdir(parents=True, exist_ok=True)
+    (work / ".git/refs/heads/wip").write_text("4b825dc642cb6eb9a060e54bf8d69288fbee4904\n")
+
+
+def _a_file(work: Path) -> None:
+    (work / "notes.txt").write_text("mine\n")
+
+
+@pytest.mark.parametrize("add", [_an_object, _a_ref, _a_file], ids=["object", "ref", "file"])
+def test_a_repository_git_cannot_read_that_holds_something_is_kept(
+        cli, tiny: Path, add: Callable[[Path], None]) -> None:
+    """The other side: a repository git cannot read that holds an object or a ref, or a
+    work tree holding a file, may be someone's work: still refused in one line, kept."""
+    work = _cut_short(tiny, "no-head")
+    add(work)
+    before = sorted(str(p.relative_to(work)) for p in work.rglob("*"))
+    for args in (["edit", "bump"], ["edit", "--close"]):
+        r = cli("-C", str(tiny), *args)
+        assert r.code == 2, r.err
+        assert r.err.count("\n") == 1 and "git cannot read the repository" in r.err, r.err
+        assert sorted(str(p.relative_to(work)) for p in work.rglob("*")) == before

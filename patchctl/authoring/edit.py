@@ -177,12 +177,17 @@ def keep_git_work(work: Path, state: EditState | None, remedy: str) -> None:
     """Refuse to delete the edit work tree ``work`` while its repository holds git work
     patchctl did not make (``gitrepo.unrecorded_work``: the user's branches, tags, linked
     work trees, stash, a stopped rebase, commits that change nothing), naming it; the
-    files themselves are the caller's tree check. ``remedy`` ends the message."""
+    files themselves are the caller's tree check. ``remedy`` ends the message. An edit
+    interrupted while git created its repository (no edit state: that is written last)
+    leaves one git cannot read yet and nothing else: nothing to keep, and the caller
+    makes the work tree again."""
     if not (work / ".git").is_dir():
         return
     try:
         found = gitrepo.unrecorded_work(work, since=state.pin if state else None)
     except GitError as e:
+        if state is None and gitrepo.cut_short_checkout(work):
+            return
         raise InputError(f"git cannot read the repository of the edit work tree {work} "
                          f"({shorten(str(e))}): save what you need from it, {remedy}") from e
     if found:

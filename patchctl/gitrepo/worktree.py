@@ -80,6 +80,27 @@ def scratch_checkout(upstream: Path, dest: Path, commit: str, *,
     return _partial_clone_of(upstream, dest)
 
 
+def cut_short_checkout(dest: Path) -> bool:
+    """Whether ``dest`` holds only what a ``scratch_checkout`` whose `git init` was cut
+    short leaves (an interrupt or a timeout ends git's group with patchctl): a ``.git``
+    that git cannot read, beside no file. Only when that ``.git`` holds no ref, reflog,
+    index, object or linked work tree: a repository that does is someone's work,
+    whatever state it is in. Deleting one that passes loses nothing."""
+    git_dir = dest / ".git"
+    if git_dir.is_symlink() or not git_dir.is_dir():
+        return False
+    if any(entry.name != ".git" for entry in dest.iterdir()):
+        return False
+    if any(os.path.lexists(git_dir / name) for name in ("packed-refs", "index", "worktrees")):
+        return False
+    for top in ("refs", "logs", "objects"):
+        for folder, _, files in os.walk(git_dir / top):
+            # objects/info/ holds the alternates patchctl writes: pointers, not objects
+            if files and Path(folder) != git_dir / "objects" / "info":
+                return False
+    return True
+
+
 def _partial_clone_of(upstream: Path, dest: Path) -> Path:
     """Make ``dest`` a partial clone of ``upstream``, as git understands one: a left-out
     file's blob may be missing (a skip-worktree entry), so building a tree (patchctl's
