@@ -5,7 +5,7 @@
 #
 #   scripts/upstream-check.sh CHECK TREE LIBDIR MODEL [ARGS...]
 #
-# CHECK is state-restore-check, nextn-toggle-check or embd-split-check, each also run by a script
+# CHECK is state-restore-check, nextn-toggle-check, embd-split-check or lora-check, each also run by a script
 # of its name.
 # TREE is the llama.cpp source (its include/, ggml/include/ and src/ for the staging header
 # llama-ext.h), LIBDIR the directory that holds its libllama.so (e.g. a build's bin/). The binary
@@ -31,7 +31,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 "${CXX:-c++}" -std=c++17 -O1 -I"$tree/include" -I"$tree/ggml/include" -I"$tree/src" "$here/$check.cpp" \
-    -L"$libdir" -lllama -Wl,-rpath,"$libdir" -o "$tmp/$check"
+    -L"$libdir" -lllama -lggml-base -Wl,-rpath,"$libdir" -o "$tmp/$check"
 # which tree: its commit, or the pin and the patches of a patchctl stamp (an empty list: unpatched)
 if [[ -f "$tree/.patchctl-stamp" ]]; then
     echo "llama.cpp: $(grep -E '^(pin|patches) = ' "$tree/.patchctl-stamp" | tr '\n' ' ')"
