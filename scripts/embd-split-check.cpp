@@ -20,17 +20,7 @@
 static std::vector<float> batch_logits(llama_model * model, bool embeddings) {
     llama_context * ctx = new_context(model);
     llama_set_embeddings(ctx, embeddings);
-    const std::vector<llama_seq_id> seq = { 0, 0, 0, 0, 0, 1, 1, 1, 1 };
-    if (!decode(ctx, seq, { 0, 1, 2, 3, 4, 0, 1, 2, 3 })) {
-        fprintf(stderr, "the batch does not decode\n");
-        exit(2);
-    }
-    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
-    std::vector<float> logits;
-    for (size_t i = 0; i < seq.size(); i++) {
-        const float * row = llama_get_logits_ith(ctx, (int32_t) i);
-        logits.insert(logits.end(), row, row + n_vocab);
-    }
+    std::vector<float> logits = two_sequence_logits(ctx);
     llama_free(ctx);
     return logits;
 }

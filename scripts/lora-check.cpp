@@ -71,19 +71,9 @@ static bool write_adapter(const char * model_path, const char * path) {
 }
 
 // the logits of the 9 tokens of the batch, after the memory is cleared
-static std::vector<float> batch_logits(llama_context * ctx, int n_vocab) {
+static std::vector<float> batch_logits(llama_context * ctx) {
     llama_memory_clear(llama_get_memory(ctx), true);
-    const std::vector<llama_seq_id> seq = { 0, 0, 0, 0, 0, 1, 1, 1, 1 };
-    if (!decode(ctx, seq, { 0, 1, 2, 3, 4, 0, 1, 2, 3 })) {
-        fprintf(stderr, "the batch does not decode\n");
-        exit(2);
-    }
-    std::vector<float> logits;
-    for (size_t i = 0; i < seq.size(); i++) {
-        const float * row = llama_get_logits_ith(ctx, (int32_t) i);
-        logits.insert(logits.end(), row, row + n_vocab);
-    }
-    return logits;
+    return two_sequence_logits(ctx);
 }
 
 int main(int argc, char ** argv) {
@@ -101,18 +91,17 @@ int main(int argc, char ** argv) {
         fprintf(stderr, "the adapter does not load\n");
         return 2;
     }
-    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(model));
     llama_context * ctx = new_context(model);
     float scale = 1.0f;
-    const std::vector<float> plain = batch_logits(ctx, n_vocab);
+    const std::vector<float> plain = batch_logits(ctx);
     printf("without the adapter: decoded\n");
     fflush(stdout);
     llama_set_adapters_lora(ctx, &adapter, 1, &scale);
-    const std::vector<float> with = batch_logits(ctx, n_vocab);
+    const std::vector<float> with = batch_logits(ctx);
     printf("with the adapter: decoded\n");
     fflush(stdout);
     llama_set_adapters_lora(ctx, nullptr, 0, nullptr);
-    const std::vector<float> again = batch_logits(ctx, n_vocab);
+    const std::vector<float> again = batch_logits(ctx);
     const bool changes  = memcmp(plain.data(), with.data(), plain.size()*sizeof(float)) != 0;
     const bool restores = memcmp(plain.data(), again.data(), plain.size()*sizeof(float)) == 0;
     printf("the adapter %s the logits; without it again they are %s\n", changes ? "changes" : "does NOT change",

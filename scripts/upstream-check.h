@@ -58,3 +58,20 @@ static bool decode(llama_context * ctx, const std::vector<llama_seq_id> & seq, c
     llama_batch_free(batch);
     return ok;
 }
+
+// the logits of every token of two sequences of 5 and 4 tokens in one batch (two ubatches), decoded
+// into the memory of ctx as it is; exits if the batch does not decode
+static inline std::vector<float> two_sequence_logits(llama_context * ctx) {
+    const std::vector<llama_seq_id> seq = { 0, 0, 0, 0, 0, 1, 1, 1, 1 };
+    if (!decode(ctx, seq, { 0, 1, 2, 3, 4, 0, 1, 2, 3 })) {
+        fprintf(stderr, "the batch does not decode\n");
+        exit(2);
+    }
+    const int n_vocab = llama_vocab_n_tokens(llama_model_get_vocab(llama_get_model(ctx)));
+    std::vector<float> logits;
+    for (size_t i = 0; i < seq.size(); i++) {
+        const float * row = llama_get_logits_ith(ctx, (int32_t) i);
+        logits.insert(logits.end(), row, row + n_vocab);
+    }
+    return logits;
+}
